@@ -1,0 +1,106 @@
+#pragma once
+// The control unit (seed Fig. 2-4, DESIGN.md §2): a pure state machine that takes one report per
+// stage and returns the discard rate R for the next stage. It owns no socket, loop or clock.
+//
+// Threading: a controller belongs to one session and is used from one thread.
+// Errors: invalid reports (NaN, negative) are rejected as values and leave the state unchanged.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "predrop/core/result.hpp"
+#include "predrop/core/stage_report.hpp"
+#include "predrop/core/threshold.hpp"
+
+namespace predrop::core {
+
+/// Why the controller set the rate it returned.
+enum class DecisionKind : std::uint8_t {
+  kInitial,   ///< First report (stage 0): R set to Rp (seed S14).
+  kDecrease,  ///< P worsened by more than T1: R -= Rp2 (seed S22).
+  kIncrease,  ///< L grew by more than T2 against one of the last k stages: R += Rp1 (S23/S30).
+  kKeep,      ///< Neither: R unchanged (seed S24).
+  kFixed,     ///< A fixed-rate policy: R never changes.
+  kAdapt,     ///< An improved policy changed or held R for a reason of its own (see reason).
+  kStale,     ///< Report for a stage at or before the last one handled: ignored.
+  kMissing,   ///< A stage's report never came: handled per policy (the exact rule keeps R).
+};
+
+/// Text name of a decision kind, for logs and CSV traces.
+std::string_view to_string(DecisionKind kind);
+
+/// The outcome of one report: the rate for the next stage and why.
+struct Decision {
+  double rate = 0.0;
+  DecisionKind kind = DecisionKind::kKeep;
+  /// Short static explanation for traces (never owns memory).
+  std::string_view reason;
+};
+
+/// Parameters of the exact rule (names as in DESIGN.md §2 and the seed).
+struct RuleParams {
+  double r0 = 0.0;                           ///< Rate of stage 0.
+  double rp = 0.05;                          ///< Rate set after stage 0's report.
+  double rp1 = 0.05;                         ///< Increase step.
+  double rp2 = 0.05;                         ///< Decrease step.
+  double rmax = 0.5;                         ///< Upper limit of R.
+  Threshold t1 = Threshold::absolute(0.5);   ///< Performance threshold (P units or relative).
+  Threshold t2 = Threshold::fraction(0.05);  ///< Delay threshold (µs or relative).
+  unsigned k = 1;  ///< Delay history: compare L with the last k stages (1 = basic rule).
+};
+
+/// Checks ranges: rates in [0, 1], r0 and rp within [0, rmax], steps >= 0, k in [1, 1024].
+Status validate(const RuleParams& params);
+
+/// Counters every controller keeps, for metrics.
+struct ControllerStats {
+  std::uint64_t reports = 0;    ///< Reports accepted.
+  std::uint64_t rejected = 0;   ///< Reports rejected as invalid.
+  std::uint64_t stale = 0;      ///< Duplicate or out-of-order reports ignored.
+  std::uint64_t missing = 0;    ///< Stages whose report never came.
+  std::uint64_t increases = 0;  ///< Decisions that raised R.
+  std::uint64_t decreases = 0;  ///< Decisions that lowered R.
+};
+
+/// A rate policy. The sender asks rate() when it starts a stage and feeds each report in.
+///
+/// Reports may arrive while later stages are already in flight (paced streaming): R is the
+/// controller's state, updated by reports in stage order, and applies to the next stage started.
+class RateController {
+ public:
+  virtual ~RateController() = default;
+  RateController() = default;
+  RateController(const RateController&) = delete;
+  RateController& operator=(const RateController&) = delete;
+
+  /// Policy name as selected in configuration ("basic", "history", "fixed", ...).
+  virtual std::string_view name() const = 0;
+  /// The discard rate to use for the next stage started.
+  virtual double rate() const = 0;
+  /// Feeds the report of one stage. Invalid reports are rejected and change nothing.
+  Result<Decision> on_report(const StageReport& report);
+  /// Tells the controller that `stage`'s report will never come (its deadline passed).
+  Decision on_report_missing(std::uint32_t stage);
+  /// Counters since construction.
+  const ControllerStats& stats() const { return stats_; }
+
+ protected:
+  /// Policy-specific reaction to a validated, in-order report.
+  virtual Decision decide(const StageReport& report) = 0;
+  /// Policy-specific reaction to a missing report; the default keeps R.
+  virtual Decision decide_missing(std::uint32_t stage);
+  /// True once any report was accepted.
+  bool has_reports() const { return has_last_stage_; }
+
+ private:
+  ControllerStats stats_;
+  std::uint32_t last_stage_ = 0;
+  bool has_last_stage_ = false;
+};
+
+/// Validates a report's values: finite, non-negative L; finite P; received <= 65535 etc.
+Status validate(const StageReport& report);
+
+}  // namespace predrop::core
