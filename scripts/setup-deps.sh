@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages predrop needs, only those missing. Safe to run again.
+# Usage: scripts/setup-deps.sh [--bench]   (--bench adds the congestion test-bed tools)
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  libuv1-dev libsrtp2-dev
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libavfilter-dev ffmpeg
+  libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libeigen3-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  dataset-fashion-mnist
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(iproute2 iperf3 gnuplot-nox clang libclang-rt-14-dev valgrind)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "setup-deps: installing ${missing[*]}"
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup-deps: need root to install packages (run as root or install them yourself)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
