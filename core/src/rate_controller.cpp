@@ -57,8 +57,11 @@ Status validate(const StageReport& r) {
   if (!std::isfinite(r.performance)) {
     return make_error("stage " + std::to_string(r.stage) + ": performance value is not finite");
   }
-  if (r.queue_delay_growth_us && !std::isfinite(*r.queue_delay_growth_us)) {
-    return make_error("stage " + std::to_string(r.stage) + ": queue delay growth is not finite");
+  if (r.queue_delay_us && !std::isfinite(*r.queue_delay_us)) {
+    return make_error("stage " + std::to_string(r.stage) + ": queue delay is not finite");
+  }
+  if (r.rate_used && !(*r.rate_used >= 0.0 && *r.rate_used <= 1.0)) {
+    return make_error("stage " + std::to_string(r.stage) + ": rate used is outside [0, 1]");
   }
   return Ok{};
 }

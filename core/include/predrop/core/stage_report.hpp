@@ -18,8 +18,13 @@ struct StageReport {
   std::uint32_t packets_received = 0;
   /// Packets the sender announced as sent in the stage (after pre-discard); 0 when unknown.
   std::uint32_t packets_announced = 0;
-  /// Growth of the one-way delay within the stage in µs (a queue building up), when measured.
-  std::optional<double> queue_delay_growth_us;
+  /// Queueing delay at the end of the stage in µs, when measured: one-way delay of the stage's
+  /// last packets minus the receiver's base (minimum recent) one-way delay. A queue building up
+  /// or standing full shows here before, or instead of, loss.
+  std::optional<double> queue_delay_us;
+  /// Rate the sender used for this stage. Filled by the sender from its own records (not on the
+  /// wire); improved policies use it to size R from the received fraction. Empty = unknown.
+  std::optional<double> rate_used;
 
   /// Fraction of the announced packets the network lost, or 0 when the count is unknown.
   double network_loss() const {

@@ -1,0 +1,110 @@
+#pragma once
+// Receiver-side stage bookkeeping: turns packet arrivals (stage id, index and count from the
+// stage extension, arrival time, optional one-way delay) into one measurement per stage: the
+// reception period L, packets received vs announced, and the queueing delay at the stage's end.
+//
+// A stage closes when all its announced packets have arrived, when a later stage has been
+// arriving for `reorder_grace_us` (its tail was lost), or when poll() finds it idle for
+// `idle_timeout_us`. Late packets of a closed stage are counted and ignored. Time is passed in.
+//
+// Threading: one meter per received stream, one thread. Memory is fixed after construction.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+namespace predrop::core {
+
+/// One packet as the meter needs it.
+struct PacketArrival {
+  std::uint32_t stage = 0;
+  std::uint16_t index = 0;  ///< Index among the packets sent in the stage.
+  std::uint16_t count = 0;  ///< Packets sent in the stage (0 = unknown).
+  std::uint64_t arrival_us = 0;
+  /// Sender-to-receiver delay including any clock offset (e.g. from abs-send-time); only its
+  /// changes matter.
+  std::optional<std::int64_t> one_way_delay_us;
+};
+
+/// What the receiver measured of one stage.
+struct StageMeasurement {
+  std::uint32_t stage = 0;
+  std::uint64_t first_arrival_us = 0;
+  std::uint64_t last_arrival_us = 0;
+  /// L = last - first arrival, µs.
+  double reception_period_us = 0.0;
+  std::uint32_t received = 0;
+  /// Announced count from the stage extension (0 if never known).
+  std::uint32_t announced = 0;
+  std::uint32_t duplicates = 0;
+  /// OWD of the last packets minus the base OWD (minimum over recent stages), µs.
+  std::optional<double> queue_delay_us;
+};
+
+/// Settings of the meter.
+struct ReceptionMeterConfig {
+  std::uint64_t reorder_grace_us = 50'000;    ///< How long a later stage may run before closing.
+  std::uint64_t idle_timeout_us = 2'000'000;  ///< Close an open stage idle for this long.
+  unsigned base_delay_stages = 32;            ///< Window of stages for the base (minimum) OWD.
+  unsigned tail_packets = 4;                  ///< Last packets averaged for the end-of-stage OWD.
+};
+
+/// Counters for metrics.
+struct ReceptionMeterStats {
+  std::uint64_t packets = 0;
+  std::uint64_t late = 0;  ///< Packets of stages already closed.
+  std::uint64_t duplicates = 0;
+  std::uint64_t out_of_range = 0;  ///< Index >= count.
+  std::uint64_t stages_closed = 0;
+};
+
+/// Builds per-stage measurements from packet arrivals.
+class ReceptionMeter {
+ public:
+  using OnStage = std::function<void(const StageMeasurement&)>;
+
+  ReceptionMeter(ReceptionMeterConfig config, OnStage on_stage);
+
+  /// Accounts one packet; may close earlier stages (on_stage runs before this returns).
+  void on_packet(const PacketArrival& p);
+  /// Closes stages that are idle or whose grace passed; call from a timer.
+  void poll(std::uint64_t now_us);
+  /// Closes every open stage now (end of stream).
+  void flush();
+  /// Counters since construction.
+  const ReceptionMeterStats& stats() const { return stats_; }
+
+ private:
+  struct OpenStage {
+    bool open = false;
+    std::uint32_t stage = 0;
+    std::uint32_t announced = 0;
+    std::uint32_t received = 0;
+    std::uint32_t duplicates = 0;
+    std::uint64_t first_us = 0;
+    std::uint64_t last_us = 0;
+    std::uint64_t later_since_us = 0;  ///< When a later stage's first packet came (0 = not yet).
+    std::int64_t min_owd = 0;
+    bool has_owd = false;
+    std::array<std::int64_t, 16> tail_owd{};  ///< Ring of the latest OWDs.
+    unsigned tail_count = 0;
+    std::vector<std::uint64_t> seen;  ///< Bitmap of indices (65536 bits), sized once.
+  };
+
+  OpenStage* slot_for(std::uint32_t stage, std::uint64_t now_us);
+  void close(OpenStage& s);
+  void note_later_stage(std::uint32_t stage, std::uint64_t now_us);
+
+  ReceptionMeterConfig config_;
+  OnStage on_stage_;
+  std::array<OpenStage, 2> slots_;
+  bool has_closed_ = false;
+  std::uint32_t last_closed_ = 0;
+  std::vector<std::int64_t> stage_min_owd_;  ///< Ring of per-stage minimum OWDs.
+  std::size_t min_head_ = 0;
+  std::size_t min_count_ = 0;
+  ReceptionMeterStats stats_;
+};
+
+}  // namespace predrop::core
