@@ -3,13 +3,14 @@
 #include <array>
 #include <cmath>
 
+#include "predrop/core/adaptive_policy.hpp"
 #include "predrop/core/exact_rule.hpp"
 #include "predrop/core/fixed_rate.hpp"
 
 namespace predrop::core {
 
 namespace {
-constexpr std::array<std::string_view, 3> kPolicyNames{"basic", "history", "fixed"};
+constexpr std::array<std::string_view, 4> kPolicyNames{"basic", "history", "fixed", "adaptive"};
 }  // namespace
 
 std::span<const std::string_view> policy_names() {
@@ -36,6 +37,14 @@ Result<std::unique_ptr<RateController>> make_rate_controller(const PolicyConfig&
       return make_error("control.fixed_rate must be in [0, 1]");
     }
     return std::unique_ptr<RateController>(std::make_unique<FixedRate>(config.fixed_rate));
+  }
+  if (p == "adaptive") {
+    if (auto st = validate(config.adaptive); !st) return st.error();
+    if (!(config.rule.r0 >= 0 && config.rule.r0 <= config.adaptive.rmax)) {
+      return make_error("control.r0 must be in [0, adaptive rmax]");
+    }
+    return std::unique_ptr<RateController>(
+        std::make_unique<AdaptivePolicy>(config.adaptive, config.rule.r0));
   }
   std::string known;
   for (auto n : kPolicyNames)
