@@ -1,0 +1,107 @@
+#pragma once
+// UDP socket on a libuv loop, built for the media packet path:
+// - receive uses libuv's recvmmsg mode (UV_UDP_RECVMMSG) into one slab allocated at open();
+// - send bypasses libuv's request queue and writes on the socket fd directly (sendto/sendmmsg,
+//   non-blocking), so nothing is allocated or queued per packet. A datagram the kernel will not
+//   take right now (EAGAIN/ENOBUFS) is dropped and counted, never buffered: for real-time media a
+//   late packet is worth less than a lost one, and predrop's own discarding sits upstream.
+// Threading: loop thread only. Errors on the packet path are counted in UdpStats, not thrown.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "predrop/core/result.hpp"
+#include "predrop/net/event_loop.hpp"
+#include "predrop/net/socket_address.hpp"
+
+namespace predrop::net {
+
+/// Socket options chosen at open().
+struct UdpOptions {
+  /// SO_REUSEPORT: several sockets share the port and the kernel spreads datagrams among them.
+  bool reuse_port = false;
+  /// SO_RCVBUF in bytes (0 = system default). Linux doubles it and caps it at net.core.rmem_max.
+  int recv_buffer_bytes = 0;
+  /// SO_SNDBUF in bytes (0 = system default). Capped at net.core.wmem_max.
+  int send_buffer_bytes = 0;
+  /// Datagrams per recvmmsg call, 1..20 (libuv's UV__MMSG_MAXWIDTH). libuv gives each slot 64 KiB,
+  /// so the slab is recv_batch x 64 KiB; 1 turns recvmmsg off.
+  unsigned recv_batch = 20;
+};
+
+/// Per-endpoint counters; all monotonic.
+struct UdpStats {
+  std::uint64_t sent = 0;         ///< Datagrams the kernel accepted.
+  std::uint64_t send_drops = 0;   ///< Datagrams dropped because the socket/device queue was full.
+  std::uint64_t send_errors = 0;  ///< Datagrams refused for another reason (bad address, size...).
+  std::uint64_t received = 0;     ///< Datagrams delivered to on_datagram.
+  std::uint64_t recv_errors = 0;  ///< Failed receive calls reported by libuv.
+  std::uint64_t truncated = 0;    ///< Datagrams cut short by the receive slot (then not delivered).
+};
+
+/// One datagram of a send_batch() call; the pointers only need to live for the call.
+struct OutDatagram {
+  const std::uint8_t* data;
+  std::size_t len;
+  const SocketAddress* to;
+};
+
+/// A bound UDP socket. Created by open(); owned through unique_ptr because libuv holds a pointer
+/// to it. The receive callback may destroy the endpoint.
+class UdpEndpoint final : public detail::LoopHandle {
+ public:
+  /// Receives one datagram. `data` points into the receive slab and is valid only during the
+  /// call; `recv_time_us` is monotonic_now_us() taken when the datagram was read.
+  using DatagramHandler = std::function<void(
+      std::span<const std::uint8_t> data, const SocketAddress& from, std::uint64_t recv_time_us)>;
+
+  /// Maximum datagrams handed to one sendmmsg(2) call; larger batches are split.
+  static constexpr std::size_t kMaxSendBatch = 64;
+
+  /// Binds to `bind_to` (port 0 picks a free port) and starts receiving if `on_datagram` is set.
+  static core::Result<std::unique_ptr<UdpEndpoint>> open(EventLoop& loop,
+                                                         const SocketAddress& bind_to,
+                                                         const UdpOptions& options,
+                                                         DatagramHandler on_datagram);
+  ~UdpEndpoint() override;
+
+  /// Sends one datagram now. Returns true if the kernel took it; otherwise counts a drop or error.
+  bool send(std::span<const std::uint8_t> data, const SocketAddress& to);
+  /// Sends the datagrams in order with sendmmsg(2); returns how many the kernel took. When the
+  /// socket queue fills (EAGAIN/ENOBUFS) the rest of the batch is dropped and counted; a datagram
+  /// refused for its own reason (bad address, too large) is counted and skipped.
+  std::size_t send_batch(std::span<const OutDatagram> batch);
+
+  /// Closes the socket now (idempotent); no callback runs afterwards.
+  void close() { close_handle(); }
+
+  /// The address actually bound (resolves port 0).
+  const SocketAddress& local_address() const { return local_; }
+  /// Counters since open().
+  const UdpStats& stats() const { return stats_; }
+  /// True if libuv reads with recvmmsg(2) on this socket.
+  bool using_recvmmsg() const;
+  /// SO_RCVBUF as the kernel reports it (already doubled), or 0 when closed.
+  int recv_buffer_bytes() const;
+  /// SO_SNDBUF as the kernel reports it, or 0 when closed.
+  int send_buffer_bytes() const;
+
+ private:
+  friend struct UdpCallbacks;
+  struct SendScratch;  // Preallocated msghdr/iovec/sockaddr arrays for send_batch().
+
+  explicit UdpEndpoint(DatagramHandler on_datagram);
+  void on_handle_closing() override { fd_ = -1; }
+
+  DatagramHandler on_datagram_;
+  SocketAddress local_;
+  UdpStats stats_;
+  int fd_ = -1;
+  std::byte* slab_ = nullptr;  // Lives in the handle's block; freed with the handle.
+  std::size_t slab_len_ = 0;
+  std::unique_ptr<SendScratch> scratch_;
+};
+
+}  // namespace predrop::net

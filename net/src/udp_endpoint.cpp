@@ -1,0 +1,238 @@
+#include "predrop/net/udp_endpoint.hpp"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "predrop/net/clock.hpp"
+#include "uv_util.hpp"
+
+namespace predrop::net {
+namespace {
+
+// libuv gives every recvmmsg slot this many bytes (UV__UDP_DGRAM_MAXSIZE in src/unix/udp.c) and
+// reads at most UV__MMSG_MAXWIDTH datagrams per call.
+constexpr std::size_t kLibuvSlot = 64 * 1024;
+constexpr unsigned kLibuvMaxMmsg = 20;
+
+bool is_queue_full(int err) {
+  return err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS;
+}
+
+int get_int_sockopt(int fd, int level, int name) {
+  int value = 0;
+  socklen_t len = sizeof(value);
+  if (fd < 0 || ::getsockopt(fd, level, name, &value, &len) != 0) return 0;
+  return value;
+}
+
+}  // namespace
+
+struct UdpEndpoint::SendScratch {
+  std::array<mmsghdr, kMaxSendBatch> msgs;
+  std::array<iovec, kMaxSendBatch> iovs;
+  std::array<sockaddr_storage, kMaxSendBatch> addrs;
+};
+
+struct UdpCallbacks {
+  static void on_alloc(uv_handle_t* h, std::size_t /*suggested*/, uv_buf_t* buf) {
+    auto* self = detail::owner<UdpEndpoint>(h);
+    if (self == nullptr) {
+      *buf = uv_buf_init(nullptr, 0);
+      return;
+    }
+    // The same slab every time: libuv delivers a whole batch before it asks for memory again,
+    // and on_datagram must not keep the span.
+    *buf =
+        uv_buf_init(reinterpret_cast<char*>(self->slab_), static_cast<unsigned>(self->slab_len_));
+  }
+
+  static void on_recv(uv_udp_t* h, ssize_t nread, const uv_buf_t* buf, const sockaddr* addr,
+                      unsigned flags) {
+    auto* self = detail::owner<UdpEndpoint>(h);
+    if (self == nullptr || (flags & UV_UDP_MMSG_FREE) != 0) return;
+    if (nread < 0) {
+      ++self->stats_.recv_errors;
+      return;
+    }
+    if (addr == nullptr) return;  // Nothing was ready (EAGAIN); libuv reports it as 0 bytes.
+    if ((flags & UV_UDP_PARTIAL) != 0) {
+      ++self->stats_.truncated;
+      return;
+    }
+    auto from = SocketAddress::from_sockaddr(addr);
+    if (!from) {
+      ++self->stats_.recv_errors;
+      return;
+    }
+    ++self->stats_.received;
+    const std::uint64_t now = monotonic_now_us();
+    // Last use of `self`: the handler may destroy the endpoint.
+    self->on_datagram_(
+        std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(buf->base),
+                                      static_cast<std::size_t>(nread)),
+        *from, now);
+  }
+};
+
+UdpEndpoint::UdpEndpoint(DatagramHandler on_datagram)
+    : on_datagram_(std::move(on_datagram)), scratch_(std::make_unique<SendScratch>()) {
+  std::memset(scratch_.get(), 0, sizeof(SendScratch));
+}
+
+UdpEndpoint::~UdpEndpoint() = default;
+
+core::Result<std::unique_ptr<UdpEndpoint>> UdpEndpoint::open(EventLoop& loop,
+                                                             const SocketAddress& bind_to,
+                                                             const UdpOptions& options,
+                                                             DatagramHandler on_datagram) {
+  const unsigned batch = std::clamp(options.recv_batch, 1u, kLibuvMaxMmsg);
+  const bool receiving = static_cast<bool>(on_datagram);
+  const std::size_t slab_len = receiving ? batch * kLibuvSlot : 0;
+  std::unique_ptr<UdpEndpoint> ep(new UdpEndpoint(std::move(on_datagram)));
+
+  auto* h = detail::alloc_handle<uv_udp_t>(slab_len);
+  unsigned init_flags = bind_to.is_v4() ? AF_INET : AF_INET6;
+  if (batch > 1) init_flags |= UV_UDP_RECVMMSG;
+  int rc = uv_udp_init_ex(loop.native(), h, init_flags);
+  if (rc != 0) {
+    detail::free_uninitialised(h);
+    return detail::uv_error("uv_udp_init_ex", rc);
+  }
+  h->data = static_cast<detail::LoopHandle*>(ep.get());
+  ep->handle_ = reinterpret_cast<uv_handle_t*>(h);
+  ep->slab_ = detail::handle_extra(h);
+  ep->slab_len_ = slab_len;
+
+  uv_os_fd_t fd = -1;
+  rc = uv_fileno(ep->handle_, &fd);
+  if (rc != 0) return detail::uv_error("uv_fileno", rc);
+  ep->fd_ = fd;
+
+  const int yes = 1;
+  if (options.reuse_port && ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof(yes)) != 0) {
+    return detail::uv_error("setsockopt(SO_REUSEPORT)", -errno);
+  }
+  if (options.recv_buffer_bytes > 0 &&
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &options.recv_buffer_bytes, sizeof(int)) != 0) {
+    return detail::uv_error("setsockopt(SO_RCVBUF)", -errno);
+  }
+  if (options.send_buffer_bytes > 0 &&
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &options.send_buffer_bytes, sizeof(int)) != 0) {
+    return detail::uv_error("setsockopt(SO_SNDBUF)", -errno);
+  }
+
+  sockaddr_storage ss{};
+  bind_to.to_sockaddr(ss);
+  // IPv6 sockets are v6-only so that peers never show up as v4-mapped addresses and a v4
+  // destination on a v6 socket fails loudly instead of half-working.
+  rc =
+      uv_udp_bind(h, reinterpret_cast<const sockaddr*>(&ss), bind_to.is_v6() ? UV_UDP_IPV6ONLY : 0);
+  if (rc != 0) return detail::uv_error("bind " + bind_to.to_string(), rc);
+
+  int len = sizeof(ss);
+  rc = uv_udp_getsockname(h, reinterpret_cast<sockaddr*>(&ss), &len);
+  if (rc != 0) return detail::uv_error("getsockname", rc);
+  auto local = SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&ss));
+  if (!local) return local.error();
+  ep->local_ = *local;
+
+  if (receiving) {
+    rc = uv_udp_recv_start(h, &UdpCallbacks::on_alloc, &UdpCallbacks::on_recv);
+    if (rc != 0) return detail::uv_error("uv_udp_recv_start", rc);
+  }
+  return ep;
+}
+
+bool UdpEndpoint::send(std::span<const std::uint8_t> data, const SocketAddress& to) {
+  if (fd_ < 0) {
+    ++stats_.send_errors;
+    return false;
+  }
+  sockaddr_storage ss;
+  const socklen_t len = to.to_sockaddr(ss);
+  ssize_t n;
+  do {
+    n = ::sendto(fd_, data.data(), data.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&ss),
+                 len);
+  } while (n < 0 && errno == EINTR);
+  if (n >= 0) {
+    ++stats_.sent;
+    return true;
+  }
+  if (is_queue_full(errno)) {
+    ++stats_.send_drops;
+  } else {
+    ++stats_.send_errors;
+  }
+  return false;
+}
+
+std::size_t UdpEndpoint::send_batch(std::span<const OutDatagram> batch) {
+  if (fd_ < 0) {
+    stats_.send_errors += batch.size();
+    return 0;
+  }
+  SendScratch& s = *scratch_;
+  std::size_t total = 0;
+  for (std::size_t base = 0; base < batch.size(); base += kMaxSendBatch) {
+    const std::size_t n = std::min(kMaxSendBatch, batch.size() - base);
+    for (std::size_t k = 0; k < n; ++k) {
+      const OutDatagram& d = batch[base + k];
+      s.iovs[k].iov_base = const_cast<std::uint8_t*>(d.data);
+      s.iovs[k].iov_len = d.len;
+      msghdr& m = s.msgs[k].msg_hdr;
+      m.msg_iov = &s.iovs[k];
+      m.msg_iovlen = 1;
+      m.msg_control = nullptr;
+      m.msg_controllen = 0;
+      m.msg_flags = 0;
+      if (d.to != nullptr) {
+        m.msg_name = &s.addrs[k];
+        m.msg_namelen = d.to->to_sockaddr(s.addrs[k]);
+      } else {
+        // The kernel answers EDESTADDRREQ for this datagram alone; it is counted as an error.
+        m.msg_name = nullptr;
+        m.msg_namelen = 0;
+      }
+    }
+    std::size_t off = 0;
+    while (off < n) {
+      const int r = ::sendmmsg(fd_, &s.msgs[off], static_cast<unsigned>(n - off), MSG_DONTWAIT);
+      if (r > 0) {
+        off += static_cast<std::size_t>(r);
+        total += static_cast<std::size_t>(r);
+        stats_.sent += static_cast<std::uint64_t>(r);
+        continue;
+      }
+      if (r < 0 && errno == EINTR) continue;
+      if (r == 0 || is_queue_full(errno)) {
+        // The socket queue is full; later datagrams would meet the same fate this instant.
+        stats_.send_drops += batch.size() - (base + off);
+        return total;
+      }
+      // sendmmsg reports an error only for the first datagram it could not send: skip that one.
+      ++stats_.send_errors;
+      ++off;
+    }
+  }
+  return total;
+}
+
+bool UdpEndpoint::using_recvmmsg() const {
+  return handle_ != nullptr && uv_udp_using_recvmmsg(reinterpret_cast<uv_udp_t*>(handle_)) != 0;
+}
+
+int UdpEndpoint::recv_buffer_bytes() const {
+  return get_int_sockopt(fd_, SOL_SOCKET, SO_RCVBUF);
+}
+
+int UdpEndpoint::send_buffer_bytes() const {
+  return get_int_sockopt(fd_, SOL_SOCKET, SO_SNDBUF);
+}
+
+}  // namespace predrop::net
