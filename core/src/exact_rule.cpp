@@ -46,4 +46,18 @@ Decision ExactRule::decide(const StageReport& report) {
   return d;
 }
 
+Decision ExactRule::decide_missing(std::uint32_t /*stage*/) {
+  switch (params_.missing) {
+    case MissingReportAction::kIncrease:
+      rate_ = std::min(params_.rmax, rate_ + params_.rp1);
+      return {rate_, DecisionKind::kMissing, "no report: R += Rp1 (configured)"};
+    case MissingReportAction::kDecrease:
+      rate_ = std::max(0.0, rate_ - params_.rp2);
+      return {rate_, DecisionKind::kMissing, "no report: R -= Rp2 (configured)"};
+    case MissingReportAction::kHold:
+      break;
+  }
+  return {rate_, DecisionKind::kMissing, "no report: rate kept"};
+}
+
 }  // namespace predrop::core

@@ -235,6 +235,18 @@ TEST(ExactRuleEdges, MissingReportKeepsRateAndHistory) {
   EXPECT_EQ(c.stats().missing, 1u);
 }
 
+TEST(ExactRuleEdges, MissingReportActionIsConfigurable) {
+  auto p = params();
+  p.missing = MissingReportAction::kIncrease;
+  ExactRule up(p);
+  feed(up, 0, 100000, 40.0);
+  EXPECT_DOUBLE_EQ(up.on_report_missing(1).rate, 0.15);
+  p.missing = MissingReportAction::kDecrease;
+  ExactRule down(p);
+  feed(down, 0, 100000, 40.0);
+  EXPECT_DOUBLE_EQ(down.on_report_missing(1).rate, 0.08);
+}
+
 // If stage 0's report is lost, the first report that arrives plays its role (R = Rp).
 TEST(ExactRuleEdges, FirstArrivingReportActsAsStageZero) {
   ExactRule c(params());

@@ -14,7 +14,8 @@ namespace predrop::core {
 ///   else L_s exceeds any of the last k L by more than T2: R = min(Rmax, R + Rp1)
 ///   else                                     R unchanged
 /// "Previous" means the previous *reported* stage: a stage whose report never came is skipped
-/// (R kept, history untouched), so the next report is compared with the newest stage known.
+/// (history untouched; R kept by default, or moved per RuleParams::missing), so the next report
+/// is compared with the newest stage known.
 /// Until k earlier stages exist, L is compared with those that exist.
 class ExactRule final : public RateController {
  public:
@@ -28,6 +29,7 @@ class ExactRule final : public RateController {
 
  protected:
   Decision decide(const StageReport& report) override;
+  Decision decide_missing(std::uint32_t stage) override;
 
  private:
   /// True when L exceeds any remembered L by more than T2 (seed S21 for k = 1, S30 for k > 1).

@@ -39,6 +39,13 @@ struct Decision {
   std::string_view reason;
 };
 
+/// What the exact rule does for a stage whose report never came (the seed is silent on it).
+enum class MissingReportAction : std::uint8_t {
+  kHold,      ///< Keep R (default): no information, no change.
+  kIncrease,  ///< R += Rp1: lost feedback read as congestion on the way back.
+  kDecrease,  ///< R -= Rp2.
+};
+
 /// Parameters of the exact rule (names as in DESIGN.md §2 and the seed).
 struct RuleParams {
   double r0 = 0.0;                           ///< Rate of stage 0.
@@ -49,6 +56,7 @@ struct RuleParams {
   Threshold t1 = Threshold::absolute(0.5);   ///< Performance threshold (P units or relative).
   Threshold t2 = Threshold::fraction(0.05);  ///< Delay threshold (µs or relative).
   unsigned k = 1;  ///< Delay history: compare L with the last k stages (1 = basic rule).
+  MissingReportAction missing = MissingReportAction::kHold;  ///< For stages without a report.
 };
 
 /// Checks ranges: rates in [0, 1], r0 and rp within [0, rmax], steps >= 0, k in [1, 1024].

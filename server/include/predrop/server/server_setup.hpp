@@ -1,0 +1,50 @@
+#pragma once
+// Glue between the configuration file, the command line and the running server: applies CLI
+// overrides, maps ServerConfig onto StreamServerOptions (loading and packetizing the media), and
+// renders the Prometheus metrics.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "predrop/core/policy_factory.hpp"
+#include "predrop/core/result.hpp"
+#include "predrop/server/config.hpp"
+#include "predrop/server/stream_server.hpp"
+
+namespace predrop::server {
+
+/// Command-line values that override the file (empty = not given).
+struct CliOverrides {
+  std::string mode;
+  std::string listen;
+  std::vector<std::string> streams;  ///< NAME=PATH
+  std::string policy;
+  std::optional<double> fixed_rate;
+  std::optional<double> player_rate;
+  std::string srtp;
+  std::optional<std::uint16_t> rtp_port;
+  std::string trace_csv;
+  std::string metrics;
+  bool loop = false;
+  std::optional<std::uint32_t> max_stages;
+  std::vector<std::string> pushes;  ///< STREAM@ADDR:PORT@FILE.sdp
+  std::string log_level;
+};
+
+/// Applies the overrides to `config` and validates the result.
+core::Status apply_overrides(ServerConfig& config, const CliOverrides& cli);
+
+/// The control core's policy configuration for the [control] section.
+core::Result<core::PolicyConfig> make_policy_config(const ControlConfig& control);
+
+/// Loads every stream's media and builds the server's options.
+core::Result<StreamServerOptions> make_stream_options(const ServerConfig& config,
+                                                      const CliOverrides& cli);
+
+/// Prometheus text exposition of the server's and its sessions' state.
+std::string render_metrics(const StreamServer& server);
+
+/// Runs DDL mode (the relay) until interrupted; returns the process exit code.
+int run_ddl_mode(const ServerConfig& config);
+
+}  // namespace predrop::server

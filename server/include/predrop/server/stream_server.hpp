@@ -1,0 +1,145 @@
+#pragma once
+// The streaming server: RTSP 1.0 over TCP (RFC 2326) in front of per-client StreamSessions, one
+// shared RTP socket and one shared RTCP socket (the server_port pair), a pacing tick that pumps
+// every playing session, and housekeeping (session timeouts, idle connections).
+//
+// Threading: everything runs on the one loop given at construction.
+// Errors: start() throws on bad set-up (ports taken); requests get RTSP status codes; bad
+// datagrams are counted in ServerStats.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "predrop/core/discard_planner.hpp"
+#include "predrop/core/policy_factory.hpp"
+#include "predrop/media/media_file.hpp"
+#include "predrop/net/event_loop.hpp"
+#include "predrop/net/sdes_key.hpp"
+#include "predrop/net/socket_address.hpp"
+#include "predrop/net/tcp.hpp"
+#include "predrop/net/udp_endpoint.hpp"
+#include "predrop/server/stream_session.hpp"
+
+namespace predrop::server {
+
+/// A named stream the server offers (rtsp://host:port/<name>).
+struct StreamDefinition {
+  std::string name;
+  std::shared_ptr<const media::MediaFile> media;
+};
+
+/// A session started without RTSP: the server sends to a fixed destination and writes an SDP
+/// file that any player can open (`ffplay -protocol_whitelist file,udp,rtp,srtp,crypto -i f.sdp`).
+struct PushTarget {
+  std::string stream;
+  net::SocketAddress destination;  ///< Video RTP port; audio goes to port + 2.
+  std::string sdp_file;
+};
+
+/// Settings of the streaming server (mapped from the TOML configuration by the program).
+struct StreamServerOptions {
+  net::SocketAddress rtsp_listen = net::SocketAddress::any_v4(8554);
+  std::uint16_t rtp_port = 0;  ///< Server RTP port (RTCP = +1); 0 picks a free even pair.
+  std::string bind_ip = "0.0.0.0";
+  std::vector<StreamDefinition> streams;
+  std::vector<PushTarget> pushes;
+  std::optional<net::SrtpSuite> srtp = net::SrtpSuite::AesCm128HmacSha1_80;  ///< Empty: plain.
+  core::PolicyConfig policy;  ///< For clients that send PDFB.
+  double player_rate = 0.0;   ///< Fixed R for clients that do not (ffplay, VLC).
+  core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
+  std::uint64_t discard_seed = 1;
+  bool paced = true;
+  bool loop = false;
+  std::uint32_t max_stages = 0;
+  std::size_t max_sessions = 1000;
+  std::size_t max_connections = 2000;
+  std::uint32_t session_timeout_s = 60;
+  std::uint32_t rtsp_idle_timeout_s = 30;
+  std::uint64_t report_timeout_us = 3'000'000;
+  std::size_t max_payload_size = 1400;
+  std::string block_attribute;  ///< SDP a=x-predrop-block value describing the block size.
+};
+
+/// Server-wide counters.
+struct ServerStats {
+  std::uint64_t connections_accepted = 0;
+  std::uint64_t connections_refused = 0;  ///< Over max_connections (answered 503).
+  std::uint64_t requests = 0;
+  std::uint64_t bad_requests = 0;
+  std::uint64_t sessions_created = 0;
+  std::uint64_t sessions_refused = 0;  ///< Over max_sessions (answered 453).
+  std::uint64_t sessions_timed_out = 0;
+  std::uint64_t rtcp_datagrams = 0;
+  std::uint64_t rtcp_unknown_source = 0;
+  std::uint64_t rtp_port_datagrams = 0;  ///< NAT-punch packets and strays on the RTP port.
+};
+
+/// The streaming server. Construct, start(), run the loop.
+class StreamServer {
+ public:
+  using OnBlock = StreamSession::OnBlock;
+
+  StreamServer(net::EventLoop& loop, StreamServerOptions options, OnBlock on_block = {});
+  ~StreamServer();
+  StreamServer(const StreamServer&) = delete;
+  StreamServer& operator=(const StreamServer&) = delete;
+
+  /// Binds the sockets, starts the push sessions and the timers. Throws std::runtime_error.
+  void start();
+  /// Stops listening, tears every session down and closes every handle.
+  void stop();
+
+  /// The RTSP address actually bound.
+  const net::SocketAddress& rtsp_address() const;
+  /// The server's RTP port (RTCP is +1).
+  std::uint16_t rtp_port() const;
+  /// The SDP a DESCRIBE of `stream` returns, with `key` in its a=crypto lines (when SRTP is on).
+  std::string describe(const StreamDefinition& stream, const net::SrtpKeyMaterial* key,
+                       std::string_view host) const;
+
+  const ServerStats& stats() const { return stats_; }
+  std::size_t session_count() const { return sessions_.size(); }
+  std::size_t connection_count() const { return connections_.size(); }
+  /// Live sessions, for metrics.
+  std::vector<const StreamSession*> sessions() const;
+
+ private:
+  struct Connection;
+  struct PendingSession;
+  struct SessionEntry;
+
+  void on_connection(std::unique_ptr<net::TcpConnection> tcp);
+  void on_data(Connection& c, std::span<const std::uint8_t> data);
+  void close_connection(Connection& c);
+  std::string handle(Connection& c, struct RtspRequest& request);
+  void on_rtcp_datagram(std::span<const std::uint8_t> data, const net::SocketAddress& from,
+                        std::uint64_t now_us);
+  void tick();
+  void housekeeping();
+  void remove_session(const std::string& id);
+  const StreamDefinition* find_stream(std::string_view name) const;
+  std::string new_session_id();
+  bool start_session(SessionEntry& entry, std::uint64_t now_us);
+
+  net::EventLoop& loop_;
+  StreamServerOptions options_;
+  OnBlock on_block_;
+  std::unique_ptr<net::TcpListener> listener_;
+  std::unique_ptr<net::UdpEndpoint> rtp_socket_;
+  std::unique_ptr<net::UdpEndpoint> rtcp_socket_;
+  std::unique_ptr<net::Timer> pacer_;
+  std::unique_ptr<net::Timer> housekeeper_;
+  std::map<Connection*, std::unique_ptr<Connection>> connections_;
+  std::map<std::string, std::unique_ptr<SessionEntry>> sessions_;
+  std::unordered_map<net::SocketAddress, std::string> session_by_address_;
+  std::vector<std::uint8_t> rtcp_buffer_;
+  std::uint64_t id_counter_ = 0;
+  ServerStats stats_;
+};
+
+}  // namespace predrop::server

@@ -1,0 +1,180 @@
+#pragma once
+// One client's streaming session: paces the shared packetized media block by block (one block =
+// one stage), pre-discards each block at the rate its own control unit sets, and feeds the
+// client's per-block SRTCP reports (PDFB) to that control unit.
+//
+// Where things happen: the discard decision is StageTransmitter::begin_stage (net/), R is
+// updated in on_rtcp() -> RateController::on_report (core/), the report is parsed in
+// net::decode_rtcp / net::to_stage_report.
+//
+// Threading: the server's loop thread. Per packet nothing is allocated; per block one trace row.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "predrop/core/discard_planner.hpp"
+#include "predrop/core/rate_controller.hpp"
+#include "predrop/media/media_file.hpp"
+#include "predrop/net/rtcp.hpp"
+#include "predrop/net/sdes_key.hpp"
+#include "predrop/net/stage_transmitter.hpp"
+
+namespace predrop::server {
+
+/// One RTP stream the client set up.
+struct SessionTrack {
+  std::uint8_t media_stream = 0;  ///< Index into MediaFile::streams().
+  net::SocketAddress rtp_destination;
+  std::optional<net::SocketAddress> rtcp_destination;
+  std::uint32_t ssrc = 0;
+  std::uint16_t initial_sequence = 0;
+  std::uint32_t timestamp_offset = 0;
+};
+
+/// Everything a session is created with.
+struct StreamSessionConfig {
+  std::string id;
+  std::vector<SessionTrack> tracks;
+  net::RtpExtensionIds extension_ids{1, 2};
+  std::optional<net::SrtpSuite> srtp_suite;  ///< Empty: plain RTP.
+  net::SrtpKeyMaterial key;
+  core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
+  std::uint64_t discard_seed = 1;
+  bool paced = true;             ///< Send each packet at its media time; false: each block at once.
+  bool loop = false;             ///< Start over at the end of the file.
+  std::uint32_t max_stages = 0;  ///< Stop after this many stages (0 = file end / never with loop).
+  bool feedback = true;          ///< The client sends PDFB (else R stays at the policy's start).
+  std::uint64_t report_timeout_us = 3'000'000;  ///< After a block's end, its report is missing.
+  std::size_t max_payload_size = 1400;
+};
+
+/// One block as sent and, later, as reported: a row of the per-block trace.
+struct BlockTrace {
+  std::string_view session;
+  std::uint32_t stage = 0;
+  std::uint32_t block = 0;
+  double rate = 0.0;  ///< R used for the block.
+  std::size_t packets = 0;
+  std::size_t discarded = 0;
+  std::size_t sent = 0;
+  bool reported = false;  ///< False: the report never came.
+  core::StageReport report;
+  core::DecisionKind decision = core::DecisionKind::kKeep;
+  std::string_view reason;
+  double next_rate = 0.0;
+};
+
+/// Counters of one session.
+struct SessionStats {
+  std::uint64_t stages_started = 0;
+  std::uint64_t reports = 0;
+  std::uint64_t reports_rejected = 0;
+  std::uint64_t reports_missing = 0;
+  std::uint64_t rtcp_errors = 0;  ///< SRTCP failures and malformed RTCP.
+  std::uint64_t receiver_reports = 0;
+  std::uint8_t last_fraction_lost = 0;  ///< From the client's last RR report block.
+  std::uint32_t last_jitter = 0;
+  double last_reception_period_us = 0;
+  double last_performance = 0;
+};
+
+/// A streaming session. Created at SETUP, started at PLAY.
+class StreamSession {
+ public:
+  using OnBlock = std::function<void(const BlockTrace&)>;
+
+  /// Throws std::runtime_error when SRTP cannot be set up (setup time only).
+  StreamSession(std::shared_ptr<const media::MediaFile> media, net::UdpEndpoint& rtp_socket,
+                StreamSessionConfig config, std::unique_ptr<core::RateController> controller,
+                OnBlock on_block);
+  ~StreamSession();
+  StreamSession(const StreamSession&) = delete;
+  StreamSession& operator=(const StreamSession&) = delete;
+
+  /// Starts (or resumes) sending at monotonic time `now_us`.
+  void play(std::uint64_t now_us);
+  /// Stops sending until play() again.
+  void pause();
+  /// Sends what is due at `now_us`; call it from the server's pacing tick. Returns packets sent.
+  std::size_t pump(std::uint64_t now_us);
+  /// Handles one RTCP datagram from the client (SRTCP if the session is protected); `buffer`
+  /// has room for in-place decryption.
+  void on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std::uint64_t now_us);
+
+  const std::string& id() const { return config_.id; }
+  bool playing() const { return playing_; }
+  /// True once every stage was sent (never with loop and max_stages 0).
+  bool finished() const { return finished_; }
+  /// RTP-Info values for PLAY: per track, the next sequence number and its RTP timestamp.
+  std::uint16_t next_sequence(std::size_t track) const;
+  std::uint32_t rtp_timestamp_at_start(std::size_t track) const;
+  const StreamSessionConfig& config() const { return config_; }
+  const core::RateController& controller() const { return *controller_; }
+  const net::TransmitterStats& transmitter_stats() const { return transmitter_->stats(); }
+  const SessionStats& stats() const { return stats_; }
+  /// Monotonic time of the last sign of life from the client (RTCP); 0 if none yet.
+  std::uint64_t last_heard_us() const { return last_heard_us_; }
+  /// The stage being sent (or next to be sent).
+  std::uint32_t current_stage() const { return stage_; }
+
+ private:
+  struct StageRecord {
+    std::uint32_t stage = UINT32_MAX;
+    std::uint32_t block = 0;
+    double rate = 0;
+    std::size_t packets = 0, discarded = 0, sent = 0;
+    std::uint64_t end_us = 0;  ///< Scheduled end of the block (monotonic).
+    bool settled = false;      ///< Reported or declared missing.
+  };
+
+  std::uint64_t block_start_us(std::uint32_t loops, const media::Block& block) const;
+  void begin_stage(std::uint64_t now_us);
+  void end_stage();
+  void handle_report(const net::PdfbFeedback& feedback);
+  void check_missing_reports(std::uint64_t now_us);
+  void send_sender_reports(std::uint64_t now_us);
+  StageRecord* record(std::uint32_t stage);
+  void emit(const StageRecord& r, bool reported, const core::StageReport& report,
+            const core::Decision& d);
+
+  std::shared_ptr<const media::MediaFile> media_;
+  StreamSessionConfig config_;
+  std::unique_ptr<core::RateController> controller_;
+  OnBlock on_block_;
+  std::unique_ptr<net::StageTransmitter> transmitter_;
+  std::optional<net::SrtpSession> rtcp_in_;
+  std::vector<int> track_of_stream_;           // media stream -> track index, -1 = not set up
+  std::vector<std::uint32_t> loop_timestamp_;  // per track: RTP ticks per file loop
+  // When the client set up only some streams, the session keeps its own packet list: indices
+  // of the media packets it sends, their importance, and where each block starts in them.
+  bool filter_streams_ = false;
+  std::vector<std::uint32_t> filtered_index_;
+  std::vector<std::uint8_t> filtered_importance_;
+  std::vector<std::uint32_t> filtered_block_first_;
+  std::size_t block_size(std::uint32_t block) const;
+  const media::RtpPacket& block_packet(std::uint32_t block, std::size_t i) const;
+  std::span<const std::uint8_t> block_importance(std::uint32_t block) const;
+
+  bool playing_ = false;
+  bool finished_ = false;
+  std::uint64_t play_start_us_ = 0;  // monotonic time of media time 0 of loop 0
+  std::uint32_t stage_ = 0;
+  std::uint32_t block_ = 0;
+  std::uint32_t loops_ = 0;
+  bool stage_open_ = false;
+  std::size_t cursor_ = 0;
+  std::uint32_t next_report_ = 0;  // oldest stage not yet reported or declared missing
+  std::uint64_t next_sr_us_ = 0;
+  std::uint64_t last_heard_us_ = 0;
+  std::array<StageRecord, 64> records_{};
+  std::array<net::OutgoingPacket, 64> staging_{};
+  std::array<std::uint32_t, 64> staging_index_{};
+  SessionStats stats_;
+};
+
+}  // namespace predrop::server

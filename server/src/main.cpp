@@ -1,0 +1,144 @@
+// predrop-server: the adaptive pre-discard streaming server (mode "stream") and DDL relay
+// (mode "ddl"). Configuration comes from a TOML file (configs/*.toml); a few flags override it.
+#include <CLI/CLI.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "predrop/core/log.hpp"
+#include "predrop/core/policy_factory.hpp"
+#include "predrop/media/media_file.hpp"
+#include "predrop/net/event_loop.hpp"
+#include "predrop/server/block_trace_csv.hpp"
+#include "predrop/server/config.hpp"
+#include "predrop/server/metrics_endpoint.hpp"
+#include "predrop/server/server_setup.hpp"
+#include "predrop/server/stream_server.hpp"
+
+using namespace predrop;
+
+namespace {
+
+int run_stream(const server::ServerConfig& config, const server::CliOverrides& cli) {
+  auto options = server::make_stream_options(config, cli);
+  if (!options) {
+    core::log(core::LogLevel::kError, "server", "%s", options.error().message.c_str());
+    return 2;
+  }
+  std::unique_ptr<server::BlockTraceCsv> trace;
+  if (!config.server.trace_csv.empty()) {
+    auto t = server::BlockTraceCsv::open(config.server.trace_csv);
+    if (!t) {
+      core::log(core::LogLevel::kError, "server", "%s", t.error().message.c_str());
+      return 2;
+    }
+    trace = std::move(t.value());
+  }
+  net::EventLoop loop;
+  auto on_block = [&trace](const server::BlockTrace& t) {
+    if (trace) trace->write(t);
+    core::log(core::LogLevel::kDebug, "block", "%s", server::BlockTraceCsv::format(t).c_str());
+  };
+  server::StreamServer srv(loop, std::move(options.value()), on_block);
+  try {
+    srv.start();
+  } catch (const std::exception& e) {
+    core::log(core::LogLevel::kError, "server", "cannot start: %s", e.what());
+    return 1;
+  }
+  std::unique_ptr<server::MetricsEndpoint> metrics;
+  if (config.server.metrics_listen) {
+    auto addr = net::SocketAddress::from_ip(config.server.metrics_listen->host,
+                                            config.server.metrics_listen->port);
+    if (!addr) {
+      core::log(core::LogLevel::kError, "server", "metrics_listen: %s",
+                addr.error().message.c_str());
+      return 2;
+    }
+    try {
+      metrics = std::make_unique<server::MetricsEndpoint>(
+          loop, *addr, [&srv] { return server::render_metrics(srv); });
+      core::log(core::LogLevel::kInfo, "server", "metrics at http://%s/metrics",
+                metrics->address().to_string().c_str());
+    } catch (const std::exception& e) {
+      core::log(core::LogLevel::kError, "server", "%s", e.what());
+      return 1;
+    }
+  }
+  for (const auto& s : config.server.streams) {
+    core::log(core::LogLevel::kInfo, "server", "serving rtsp://%s/%s (%s)",
+              srv.rtsp_address().to_string().c_str(), s.name.c_str(), s.path.c_str());
+  }
+  core::log(core::LogLevel::kInfo, "server", "RTP/RTCP ports %u/%u, SRTP %s, policy %s",
+            srv.rtp_port(), srv.rtp_port() + 1,
+            std::string(server::to_string(config.server.srtp)).c_str(),
+            config.control.policy.c_str());
+  net::SignalWatcher signals(loop, {SIGINT, SIGTERM}, [&](int signum) {
+    core::log(core::LogLevel::kInfo, "server", "signal %d: shutting down", signum);
+    srv.stop();
+    metrics.reset();
+    loop.stop();
+  });
+  loop.run();
+  srv.stop();
+  metrics.reset();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "predrop-server: adaptive pre-discard streaming server (RTSP/SRTP) and DDL relay.\n"
+      "Each block of media (a stage) is sent with a fraction R of its packets discarded before "
+      "they enter the network; R follows each client's per-block reports."};
+  std::string config_path;
+  server::CliOverrides cli;
+  app.add_option("-c,--config", config_path, "TOML configuration (see configs/README.md)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--mode", cli.mode, "Override server.mode: stream or ddl");
+  app.add_option("--listen", cli.listen, "Override server.rtsp_listen (host:port)");
+  app.add_option("--stream", cli.streams, "Add a stream NAME=PATH (repeatable)");
+  app.add_option("--policy", cli.policy,
+                 "Override control.policy: basic, history, fixed, adaptive");
+  app.add_option("--fixed-rate", cli.fixed_rate, "Override control.fixed_rate");
+  app.add_option("--player-rate", cli.player_rate,
+                 "Fixed R for clients that send no PDFB reports (ffplay, VLC); default 0");
+  app.add_option("--srtp", cli.srtp,
+                 "Override server.srtp: AES_CM_128_HMAC_SHA1_80, AES_CM_128_HMAC_SHA1_32, "
+                 "AEAD_AES_128_GCM or none");
+  app.add_option("--rtp-port", cli.rtp_port, "Server RTP port (RTCP is +1); default: a free pair");
+  app.add_option("--trace-csv", cli.trace_csv, "Override server.trace_csv");
+  app.add_option("--metrics", cli.metrics, "Override server.metrics_listen (host:port)");
+  app.add_flag("--loop", cli.loop, "Loop the media forever");
+  app.add_option("--max-stages", cli.max_stages, "Stop each session after this many blocks");
+  app.add_option("--push", cli.pushes,
+                 "Send STREAM to ADDR:PORT without RTSP and write an SDP file: "
+                 "STREAM@ADDR:PORT@FILE.sdp (repeatable)");
+  app.add_option("--log-level", cli.log_level, "trace, debug, info, warn, error, off");
+  CLI11_PARSE(app, argc, argv);
+
+  server::ServerConfig config;
+  if (!config_path.empty()) {
+    auto loaded = server::load_config_file(config_path);
+    if (!loaded) {
+      std::fprintf(stderr, "predrop-server: %s\n", loaded.error().message.c_str());
+      return 2;
+    }
+    config = std::move(loaded.value());
+  }
+  if (auto st = server::apply_overrides(config, cli); !st) {
+    std::fprintf(stderr, "predrop-server: %s\n", st.error().message.c_str());
+    return 2;
+  }
+  core::LogLevel level;
+  if (!core::parse_log_level(config.server.log_level, level)) level = core::LogLevel::kInfo;
+  core::set_log_level(level);
+  if (config.server.mode == server::ServerMode::kDdl) {
+    return server::run_ddl_mode(config);
+  }
+  return run_stream(config, cli);
+}

@@ -1,0 +1,255 @@
+#include "predrop/server/server_setup.hpp"
+
+#include <cstdio>
+
+#include "predrop/core/log.hpp"
+#include "predrop/media/media_file.hpp"
+
+namespace predrop::server {
+
+namespace {
+core::Threshold to_threshold(const ThresholdSetting& t) {
+  return t.relative ? core::Threshold::fraction(t.value) : core::Threshold::absolute(t.value);
+}
+
+std::optional<net::SrtpSuite> to_net_suite(SrtpSuite s) {
+  switch (s) {
+    case SrtpSuite::kAesCm128HmacSha1_80:
+      return net::SrtpSuite::AesCm128HmacSha1_80;
+    case SrtpSuite::kAesCm128HmacSha1_32:
+      return net::SrtpSuite::AesCm128HmacSha1_32;
+    case SrtpSuite::kAeadAes128Gcm:
+      return net::SrtpSuite::AeadAes128Gcm;
+    case SrtpSuite::kNone:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+core::Status apply_overrides(ServerConfig& c, const CliOverrides& cli) {
+  // The overrides are written back as TOML-equivalent values and validated like the file.
+  if (!cli.mode.empty()) {
+    if (cli.mode == "stream")
+      c.server.mode = ServerMode::kStream;
+    else if (cli.mode == "ddl")
+      c.server.mode = ServerMode::kDdl;
+    else
+      return core::make_error("--mode must be stream or ddl, not '" + cli.mode + "'");
+  }
+  if (!cli.listen.empty()) {
+    auto e = parse_endpoint(cli.listen, true);
+    if (!e) return core::make_error("--listen: " + e.error().message);
+    c.server.rtsp_listen = *e;
+  }
+  for (const auto& s : cli.streams) {
+    const auto eq = s.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) {
+      return core::make_error("--stream wants NAME=PATH, got '" + s + "'");
+    }
+    std::string name = s.substr(0, eq);
+    std::erase_if(c.server.streams, [&](const StreamEntry& e) { return e.name == name; });
+    c.server.streams.push_back(StreamEntry{name, s.substr(eq + 1)});
+  }
+  if (!cli.policy.empty()) c.control.policy = cli.policy;
+  if (cli.fixed_rate) c.control.fixed_rate = *cli.fixed_rate;
+  if (!cli.srtp.empty()) {
+    bool found = false;
+    for (auto s : {SrtpSuite::kAesCm128HmacSha1_80, SrtpSuite::kAesCm128HmacSha1_32,
+                   SrtpSuite::kAeadAes128Gcm, SrtpSuite::kNone}) {
+      if (cli.srtp == to_string(s)) {
+        c.server.srtp = s;
+        found = true;
+      }
+    }
+    if (!found) return core::make_error("--srtp: unknown suite '" + cli.srtp + "'");
+  }
+  if (!cli.trace_csv.empty()) c.server.trace_csv = cli.trace_csv;
+  if (!cli.metrics.empty()) {
+    auto e = parse_endpoint(cli.metrics, true);
+    if (!e) return core::make_error("--metrics: " + e.error().message);
+    c.server.metrics_listen = *e;
+  }
+  if (!cli.log_level.empty()) c.server.log_level = cli.log_level;
+  if (auto st = validate_config(c); !st) return st;
+  if (c.server.mode == ServerMode::kStream && c.server.streams.empty()) {
+    return core::make_error("no streams: add [server.streams] to the config or --stream NAME=PATH");
+  }
+  return core::Ok{};
+}
+
+core::Result<core::PolicyConfig> make_policy_config(const ControlConfig& control) {
+  core::PolicyConfig p;
+  p.policy = control.policy;
+  p.rule.r0 = control.r0;
+  p.rule.rp = control.rp;
+  p.rule.rp1 = control.rp1;
+  p.rule.rp2 = control.rp2;
+  p.rule.rmax = control.rmax;
+  p.rule.t1 = to_threshold(control.t1);
+  p.rule.t2 = to_threshold(control.t2);
+  p.rule.k = control.k;
+  switch (control.missing_report) {
+    case MissingReportAction::kHold:
+      p.rule.missing = core::MissingReportAction::kHold;
+      break;
+    case MissingReportAction::kIncrease:
+      p.rule.missing = core::MissingReportAction::kIncrease;
+      break;
+    case MissingReportAction::kDecrease:
+      p.rule.missing = core::MissingReportAction::kDecrease;
+      break;
+  }
+  p.fixed_rate = control.fixed_rate;
+  p.adaptive.rmax = control.rmax;
+  p.adaptive.rp1 = control.rp1;
+  p.adaptive.rp2 = control.rp2;
+  // Validate by building one controller now, so a bad combination fails at start-up.
+  auto probe = core::make_rate_controller(p);
+  if (!probe) return probe.error();
+  return p;
+}
+
+core::Result<StreamServerOptions> make_stream_options(const ServerConfig& c,
+                                                      const CliOverrides& cli) {
+  StreamServerOptions o;
+  auto listen = net::SocketAddress::from_ip(c.server.rtsp_listen.host, c.server.rtsp_listen.port);
+  if (!listen) {
+    // Host names: only "localhost" is resolved here; the server binds addresses, not names.
+    if (c.server.rtsp_listen.host == "localhost") {
+      listen = net::SocketAddress::loopback_v4(c.server.rtsp_listen.port);
+    } else {
+      return core::make_error("server.rtsp_listen: " + listen.error().message);
+    }
+  }
+  o.rtsp_listen = *listen;
+  o.bind_ip = listen->is_v4() ? "0.0.0.0" : "::";
+  if (cli.rtp_port) o.rtp_port = *cli.rtp_port;
+  o.srtp = to_net_suite(c.server.srtp);
+  auto policy = make_policy_config(c.control);
+  if (!policy) return core::make_error("control: " + policy.error().message);
+  o.policy = *policy;
+  o.player_rate = cli.player_rate.value_or(0.0);
+  if (!(o.player_rate >= 0.0 && o.player_rate <= 1.0)) {
+    return core::make_error("--player-rate must be in [0, 1]");
+  }
+  switch (c.discard.policy) {
+    case DiscardPolicyName::kUniform:
+      o.discard = core::DiscardPolicy::kUniform;
+      break;
+    case DiscardPolicyName::kRandom:
+      o.discard = core::DiscardPolicy::kRandom;
+      break;
+    case DiscardPolicyName::kPriority:
+      o.discard = core::DiscardPolicy::kPriority;
+      break;
+  }
+  o.discard_seed = c.discard.seed;
+  o.paced = c.blocks.pacing == Pacing::kPaced;
+  o.loop = cli.loop;
+  o.max_stages = cli.max_stages.value_or(0);
+  o.max_sessions = c.server.max_sessions;
+  o.max_connections = c.server.max_rtsp_connections;
+  o.session_timeout_s = c.server.session_timeout_s;
+  o.rtsp_idle_timeout_s = c.server.rtsp_idle_timeout_s;
+  const std::uint64_t block_us =
+      c.blocks.duration_ms ? static_cast<std::uint64_t>(*c.blocks.duration_ms) * 1000 : 1'000'000;
+  o.report_timeout_us = block_us * std::max<std::uint32_t>(1, c.control.report_timeout_stages);
+
+  media::PacketizeOptions po;
+  po.max_payload = c.blocks.rtp_payload_bytes;
+  o.max_payload_size = po.max_payload;
+  if (c.blocks.bytes) {
+    po.block = media::BlockSize{media::BlockSize::Unit::kBytes, *c.blocks.bytes};
+    o.block_attribute = "bytes=" + std::to_string(*c.blocks.bytes);
+  } else {
+    po.block = media::BlockSize{media::BlockSize::Unit::kDuration, block_us};
+    o.block_attribute = "duration_us=" + std::to_string(block_us);
+  }
+  o.block_attribute += ";payload=" + std::to_string(po.max_payload);
+  for (const auto& s : c.server.streams) {
+    auto m = media::MediaFile::open(s.path, po);
+    if (!m) return core::make_error("stream '" + s.name + "': " + m.error().message);
+    if ((*m)->warning_count() > 0) {
+      core::log(core::LogLevel::kWarn, "media", "%s: %zu problems skipped (first: %s)",
+                s.path.c_str(), (*m)->warning_count(),
+                (*m)->warnings().empty() ? "" : (*m)->warnings()[0].c_str());
+    }
+    if ((*m)->blocks().empty()) return core::make_error("stream '" + s.name + "': no media");
+    core::log(core::LogLevel::kInfo, "media", "%s: %zu blocks, %zu packets, %.1f s", s.path.c_str(),
+              (*m)->blocks().size(), (*m)->packets().size(), (*m)->duration_us() / 1e6);
+    o.streams.push_back(StreamDefinition{s.name, std::move(m.value())});
+  }
+  for (const auto& p : cli.pushes) {
+    const auto a = p.find('@');
+    const auto b = p.rfind('@');
+    if (a == std::string::npos || a == b) {
+      return core::make_error("--push wants STREAM@ADDR:PORT@FILE.sdp, got '" + p + "'");
+    }
+    auto dest = net::SocketAddress::parse(p.substr(a + 1, b - a - 1));
+    if (!dest) return core::make_error("--push: " + dest.error().message);
+    o.pushes.push_back(PushTarget{p.substr(0, a), *dest, p.substr(b + 1)});
+  }
+  return o;
+}
+
+std::string render_metrics(const StreamServer& server) {
+  std::string out;
+  char line[512];
+  const ServerStats& s = server.stats();
+  auto counter = [&](const char* name, const char* help, std::uint64_t v) {
+    std::snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name,
+                  name, static_cast<unsigned long long>(v));
+    out += line;
+  };
+  counter("predrop_connections_accepted_total", "RTSP connections accepted.",
+          s.connections_accepted);
+  counter("predrop_connections_refused_total", "RTSP connections refused (limit).",
+          s.connections_refused);
+  counter("predrop_rtsp_requests_total", "RTSP requests handled.", s.requests);
+  counter("predrop_rtsp_bad_requests_total", "Malformed RTSP requests.", s.bad_requests);
+  counter("predrop_sessions_created_total", "Sessions set up.", s.sessions_created);
+  counter("predrop_sessions_refused_total", "Sessions refused (limit).", s.sessions_refused);
+  counter("predrop_sessions_timed_out_total", "Sessions expired.", s.sessions_timed_out);
+  counter("predrop_rtcp_datagrams_total", "RTCP datagrams received.", s.rtcp_datagrams);
+  counter("predrop_rtcp_unknown_source_total", "RTCP from no known session.",
+          s.rtcp_unknown_source);
+  std::snprintf(line, sizeof line, "# TYPE predrop_sessions gauge\npredrop_sessions %zu\n",
+                server.session_count());
+  out += line;
+  out +=
+      "# HELP predrop_session_rate Discard rate R for the next block.\n"
+      "# TYPE predrop_session_rate gauge\n"
+      "# HELP predrop_session_reception_period_seconds Last reported L.\n"
+      "# TYPE predrop_session_reception_period_seconds gauge\n"
+      "# HELP predrop_session_performance Last reported P (PSNR dB).\n"
+      "# TYPE predrop_session_performance gauge\n"
+      "# TYPE predrop_session_packets_sent_total counter\n"
+      "# TYPE predrop_session_packets_discarded_total counter\n"
+      "# TYPE predrop_session_reports_total counter\n"
+      "# TYPE predrop_session_reports_missing_total counter\n";
+  for (const StreamSession* ss : server.sessions()) {
+    const char* id = ss->id().c_str();
+    const auto& st = ss->stats();
+    const auto& tx = ss->transmitter_stats();
+    std::snprintf(line, sizeof line,
+                  "predrop_session_rate{session=\"%s\",policy=\"%.*s\"} %.4f\n"
+                  "predrop_session_reception_period_seconds{session=\"%s\"} %.6f\n"
+                  "predrop_session_performance{session=\"%s\"} %.3f\n"
+                  "predrop_session_packets_sent_total{session=\"%s\"} %llu\n"
+                  "predrop_session_packets_discarded_total{session=\"%s\"} %llu\n"
+                  "predrop_session_reports_total{session=\"%s\"} %llu\n"
+                  "predrop_session_reports_missing_total{session=\"%s\"} %llu\n",
+                  id, static_cast<int>(ss->controller().name().size()),
+                  ss->controller().name().data(), ss->controller().rate(), id,
+                  st.last_reception_period_us / 1e6, id, st.last_performance, id,
+                  static_cast<unsigned long long>(tx.packets_sent), id,
+                  static_cast<unsigned long long>(tx.packets_discarded), id,
+                  static_cast<unsigned long long>(st.reports), id,
+                  static_cast<unsigned long long>(st.reports_missing));
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace predrop::server

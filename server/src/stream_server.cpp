@@ -1,0 +1,578 @@
+#include "predrop/server/stream_server.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+#include <utility>
+
+#include "predrop/net/rtcp.hpp"
+#include "predrop/net/rtp.hpp"
+#include "predrop/server/rtsp_headers.hpp"
+#include "predrop/server/rtsp_message.hpp"
+#include "predrop/server/rtsp_transport.hpp"
+#include "predrop/server/sdp.hpp"
+
+namespace predrop::server {
+
+namespace {
+constexpr std::uint8_t kStageExtId = 1;
+constexpr std::uint8_t kAbsSendTimeExtId = 2;
+constexpr std::string_view kPublic =
+    "OPTIONS, DESCRIBE, SETUP, PLAY, PAUSE, TEARDOWN, GET_PARAMETER";
+// A client of ours announces that it sends PDFB reports; other players get the fixed rate.
+constexpr std::string_view kFeedbackHeader = "X-Predrop-Feedback";
+
+std::uint32_t random_u32() {
+  static std::mt19937 gen{std::random_device{}()};
+  return static_cast<std::uint32_t>(gen());
+}
+}  // namespace
+
+struct StreamServer::Connection {
+  std::unique_ptr<net::TcpConnection> tcp;
+  RtspRequestParser parser;
+  bool over_limit = false;
+  // SDES keys handed out in DESCRIBE on this connection, per stream: SETUP uses the same key.
+  std::map<std::string, net::SrtpKeyMaterial, std::less<>> keys;
+  std::vector<std::string> sessions;  // set up on this connection
+};
+
+struct StreamServer::SessionEntry {
+  std::string id;
+  const StreamDefinition* stream = nullptr;
+  net::SrtpKeyMaterial key;
+  bool feedback = false;
+  std::vector<SessionTrack> tracks;
+  std::vector<std::uint32_t> track_ids;    // trackID=N of each track, for RTP-Info
+  std::unique_ptr<StreamSession> session;  // created at the first PLAY
+  std::uint64_t last_request_us = 0;
+  std::string base_url;
+};
+
+StreamServer::StreamServer(net::EventLoop& loop, StreamServerOptions options, OnBlock on_block)
+    : loop_(loop),
+      options_(std::move(options)),
+      on_block_(std::move(on_block)),
+      rtcp_buffer_(4096 + net::kSrtpMaxTrailer) {}
+
+StreamServer::~StreamServer() {
+  stop();
+}
+
+const net::SocketAddress& StreamServer::rtsp_address() const {
+  return listener_->local_address();
+}
+
+std::uint16_t StreamServer::rtp_port() const {
+  return rtp_socket_->local_address().port();
+}
+
+const StreamDefinition* StreamServer::find_stream(std::string_view name) const {
+  for (const auto& s : options_.streams) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+std::vector<const StreamSession*> StreamServer::sessions() const {
+  std::vector<const StreamSession*> out;
+  for (const auto& [id, e] : sessions_) {
+    if (e->session) out.push_back(e->session.get());
+  }
+  return out;
+}
+
+std::string StreamServer::new_session_id() {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%08X%04X", random_u32(),
+                static_cast<unsigned>(++id_counter_ & 0xffff));
+  return buf;
+}
+
+void StreamServer::start() {
+  auto bind_ip = [&](std::uint16_t port) {
+    auto a = net::SocketAddress::from_ip(options_.bind_ip, port);
+    if (!a) throw std::runtime_error("bad bind address: " + a.error().message);
+    return *a;
+  };
+  net::UdpOptions udp;
+  udp.send_buffer_bytes = 4 << 20;
+  udp.recv_buffer_bytes = 1 << 20;
+  // The RTP/RTCP pair: an even port and the next one (RFC 3550 §11).
+  for (std::uint16_t attempt = 0; attempt < 50 && !rtcp_socket_; ++attempt) {
+    const std::uint16_t want = options_.rtp_port != 0
+                                   ? options_.rtp_port
+                                   : static_cast<std::uint16_t>(20000 + 2 * (random_u32() % 10000));
+    auto rtp = net::UdpEndpoint::open(loop_, bind_ip(want), udp, [this](auto, const auto&, auto) {
+      ++stats_.rtp_port_datagrams;
+    });
+    if (!rtp) {
+      if (options_.rtp_port != 0) throw std::runtime_error("RTP port: " + rtp.error().message);
+      continue;
+    }
+    auto rtcp = net::UdpEndpoint::open(
+        loop_, bind_ip(static_cast<std::uint16_t>(want + 1)), udp,
+        [this](auto data, const auto& from, std::uint64_t t) { on_rtcp_datagram(data, from, t); });
+    if (!rtcp) {
+      if (options_.rtp_port != 0) throw std::runtime_error("RTCP port: " + rtcp.error().message);
+      continue;
+    }
+    rtp_socket_ = std::move(rtp.value());
+    rtcp_socket_ = std::move(rtcp.value());
+  }
+  if (!rtcp_socket_) throw std::runtime_error("no free RTP/RTCP port pair found");
+
+  auto listener = net::TcpListener::listen(
+      loop_, options_.rtsp_listen,
+      [this](std::unique_ptr<net::TcpConnection> c) { on_connection(std::move(c)); });
+  if (!listener) {
+    throw std::runtime_error("RTSP listen on " + options_.rtsp_listen.to_string() + ": " +
+                             listener.error().message);
+  }
+  listener_ = std::move(listener.value());
+
+  pacer_ = std::make_unique<net::Timer>(loop_, [this] { tick(); });
+  pacer_->start(1, 1);
+  housekeeper_ = std::make_unique<net::Timer>(loop_, [this] { housekeeping(); });
+  housekeeper_->start(1000, 1000);
+
+  for (const PushTarget& push : options_.pushes) {
+    const StreamDefinition* stream = find_stream(push.stream);
+    if (stream == nullptr) throw std::runtime_error("push of unknown stream " + push.stream);
+    auto entry = std::make_unique<SessionEntry>();
+    entry->id = new_session_id();
+    entry->stream = stream;
+    if (options_.srtp) entry->key = net::generate_key(*options_.srtp);
+    const auto streams = stream->media->streams();
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+      auto dest = push.destination;
+      dest = net::SocketAddress::from_ip(dest.ip_string(),
+                                         static_cast<std::uint16_t>(dest.port() + 2 * i))
+                 .value();
+      auto rtcp_dest =
+          net::SocketAddress::from_ip(dest.ip_string(), static_cast<std::uint16_t>(dest.port() + 1))
+              .value();
+      entry->tracks.push_back(SessionTrack{static_cast<std::uint8_t>(i), dest, rtcp_dest,
+                                           random_u32(), static_cast<std::uint16_t>(random_u32()),
+                                           random_u32()});
+      entry->track_ids.push_back(static_cast<std::uint32_t>(i));
+    }
+    // The SDP file describes the destination ports, as ffmpeg's own -sdp_file does.
+    std::string sdp = describe(*stream, options_.srtp ? &entry->key : nullptr, "127.0.0.1");
+    {
+      std::string out;
+      std::size_t pos = 0;
+      std::size_t track = 0;
+      while (pos < sdp.size()) {
+        std::size_t eol = sdp.find("\r\n", pos);
+        if (eol == std::string::npos) eol = sdp.size();
+        std::string line = sdp.substr(pos, eol - pos);
+        if (line.rfind("m=", 0) == 0) {
+          const std::size_t sp1 = line.find(' ');
+          const std::size_t sp2 = line.find(' ', sp1 + 1);
+          line = line.substr(0, sp1 + 1) + std::to_string(push.destination.port() + 2 * track++) +
+                 line.substr(sp2);
+        } else if (line.rfind("c=", 0) == 0) {
+          line = std::string("c=IN ") + (push.destination.is_v4() ? "IP4 " : "IP6 ") +
+                 push.destination.ip_string();
+        }
+        out += line + "\r\n";
+        pos = eol + 2;
+      }
+      std::ofstream f(push.sdp_file, std::ios::binary | std::ios::trunc);
+      f << out;
+      if (!f) throw std::runtime_error("cannot write SDP file " + push.sdp_file);
+    }
+    const std::string id = entry->id;
+    auto& ref = *entry;
+    sessions_.emplace(id, std::move(entry));
+    if (!start_session(ref, net::EventLoop::now_us())) {
+      throw std::runtime_error("push session for " + push.stream + " could not start");
+    }
+  }
+}
+
+void StreamServer::stop() {
+  sessions_.clear();
+  session_by_address_.clear();
+  for (auto& [ptr, c] : connections_)
+    c->tcp->close();
+  connections_.clear();
+  if (pacer_) pacer_.reset();
+  if (housekeeper_) housekeeper_.reset();
+  if (listener_) listener_.reset();
+  rtp_socket_.reset();
+  rtcp_socket_.reset();
+}
+
+std::string StreamServer::describe(const StreamDefinition& stream, const net::SrtpKeyMaterial* key,
+                                   std::string_view host) const {
+  SdpSession s;
+  s.session_id = std::to_string(random_u32());
+  s.origin_address = std::string(host);
+  s.name = stream.name;
+  s.tool = "predrop";
+  s.control = "*";
+  char range[64];
+  std::snprintf(range, sizeof range, "npt=0-%.3f",
+                static_cast<double>(stream.media->duration_us()) / 1e6);
+  if (!options_.loop) s.range = range;
+  if (!options_.block_attribute.empty()) {
+    s.attributes.push_back("x-predrop-block:" + options_.block_attribute);
+  }
+  const auto streams = stream.media->streams();
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    const media::StreamInfo& info = streams[i];
+    SdpMedia m;
+    m.kind = info.media();
+    m.payload_type = info.payload_type;
+    m.rtpmap = info.encoding;
+    m.fmtp = info.fmtp;
+    m.control = "trackID=" + std::to_string(i);
+    if (options_.srtp && key != nullptr) {
+      m.proto = "RTP/SAVP";
+      SdpCrypto crypto;
+      crypto.tag = 1;
+      crypto.suite = std::string(net::suite_name(*options_.srtp));
+      crypto.key_params = "inline:" + net::base64_encode(key->span());
+      m.crypto.push_back(std::move(crypto));
+    }
+    m.extmaps.push_back(SdpExtmap{kStageExtId, "", std::string(net::kStageExtensionUri), ""});
+    m.extmaps.push_back(SdpExtmap{kAbsSendTimeExtId, "", std::string(net::kAbsSendTimeUri), ""});
+    s.media.push_back(std::move(m));
+  }
+  auto text = build_sdp(s);
+  return text ? *text : std::string();
+}
+
+bool StreamServer::start_session(SessionEntry& entry, std::uint64_t now_us) {
+  if (entry.session) return true;
+  if (entry.tracks.empty()) return false;
+  StreamSessionConfig cfg;
+  cfg.id = entry.id;
+  cfg.tracks = entry.tracks;
+  cfg.extension_ids = net::RtpExtensionIds{kStageExtId, kAbsSendTimeExtId};
+  cfg.srtp_suite = options_.srtp;
+  cfg.key = entry.key;
+  cfg.discard = options_.discard;
+  cfg.discard_seed = options_.discard_seed ^ std::hash<std::string>{}(entry.id);
+  cfg.paced = options_.paced;
+  cfg.loop = options_.loop;
+  cfg.max_stages = options_.max_stages;
+  cfg.feedback = entry.feedback;
+  cfg.report_timeout_us = options_.report_timeout_us;
+  cfg.max_payload_size = options_.max_payload_size;
+  core::PolicyConfig policy = options_.policy;
+  if (!entry.feedback) {
+    policy.policy = "fixed";
+    policy.fixed_rate = options_.player_rate;
+  }
+  auto controller = core::make_rate_controller(policy);
+  if (!controller) return false;
+  try {
+    entry.session = std::make_unique<StreamSession>(entry.stream->media, *rtp_socket_, cfg,
+                                                    std::move(controller.value()), on_block_);
+  } catch (const std::exception&) {
+    return false;
+  }
+  for (const auto& t : entry.tracks) {
+    session_by_address_[t.rtp_destination] = entry.id;
+    if (t.rtcp_destination) session_by_address_[*t.rtcp_destination] = entry.id;
+  }
+  entry.session->play(now_us);
+  return true;
+}
+
+void StreamServer::on_connection(std::unique_ptr<net::TcpConnection> tcp) {
+  auto c = std::make_unique<Connection>();
+  Connection* raw = c.get();
+  c->tcp = std::move(tcp);
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    it = it->second->tcp->is_open() ? std::next(it) : connections_.erase(it);
+  }
+  if (connections_.size() >= options_.max_connections) {
+    // Over the limit: the first request gets 503 and the connection closes (RFC 2326 §11.3.6).
+    c->over_limit = true;
+    ++stats_.connections_refused;
+  } else {
+    ++stats_.connections_accepted;
+  }
+  c->tcp->set_idle_timeout(static_cast<std::uint64_t>(options_.rtsp_idle_timeout_s) * 1000);
+  auto st = c->tcp->start([this, raw](std::span<const std::uint8_t> d) { on_data(*raw, d); },
+                          [this, raw](const core::Status&) { close_connection(*raw); });
+  if (!st) return;
+  connections_.emplace(raw, std::move(c));
+}
+
+void StreamServer::close_connection(Connection& c) {
+  // Sessions outlive their RTSP connection (clients may reconnect for TEARDOWN); they end by
+  // TEARDOWN or by the session timeout.
+  auto it = connections_.find(&c);
+  if (it == connections_.end()) return;
+  // TcpConnection may be destroyed from inside its own callbacks; queued writes still go out
+  // when close_after_writes() was called first.
+  connections_.erase(it);
+}
+
+void StreamServer::on_data(Connection& c, std::span<const std::uint8_t> data) {
+  for (auto ev = c.parser.feed(data); ev != RtspParseEvent::kNeedMore; ev = c.parser.next()) {
+    if (ev == RtspParseEvent::kInterleaved) continue;  // RTCP over TCP from a confused client
+    if (ev == RtspParseEvent::kError) {
+      ++stats_.bad_requests;
+      const RtspParseError& e = c.parser.error();
+      RtspResponse r = make_response(e.status, e.cseq);
+      r.set_body("text/plain", e.message + "\r\n");
+      (void)c.tcp->write(serialize(r));
+      if (e.fatal) {
+        // The reply goes out first; housekeeping forgets the connection once it is closed.
+        c.tcp->close_after_writes();
+        return;
+      }
+      continue;
+    }
+    ++stats_.requests;
+    RtspRequest request = c.parser.take_request();
+    if (c.over_limit) {
+      RtspResponse r = make_response(503, request.cseq);
+      r.headers.set("Retry-After", "5");
+      (void)c.tcp->write(serialize(r));
+      c.tcp->close_after_writes();
+      return;
+    }
+    std::string reply = handle(c, request);
+    (void)c.tcp->write(std::move(reply));
+  }
+}
+
+namespace {
+RtspResponse error_response(int status, std::uint32_t cseq, std::string_view why) {
+  RtspResponse r = make_response(status, cseq);
+  r.set_body("text/plain", std::string(why) + "\r\n");
+  return r;
+}
+}  // namespace
+
+std::string StreamServer::handle(Connection& c, RtspRequest& req) {
+  const std::uint64_t now = net::EventLoop::now_us();
+  RtspResponse r = make_response(200, req.cseq);
+  r.headers.set("Server", "predrop");
+  // Session header, when the request names one.
+  SessionEntry* entry = nullptr;
+  if (auto sh = req.headers.get("Session")) {
+    auto parsed = parse_session(*sh);
+    if (!parsed) return serialize(error_response(454, req.cseq, "malformed Session header"));
+    auto it = sessions_.find(parsed->id);
+    if (it == sessions_.end()) {
+      return serialize(error_response(454, req.cseq, "no session " + parsed->id));
+    }
+    entry = it->second.get();
+    entry->last_request_us = now;
+  }
+  auto session_header = [&](RtspResponse& resp) {
+    if (entry != nullptr) resp.set_session(entry->id, options_.session_timeout_s);
+  };
+
+  switch (req.method) {
+    case RtspMethod::kOptions:
+    case RtspMethod::kGetParameter: {
+      r.headers.set("Public", std::string(kPublic));
+      session_header(r);
+      return serialize(r);
+    }
+    case RtspMethod::kDescribe: {
+      auto url = parse_rtsp_url(req.url);
+      if (!url) return serialize(error_response(400, req.cseq, url.error().message));
+      const StreamDefinition* stream = find_stream(url->stream);
+      if (stream == nullptr) {
+        return serialize(error_response(404, req.cseq, "no stream named '" + url->stream + "'"));
+      }
+      net::SrtpKeyMaterial* key = nullptr;
+      if (options_.srtp) {
+        auto [it, fresh] = c.keys.try_emplace(stream->name);
+        if (fresh) it->second = net::generate_key(*options_.srtp);
+        key = &it->second;
+      }
+      std::string base = req.url;
+      if (!base.empty() && base.back() != '/') base += '/';
+      r.headers.set("Content-Base", base);
+      r.set_body("application/sdp", describe(*stream, key, url->host));
+      return serialize(r);
+    }
+    case RtspMethod::kSetup: {
+      auto url = parse_rtsp_url(req.url);
+      if (!url) return serialize(error_response(400, req.cseq, url->stream));
+      const StreamDefinition* stream = find_stream(url->stream);
+      if (stream == nullptr) {
+        return serialize(error_response(404, req.cseq, "no stream named '" + url->stream + "'"));
+      }
+      const std::uint32_t track = url->track.value_or(0);
+      if (track >= stream->media->streams().size()) {
+        return serialize(error_response(404, req.cseq, "no such track"));
+      }
+      auto transport_value = req.headers.get("Transport");
+      if (!transport_value) return serialize(error_response(400, req.cseq, "Transport missing"));
+      auto offers = parse_transport(*transport_value);
+      if (!offers) return serialize(error_response(461, req.cseq, offers.error().message));
+      auto chosen = select_transport(*offers);
+      if (!chosen || !(*offers)[*chosen].client_port) {
+        return serialize(error_response(461, req.cseq, "only UDP unicast with client_port"));
+      }
+      TransportSpec spec = (*offers)[*chosen];
+      if (entry != nullptr && entry->stream != stream) {
+        return serialize(error_response(459, req.cseq, "session belongs to another stream"));
+      }
+      if (entry != nullptr && entry->session) {
+        return serialize(error_response(455, req.cseq, "SETUP after PLAY is not supported"));
+      }
+      if (entry == nullptr) {
+        if (sessions_.size() >= options_.max_sessions) {
+          ++stats_.sessions_refused;
+          return serialize(error_response(453, req.cseq, "session limit reached"));
+        }
+        auto fresh = std::make_unique<SessionEntry>();
+        fresh->id = new_session_id();
+        fresh->stream = stream;
+        fresh->last_request_us = now;
+        if (options_.srtp) {
+          auto it = c.keys.find(stream->name);
+          // A client that skipped DESCRIBE on this connection gets a key it cannot know; it
+          // must DESCRIBE first (every RTSP player does).
+          if (it == c.keys.end()) {
+            return serialize(
+                error_response(455, req.cseq, "DESCRIBE first: the keys are in the SDP"));
+          }
+          fresh->key = it->second;
+        }
+        fresh->feedback = req.headers.get(kFeedbackHeader).has_value();
+        std::string base = req.url.substr(0, req.url.rfind('/'));
+        fresh->base_url = base;
+        entry = fresh.get();
+        sessions_.emplace(fresh->id, std::move(fresh));
+        ++stats_.sessions_created;
+        c.sessions.push_back(entry->id);
+      }
+      for (std::uint32_t id : entry->track_ids) {
+        if (id == track) return serialize(error_response(459, req.cseq, "track already set up"));
+      }
+      const net::SocketAddress peer = c.tcp->peer_address();
+      auto dest = net::SocketAddress::from_ip(peer.ip_string(), spec.client_port->rtp);
+      auto rtcp_dest = net::SocketAddress::from_ip(peer.ip_string(), spec.client_port->rtcp);
+      if (!dest || !rtcp_dest)
+        return serialize(error_response(400, req.cseq, "bad client address"));
+      const std::uint32_t ssrc = random_u32();
+      entry->tracks.push_back(SessionTrack{static_cast<std::uint8_t>(track), *dest, *rtcp_dest,
+                                           ssrc, static_cast<std::uint16_t>(random_u32()),
+                                           random_u32()});
+      entry->track_ids.push_back(track);
+      TransportSpec reply;
+      reply.protocol = options_.srtp && spec.protocol.find("SAVP") != std::string::npos
+                           ? spec.protocol
+                           : spec.protocol;
+      reply.client_port = spec.client_port;
+      reply.server_port = PortPair{rtp_port(), static_cast<std::uint16_t>(rtp_port() + 1)};
+      reply.ssrc = ssrc;
+      r.headers.set("Transport", format_transport(reply));
+      session_header(r);
+      return serialize(r);
+    }
+    case RtspMethod::kPlay: {
+      if (entry == nullptr) return serialize(error_response(454, req.cseq, "Session missing"));
+      if (!start_session(*entry, now)) {
+        return serialize(error_response(500, req.cseq, "session could not start"));
+      }
+      entry->session->play(now);
+      std::vector<RtpInfoEntry> info;
+      for (std::size_t t = 0; t < entry->tracks.size(); ++t) {
+        RtpInfoEntry e;
+        e.url = entry->base_url + "/trackID=" + std::to_string(entry->track_ids[t]);
+        e.seq = entry->session->next_sequence(t);
+        e.rtptime = entry->session->rtp_timestamp_at_start(t);
+        info.push_back(std::move(e));
+      }
+      r.headers.set("RTP-Info", format_rtp_info(info));
+      r.headers.set("Range", "npt=0.000-");
+      session_header(r);
+      return serialize(r);
+    }
+    case RtspMethod::kPause: {
+      if (entry == nullptr) return serialize(error_response(454, req.cseq, "Session missing"));
+      if (entry->session) entry->session->pause();
+      session_header(r);
+      return serialize(r);
+    }
+    case RtspMethod::kTeardown: {
+      if (entry == nullptr) return serialize(error_response(454, req.cseq, "Session missing"));
+      remove_session(entry->id);
+      return serialize(r);
+    }
+    case RtspMethod::kAnnounce:
+    case RtspMethod::kRecord:
+    case RtspMethod::kSetParameter:
+    case RtspMethod::kRedirect: {
+      RtspResponse e = error_response(405, req.cseq, "this server only plays");
+      e.headers.set("Allow", std::string(kPublic));
+      return serialize(e);
+    }
+    case RtspMethod::kUnknown:
+      break;
+  }
+  return serialize(error_response(501, req.cseq, "method not implemented"));
+}
+
+void StreamServer::remove_session(const std::string& id) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  for (auto a = session_by_address_.begin(); a != session_by_address_.end();) {
+    a = a->second == id ? session_by_address_.erase(a) : std::next(a);
+  }
+  sessions_.erase(it);
+}
+
+void StreamServer::on_rtcp_datagram(std::span<const std::uint8_t> data,
+                                    const net::SocketAddress& from, std::uint64_t now_us) {
+  ++stats_.rtcp_datagrams;
+  auto it = session_by_address_.find(from);
+  if (it == session_by_address_.end() || data.size() + net::kSrtpMaxTrailer > rtcp_buffer_.size()) {
+    ++stats_.rtcp_unknown_source;
+    return;
+  }
+  auto s = sessions_.find(it->second);
+  if (s == sessions_.end() || !s->second->session) {
+    ++stats_.rtcp_unknown_source;
+    return;
+  }
+  std::copy(data.begin(), data.end(), rtcp_buffer_.begin());
+  s->second->session->on_rtcp(rtcp_buffer_, data.size(), now_us);
+}
+
+void StreamServer::tick() {
+  const std::uint64_t now = net::EventLoop::now_us();
+  for (auto& [id, e] : sessions_) {
+    if (e->session) e->session->pump(now);
+  }
+}
+
+void StreamServer::housekeeping() {
+  const std::uint64_t now = net::EventLoop::now_us();
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    it = it->second->tcp->is_open() ? std::next(it) : connections_.erase(it);
+  }
+  const std::uint64_t timeout = static_cast<std::uint64_t>(options_.session_timeout_s) * 1'000'000;
+  std::vector<std::string> expired;
+  for (auto& [id, e] : sessions_) {
+    std::uint64_t last = e->last_request_us;
+    if (e->session) last = std::max(last, e->session->last_heard_us());
+    // Push sessions have no client to hear from; they live as long as the server.
+    const bool push = e->last_request_us == 0 && e->session && !e->feedback;
+    if (!push && last != 0 && now > last + timeout) expired.push_back(id);
+  }
+  for (const auto& id : expired) {
+    ++stats_.sessions_timed_out;
+    remove_session(id);
+  }
+}
+
+}  // namespace predrop::server

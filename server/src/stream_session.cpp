@@ -1,0 +1,301 @@
+#include "predrop/server/stream_session.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+#include <utility>
+
+#include "predrop/net/feedback.hpp"
+
+namespace predrop::server {
+
+namespace {
+constexpr std::uint64_t kSenderReportIntervalUs = 1'000'000;
+
+std::uint64_t wall_clock_ntp() {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  return net::ntp_from_unix_us(static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(now).count()));
+}
+}  // namespace
+
+StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
+                             net::UdpEndpoint& rtp_socket, StreamSessionConfig config,
+                             std::unique_ptr<core::RateController> controller, OnBlock on_block)
+    : media_(std::move(media)),
+      config_(std::move(config)),
+      controller_(std::move(controller)),
+      on_block_(std::move(on_block)) {
+  const auto streams = media_->streams();
+  track_of_stream_.assign(streams.size(), -1);
+  net::TransmitterConfig tc;
+  tc.extension_ids = config_.extension_ids;
+  tc.max_payload_size = config_.max_payload_size;
+  tc.cname = "predrop-" + config_.id;
+  for (std::size_t t = 0; t < config_.tracks.size(); ++t) {
+    const SessionTrack& st = config_.tracks[t];
+    if (st.media_stream >= streams.size()) throw std::runtime_error("track for unknown stream");
+    track_of_stream_[st.media_stream] = static_cast<int>(t);
+    tc.tracks.push_back(net::TrackConfig{st.ssrc, streams[st.media_stream].payload_type,
+                                         st.initial_sequence, st.timestamp_offset,
+                                         st.rtp_destination, st.rtcp_destination});
+    const auto clock = streams[st.media_stream].clock_rate;
+    loop_timestamp_.push_back(static_cast<std::uint32_t>(
+        static_cast<std::uint64_t>(media_->duration_us()) * clock / 1'000'000));
+  }
+  std::optional<net::SrtpSession> srtp_out;
+  if (config_.srtp_suite) {
+    srtp_out.emplace(net::SrtpDirection::Outbound, *config_.srtp_suite, config_.key);
+    rtcp_in_.emplace(net::SrtpDirection::Inbound, *config_.srtp_suite, config_.key);
+  }
+  transmitter_ = std::make_unique<net::StageTransmitter>(
+      rtp_socket, std::move(tc), std::move(srtp_out),
+      core::DiscardPlanner(config_.discard, config_.discard_seed));
+
+  filter_streams_ =
+      std::any_of(track_of_stream_.begin(), track_of_stream_.end(), [](int t) { return t < 0; });
+  if (filter_streams_) {
+    const auto blocks = media_->blocks();
+    const auto packets = media_->packets();
+    filtered_block_first_.reserve(blocks.size() + 1);
+    for (const auto& b : blocks) {
+      filtered_block_first_.push_back(static_cast<std::uint32_t>(filtered_index_.size()));
+      for (std::uint32_t i = b.first_packet; i < b.first_packet + b.packet_count; ++i) {
+        if (track_of_stream_[packets[i].stream] < 0) continue;
+        filtered_index_.push_back(i);
+        filtered_importance_.push_back(packets[i].importance);
+      }
+    }
+    filtered_block_first_.push_back(static_cast<std::uint32_t>(filtered_index_.size()));
+  }
+}
+
+StreamSession::~StreamSession() = default;
+
+std::size_t StreamSession::block_size(std::uint32_t block) const {
+  if (filter_streams_) return filtered_block_first_[block + 1] - filtered_block_first_[block];
+  return media_->blocks()[block].packet_count;
+}
+
+const media::RtpPacket& StreamSession::block_packet(std::uint32_t block, std::size_t i) const {
+  if (filter_streams_) return media_->packets()[filtered_index_[filtered_block_first_[block] + i]];
+  return media_->packets()[media_->blocks()[block].first_packet + i];
+}
+
+std::span<const std::uint8_t> StreamSession::block_importance(std::uint32_t block) const {
+  if (filter_streams_) {
+    return std::span<const std::uint8_t>(filtered_importance_)
+        .subspan(filtered_block_first_[block], block_size(block));
+  }
+  return media_->importance(media_->blocks()[block]);
+}
+
+std::uint16_t StreamSession::next_sequence(std::size_t track) const {
+  return transmitter_->track(track).next_sequence;
+}
+
+std::uint32_t StreamSession::rtp_timestamp_at_start(std::size_t track) const {
+  const auto& blocks = media_->blocks();
+  if (blocks.empty()) return config_.tracks[track].timestamp_offset;
+  const auto clock = media_->streams()[config_.tracks[track].media_stream].clock_rate;
+  const auto start = static_cast<std::uint64_t>(std::max<std::int64_t>(0, blocks[block_].start_us));
+  return config_.tracks[track].timestamp_offset +
+         static_cast<std::uint32_t>(start * clock / 1'000'000) + loops_ * loop_timestamp_[track];
+}
+
+std::uint64_t StreamSession::block_start_us(std::uint32_t loops, const media::Block& block) const {
+  const std::int64_t origin = media_->blocks().front().start_us;
+  return play_start_us_ +
+         static_cast<std::uint64_t>(loops) * static_cast<std::uint64_t>(media_->duration_us()) +
+         static_cast<std::uint64_t>(std::max<std::int64_t>(0, block.start_us - origin));
+}
+
+void StreamSession::play(std::uint64_t now_us) {
+  if (playing_ || finished_ || media_->blocks().empty()) return;
+  playing_ = true;
+  // Re-anchor the schedule so that the next block starts now (also after a pause).
+  const std::uint64_t media_offset =
+      block_start_us(loops_, media_->blocks()[block_]) - play_start_us_;
+  play_start_us_ = now_us - media_offset;
+  next_sr_us_ = now_us;
+  if (last_heard_us_ == 0) last_heard_us_ = now_us;
+}
+
+void StreamSession::pause() {
+  playing_ = false;
+}
+
+StreamSession::StageRecord* StreamSession::record(std::uint32_t stage) {
+  StageRecord& r = records_[stage % records_.size()];
+  return r.stage == stage ? &r : nullptr;
+}
+
+void StreamSession::begin_stage(std::uint64_t now_us) {
+  const double rate = controller_->rate();
+  const auto plan = transmitter_->begin_stage(stage_, rate, block_importance(block_));
+  StageRecord& r = records_[stage_ % records_.size()];
+  if (r.stage != UINT32_MAX && !r.settled && config_.feedback) {
+    // The ring wrapped over a stage that was neither reported nor timed out: settle it now.
+    emit(r, false, core::StageReport{}, controller_->on_report_missing(r.stage));
+    ++stats_.reports_missing;
+  }
+  const auto& b = media_->blocks()[block_];
+  r = StageRecord{stage_,
+                  block_,
+                  rate,
+                  plan.packets,
+                  plan.discarded,
+                  0,
+                  block_start_us(loops_, b) + static_cast<std::uint64_t>(b.duration_us),
+                  false};
+  stage_open_ = true;
+  cursor_ = 0;
+  ++stats_.stages_started;
+  (void)now_us;
+}
+
+void StreamSession::end_stage() {
+  if (StageRecord* r = record(stage_)) r->sent = transmitter_->plan().to_send;
+  stage_open_ = false;
+  ++stage_;
+  ++block_;
+  if (block_ >= media_->blocks().size()) {
+    block_ = 0;
+    ++loops_;
+    if (!config_.loop) finished_ = true;
+  }
+  if (config_.max_stages != 0 && stage_ >= config_.max_stages) finished_ = true;
+}
+
+std::size_t StreamSession::pump(std::uint64_t now_us) {
+  if (!playing_) return 0;
+  std::size_t sent = 0;
+  while (!finished_) {
+    const auto& b = media_->blocks()[block_];
+    const std::uint64_t start = block_start_us(loops_, b);
+    if (!stage_open_) {
+      if (now_us < start) break;
+      begin_stage(now_us);
+    }
+    const std::size_t n = block_size(block_);
+    // Gather the packets that are due into the staging array and hand them over in batches.
+    while (cursor_ < n) {
+      std::size_t k = 0;
+      const std::size_t first = cursor_;
+      while (cursor_ < n && k < staging_.size()) {
+        const media::RtpPacket& p = block_packet(block_, cursor_);
+        if (config_.paced && start + static_cast<std::uint64_t>(p.send_offset_us) > now_us) break;
+        const int track = track_of_stream_[p.stream];
+        staging_[k++] = net::OutgoingPacket{
+            static_cast<std::uint8_t>(track), p.marker,
+            p.rtp_timestamp + loops_ * loop_timestamp_[static_cast<std::size_t>(track)],
+            media_->payload(p)};
+        ++cursor_;
+      }
+      if (k == 0) break;
+      sent += transmitter_->send(std::span(staging_.data(), k), first, now_us);
+    }
+    if (cursor_ < n) break;
+    end_stage();
+  }
+  if (finished_ && stage_open_) stage_open_ = false;
+  if (now_us >= next_sr_us_) send_sender_reports(now_us);
+  check_missing_reports(now_us);
+  return sent;
+}
+
+void StreamSession::send_sender_reports(std::uint64_t now_us) {
+  next_sr_us_ = now_us + kSenderReportIntervalUs;
+  std::array<std::uint32_t, 8> rtp_now{};
+  const std::int64_t media_now =
+      static_cast<std::int64_t>(now_us - play_start_us_) + media_->blocks().front().start_us;
+  for (std::size_t t = 0; t < config_.tracks.size() && t < rtp_now.size(); ++t) {
+    const auto clock = media_->streams()[config_.tracks[t].media_stream].clock_rate;
+    rtp_now[t] =
+        config_.tracks[t].timestamp_offset +
+        static_cast<std::uint32_t>(
+            static_cast<std::uint64_t>(std::max<std::int64_t>(0, media_now)) * clock / 1'000'000);
+  }
+  transmitter_->send_sender_reports(wall_clock_ntp(),
+                                    std::span(rtp_now.data(), config_.tracks.size()));
+}
+
+void StreamSession::check_missing_reports(std::uint64_t now_us) {
+  if (!config_.feedback) return;
+  while (next_report_ < stage_) {
+    StageRecord* r = record(next_report_);
+    if (r == nullptr || r->settled) {
+      ++next_report_;
+      continue;
+    }
+    if (now_us < r->end_us + config_.report_timeout_us) break;
+    r->settled = true;
+    ++stats_.reports_missing;
+    emit(*r, false, core::StageReport{}, controller_->on_report_missing(r->stage));
+    ++next_report_;
+  }
+}
+
+void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std::uint64_t now_us) {
+  auto compound = net::decode_rtcp(buffer, len, rtcp_in_ ? &*rtcp_in_ : nullptr);
+  if (!compound) {
+    ++stats_.rtcp_errors;
+    return;
+  }
+  last_heard_us_ = now_us;
+  if (compound->receiver_report) {
+    ++stats_.receiver_reports;
+    const auto& blocks = compound->receiver_report->blocks;
+    if (blocks.size() > 0) {
+      stats_.last_fraction_lost = blocks[0].fraction_lost;
+      stats_.last_jitter = blocks[0].jitter;
+    }
+  }
+  if (!config_.feedback) return;
+  for (const auto& fb : compound->pdfb())
+    handle_report(fb);
+}
+
+void StreamSession::handle_report(const net::PdfbFeedback& feedback) {
+  core::StageReport report = net::to_stage_report(feedback);
+  StageRecord* r = record(report.stage);
+  if (r == nullptr || report.stage >= stage_ + (stage_open_ ? 1 : 0)) {
+    // A report for a stage this session never sent (or long forgotten): count, ignore.
+    ++stats_.reports_rejected;
+    return;
+  }
+  report.rate_used = r->rate;
+  auto d = controller_->on_report(report);
+  if (!d) {
+    ++stats_.reports_rejected;
+    return;
+  }
+  if (d->kind == core::DecisionKind::kStale) return;
+  ++stats_.reports;
+  stats_.last_reception_period_us = report.reception_period_us;
+  stats_.last_performance = report.performance;
+  r->settled = true;
+  if (report.stage >= next_report_) next_report_ = report.stage + 1;
+  emit(*r, true, report, *d);
+}
+
+void StreamSession::emit(const StageRecord& r, bool reported, const core::StageReport& report,
+                         const core::Decision& d) {
+  if (!on_block_) return;
+  BlockTrace t;
+  t.session = config_.id;
+  t.stage = r.stage;
+  t.block = r.block;
+  t.rate = r.rate;
+  t.packets = r.packets;
+  t.discarded = r.discarded;
+  t.sent = r.sent;
+  t.reported = reported;
+  t.report = report;
+  t.decision = d.kind;
+  t.reason = d.reason;
+  t.next_rate = d.rate;
+  on_block_(t);
+}
+
+}  // namespace predrop::server
