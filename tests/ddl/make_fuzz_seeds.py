@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of fuzz_chunk and fuzz_idx (tests/fuzz/corpus/<name>/).
+
+Run from anywhere: python3 tests/ddl/make_fuzz_seeds.py. Deterministic output."""
+import gzip
+import math
+import pathlib
+import random
+import struct
+
+ROOT = pathlib.Path(__file__).resolve().parents[1] / "fuzz" / "corpus"
+FASHION = pathlib.Path("/usr/share/datasets/fashion-mnist")
+
+
+def chunk(values, tensor, offset, flags=0, tensor_id=0):
+    # Tensor chunk payload v1: see ddl/include/predrop/ddl/chunk.hpp.
+    head = struct.pack(">BBHHHII", 1, 1, flags, tensor_id, len(values), tensor, offset)
+    return head + struct.pack("<%df" % len(values), *values)
+
+
+def record(delta, contributor, announced, step_ms, payload):
+    return struct.pack(">bBBBH", delta, contributor, announced, step_ms, len(payload)) + payload
+
+
+def write(name, files):
+    d = ROOT / name
+    d.mkdir(parents=True, exist_ok=True)
+    for fname, data in files.items():
+        (d / fname).write_bytes(data)
+
+
+def chunk_seeds():
+    rnd = random.Random(7)
+    files = {
+        "fixture": chunk([1.0, -2.5], 10, 4, flags=1, tensor_id=2),
+        "one_value": chunk([0.0], 1, 0),
+        "default_256": chunk([rnd.uniform(-1, 1) * 1e-3 for _ in range(256)], 101770, 768),
+        "last_short": chunk([rnd.gauss(0, 1) for _ in range(138)], 101770, 397 * 256),
+        "specials": chunk([math.inf, -0.0, 1e-45, -3.4e38], 4, 0),
+    }
+    # Scripts for the StageReceiver (2 workers, 64 elements in chunks of 8).
+    full = b""
+    for c in range(8):
+        for w in range(2):
+            full += record(0, w, 8, 1, chunk([w + 0.5] * 8, 64, 8 * c))
+    files["script_complete_stage"] = full
+    partial = full[: len(full) // 2] + record(0, 0, 8, 200, b"")  # then time passes
+    partial += record(-1, 1, 8, 1, chunk([1.0] * 8, 64, 0))  # a late chunk
+    partial += record(1, 0, 8, 1, chunk([2.0] * 8, 64, 8))   # next stage
+    files["script_deadline_late"] = partial
+    nan = record(0, 0, 2, 1, chunk([math.nan] * 8, 64, 16)) + record(0, 1, 2, 1, chunk([1.0] * 8, 64, 16))
+    nan += record(-128, 0, 0, 1, b"") + record(5, 0, 1, 1, chunk([3.0] * 8, 64, 56))
+    files["script_nan_force_far"] = nan
+    write("fuzz_chunk", files)
+
+
+def idx_images(count, rows, cols, seed=1):
+    rnd = random.Random(seed)
+    return struct.pack(">IIII", 0x803, count, rows, cols) + bytes(
+        rnd.randrange(256) for _ in range(count * rows * cols))
+
+
+def idx_labels(labels):
+    return struct.pack(">II", 0x801, len(labels)) + bytes(labels)
+
+
+def gz(data):
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
+def idx_seeds():
+    img = idx_images(2, 3, 3)
+    lab = idx_labels([0, 9, 3, 3, 7])
+    files = {
+        "images_plain": img,
+        "images_gz": gz(img),
+        "images_two_members_gz": gz(img[:10]) + gz(img[10:]),
+        "images_truncated": img[:-1],
+        "labels_plain": lab,
+        "labels_gz": gz(lab),
+        "labels_out_of_range": idx_labels([0, 10, 255]),
+        "labels_gz_truncated": gz(lab)[:-5],
+    }
+    real = FASHION / "t10k-labels-idx1-ubyte.gz"
+    if real.exists():
+        files["t10k_labels_gz"] = real.read_bytes()
+    write("fuzz_idx", files)
+
+
+if __name__ == "__main__":
+    chunk_seeds()
+    idx_seeds()
