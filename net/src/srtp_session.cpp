@@ -84,6 +84,14 @@ std::string_view suite_label(SrtpSuite suite) {
 
 }  // namespace
 
+SrtpLibraryGuard::SrtpLibraryGuard() {
+  SrtpLibrary::acquire();
+}
+
+SrtpLibraryGuard::~SrtpLibraryGuard() {
+  SrtpLibrary::release();
+}
+
 std::string_view to_string(SrtpError error) {
   switch (error) {
     case SrtpError::None:

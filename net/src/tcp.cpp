@@ -172,8 +172,8 @@ core::Status TcpConnection::write(std::string data) {
 void TcpConnection::close_after_writes() {
   if (handle_ == nullptr || shutting_down_) return;
   shutting_down_ = true;
-  on_close_ = nullptr;
-  on_data_ = nullptr;
+  // The handlers stay in place (this may run inside on_data, whose closure must outlive the
+  // call); uv_read_stop ends on_data and fail() skips on_close while shutting down.
   if (idle_timer_) idle_timer_->stop();
   uv_read_stop(as_stream(handle_));
   auto* req = new uv_shutdown_t;
@@ -195,9 +195,11 @@ void TcpConnection::on_handle_closing() {
 void TcpConnection::fail(core::Status why) {
   if (handle_ == nullptr) return;
   close_handle();
+  if (shutting_down_) return;  // close_after_writes() promised not to call on_close.
+  // Moved out so that the handler may destroy the connection (and with it on_close_) while it
+  // runs; this is the last use of `this`.
   auto cb = std::move(on_close_);
   on_close_ = nullptr;
-  // Last use of `this`: the handler may destroy the connection.
   if (cb) cb(why);
 }
 

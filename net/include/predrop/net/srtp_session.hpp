@@ -66,6 +66,18 @@ std::size_t srtp_rtp_tag_size(SrtpSuite suite);
 /// AES_CM_128_HMAC_SHA1_32 still uses an 80-bit tag for SRTCP, RFC 4568 §6.2.2).
 std::size_t srtcp_trailer_size(SrtpSuite suite);
 
+/// Keeps libsrtp initialised while it lives. Sessions take a reference of their own, so this is
+/// optional, but srtp_init() runs libsrtp's cipher self-tests (tens of ms): hold one in main() so
+/// that the first session after an idle period does not stall the loop thread. Throws
+/// std::runtime_error if srtp_init() fails.
+class SrtpLibraryGuard {
+ public:
+  SrtpLibraryGuard();
+  ~SrtpLibraryGuard();
+  SrtpLibraryGuard(const SrtpLibraryGuard&) = delete;
+  SrtpLibraryGuard& operator=(const SrtpLibraryGuard&) = delete;
+};
+
 /// One libsrtp session for one direction. Movable (the moved-from session fails every call with
 /// SrtpError::Other), not copyable.
 class SrtpSession {
