@@ -33,9 +33,13 @@ struct PacketRef {
 
 // Frames the packet at `offset` (RFC 3550 A.2 checks). Does not look into the body.
 Status frame_packet(std::span<const std::uint8_t> compound, std::size_t offset, PacketRef& out) {
-  if (compound.size() - offset < kHeaderSize) return make_error("RTCP packet header truncated");
+  if (compound.size() - offset < kHeaderSize) {
+    return make_error("RTCP packet header truncated");
+  }
   const std::uint8_t* p = compound.data() + offset;
-  if ((p[0] >> 6) != 2) return make_error("RTCP version is not 2");
+  if ((p[0] >> 6) != 2) {
+    return make_error("RTCP version is not 2");
+  }
   const std::size_t size = (std::size_t{load_u16_be(p + 2)} + 1) * 4;
   if (size > compound.size() - offset) {
     return make_error("RTCP packet length field exceeds the datagram");
@@ -51,7 +55,9 @@ Status frame_packet(std::span<const std::uint8_t> compound, std::size_t offset, 
       return make_error("RTCP padding bit set on a packet that is not the last of the compound");
     }
     const std::size_t pad = out.packet.back();
-    if (pad == 0 || pad > out.body.size()) return make_error("RTCP padding count is invalid");
+    if (pad == 0 || pad > out.body.size()) {
+      return make_error("RTCP padding count is invalid");
+    }
     out.body = out.body.first(out.body.size() - pad);
   }
   return core::Ok{};
@@ -59,12 +65,16 @@ Status frame_packet(std::span<const std::uint8_t> compound, std::size_t offset, 
 
 // Checks the framing of every packet before anything is decoded.
 Result<std::size_t> check_compound(std::span<const std::uint8_t> compound) {
-  if (compound.size() < kHeaderSize) return make_error("RTCP datagram shorter than one header");
+  if (compound.size() < kHeaderSize) {
+    return make_error("RTCP datagram shorter than one header");
+  }
   std::size_t offset = 0;
   std::size_t packets = 0;
   while (offset < compound.size()) {
     PacketRef ref;
-    if (Status s = frame_packet(compound, offset, ref); !s) return s.error();
+    if (Status s = frame_packet(compound, offset, ref); !s) {
+      return s.error();
+    }
     if (packets == 0 && ref.type != kRtcpSenderReport && ref.type != kRtcpReceiverReport) {
       return make_error("RTCP compound must start with an SR or RR (RFC 3550 §6.1)");
     }
@@ -90,8 +100,12 @@ ReportBlock read_report_block(ByteReader& r) {
 
 void write_report_block(ByteWriter& w, const ReportBlock& b) {
   std::int32_t lost = b.cumulative_lost;
-  if (lost > kMaxCumulativeLost) lost = kMaxCumulativeLost;
-  if (lost < kMinCumulativeLost) lost = kMinCumulativeLost;
+  if (lost > kMaxCumulativeLost) {
+    lost = kMaxCumulativeLost;
+  }
+  if (lost < kMinCumulativeLost) {
+    lost = kMinCumulativeLost;
+  }
   w.write_u32(b.ssrc);
   w.write_u8(b.fraction_lost);
   w.write_u24(static_cast<std::uint32_t>(lost) & 0xFFFFFFu);
@@ -105,8 +119,9 @@ Status read_report_blocks(ByteReader& r, std::size_t count, ReportBlocks& blocks
   if (count * kReportBlockSize > r.remaining()) {
     return make_error("RTCP report blocks overrun the packet");
   }
-  for (std::size_t i = 0; i < count; ++i)
+  for (std::size_t i = 0; i < count; ++i) {
     blocks.push_back(read_report_block(r));
+  }
   return core::Ok{};
 }
 
@@ -117,7 +132,9 @@ void write_header(ByteWriter& w, std::uint8_t count, std::uint8_t type, std::siz
 }
 
 Result<std::size_t> finish(const ByteWriter& w, const char* what) {
-  if (!w.ok()) return make_error(std::string(what) + " does not fit the output buffer");
+  if (!w.ok()) {
+    return make_error(std::string(what) + " does not fit the output buffer");
+  }
   return w.position();
 }
 
@@ -128,7 +145,9 @@ Status decode_sender_report(const PacketRef& ref, SenderReport& sr) {
   sr.rtp_timestamp = r.read_u32();
   sr.packet_count = r.read_u32();
   sr.octet_count = r.read_u32();
-  if (!r.ok()) return make_error("RTCP SR shorter than its sender info");
+  if (!r.ok()) {
+    return make_error("RTCP SR shorter than its sender info");
+  }
   // Bytes after the blocks are a profile-specific extension (§6.4.1) and are ignored.
   return read_report_blocks(r, ref.count, sr.blocks);
 }
@@ -136,7 +155,9 @@ Status decode_sender_report(const PacketRef& ref, SenderReport& sr) {
 Status decode_receiver_report(const PacketRef& ref, ReceiverReport& rr) {
   ByteReader r(ref.body);
   rr.ssrc = r.read_u32();
-  if (!r.ok()) return make_error("RTCP RR shorter than its SSRC");
+  if (!r.ok()) {
+    return make_error("RTCP RR shorter than its SSRC");
+  }
   return read_report_blocks(r, ref.count, rr.blocks);
 }
 
@@ -146,7 +167,9 @@ Status decode_sdes(const PacketRef& ref, RtcpVisitor& visitor) {
   const std::span<const std::uint8_t> body = ref.body;
   std::size_t i = 0;
   for (std::size_t chunk = 0; chunk < ref.count; ++chunk) {
-    if (body.size() - i < 4) return make_error("RTCP SDES chunk truncated");
+    if (body.size() - i < 4) {
+      return make_error("RTCP SDES chunk truncated");
+    }
     const std::uint32_t ssrc = load_u32_be(&body[i]);
     i += 4;
     while (i < body.size()) {
@@ -155,14 +178,20 @@ Status decode_sdes(const PacketRef& ref, RtcpVisitor& visitor) {
         i = (i + 4) & ~std::size_t{3};  // the null octet, then up to the next 32-bit boundary
         break;
       }
-      if (body.size() - i < 2) return make_error("RTCP SDES item header truncated");
+      if (body.size() - i < 2) {
+        return make_error("RTCP SDES item header truncated");
+      }
       const std::size_t len = body[i + 1];
-      if (len > body.size() - i - 2) return make_error("RTCP SDES item overruns the packet");
+      if (len > body.size() - i - 2) {
+        return make_error("RTCP SDES item overruns the packet");
+      }
       const auto* text = reinterpret_cast<const char*>(&body[i + 2]);  // bytes as chars, no struct
       visitor.on_sdes_item(ssrc, type, std::string_view(text, len));
       i += 2 + len;
     }
-    if (i > body.size()) i = body.size();  // padding of the last chunk may be cut by P-removal
+    if (i > body.size()) {
+      i = body.size();  // padding of the last chunk may be cut by P-removal
+    }
   }
   return core::Ok{};
 }
@@ -171,20 +200,25 @@ Status decode_bye(const PacketRef& ref, RtcpVisitor& visitor) {
   if (std::size_t{ref.count} * 4 > ref.body.size()) {
     return make_error("RTCP BYE SSRC list overruns the packet");
   }
-  for (std::size_t k = 0; k < ref.count; ++k)
+  for (std::size_t k = 0; k < ref.count; ++k) {
     visitor.on_bye(load_u32_be(&ref.body[4 * k]));
+  }
   // The optional reason text is not needed by predrop and is not validated.
   return core::Ok{};
 }
 
 Status decode_app(const PacketRef& ref, RtcpVisitor& visitor) {
-  if (ref.body.size() < 8) return make_error("RTCP APP packet shorter than SSRC and name");
+  if (ref.body.size() < 8) {
+    return make_error("RTCP APP packet shorter than SSRC and name");
+  }
   const std::uint32_t ssrc = load_u32_be(ref.body.data());
   const std::string_view name(reinterpret_cast<const char*>(&ref.body[4]), 4);
   const std::span<const std::uint8_t> data = ref.body.subspan(8);
   if (name == kPdfbName && ref.count == kPdfbSubtype) {
     auto fb = parse_pdfb_payload(data);
-    if (!fb) return fb.error();
+    if (!fb) {
+      return fb.error();
+    }
     visitor.on_pdfb(ssrc, *fb);
   } else {
     visitor.on_app(ref.count, ssrc, name, data);
@@ -196,20 +230,26 @@ Status walk(std::span<const std::uint8_t> compound, RtcpVisitor& visitor) {
   std::size_t offset = 0;
   while (offset < compound.size()) {
     PacketRef ref;
-    if (Status s = frame_packet(compound, offset, ref); !s) return s;
+    if (Status s = frame_packet(compound, offset, ref); !s) {
+      return s;
+    }
     offset += ref.packet.size();
     Status s = core::Ok{};
     switch (ref.type) {
       case kRtcpSenderReport: {
         SenderReport sr;
         s = decode_sender_report(ref, sr);
-        if (s) visitor.on_sender_report(sr);
+        if (s) {
+          visitor.on_sender_report(sr);
+        }
         break;
       }
       case kRtcpReceiverReport: {
         ReceiverReport rr;
         s = decode_receiver_report(ref, rr);
-        if (s) visitor.on_receiver_report(rr);
+        if (s) {
+          visitor.on_receiver_report(rr);
+        }
         break;
       }
       case kRtcpSdes:
@@ -225,7 +265,9 @@ Status walk(std::span<const std::uint8_t> compound, RtcpVisitor& visitor) {
         visitor.on_other(ref.type, ref.packet);
         break;
     }
-    if (!s) return s;
+    if (!s) {
+      return s;
+    }
   }
   return core::Ok{};
 }
@@ -234,13 +276,19 @@ class SummaryVisitor final : public RtcpVisitor {
  public:
   explicit SummaryVisitor(RtcpCompound& c) : c_(c) {}
   void on_sender_report(const SenderReport& sr) override {
-    if (!c_.sender_report && !c_.receiver_report) c_.sender_report = sr;
+    if (!c_.sender_report && !c_.receiver_report) {
+      c_.sender_report = sr;
+    }
   }
   void on_receiver_report(const ReceiverReport& rr) override {
-    if (!c_.sender_report && !c_.receiver_report) c_.receiver_report = rr;
+    if (!c_.sender_report && !c_.receiver_report) {
+      c_.receiver_report = rr;
+    }
   }
   void on_sdes_item(std::uint32_t, std::uint8_t type, std::string_view text) override {
-    if (type == kSdesCname && c_.cname.empty()) c_.cname = text;
+    if (type == kSdesCname && c_.cname.empty()) {
+      c_.cname = text;
+    }
   }
   void on_bye(std::uint32_t) override { c_.has_bye = true; }
   void on_pdfb(std::uint32_t, const PdfbFeedback& fb) override {
@@ -266,8 +314,9 @@ Result<std::size_t> write_sender_report(std::span<std::uint8_t> out, const Sende
   w.write_u32(sr.rtp_timestamp);
   w.write_u32(sr.packet_count);
   w.write_u32(sr.octet_count);
-  for (const ReportBlock& b : sr.blocks)
+  for (const ReportBlock& b : sr.blocks) {
     write_report_block(w, b);
+  }
   return finish(w, "RTCP SR");
 }
 
@@ -276,14 +325,17 @@ Result<std::size_t> write_receiver_report(std::span<std::uint8_t> out, const Rec
   ByteWriter w(out);
   write_header(w, static_cast<std::uint8_t>(rr.blocks.size()), kRtcpReceiverReport, size);
   w.write_u32(rr.ssrc);
-  for (const ReportBlock& b : rr.blocks)
+  for (const ReportBlock& b : rr.blocks) {
     write_report_block(w, b);
+  }
   return finish(w, "RTCP RR");
 }
 
 Result<std::size_t> write_sdes_cname(std::span<std::uint8_t> out, std::uint32_t ssrc,
                                      std::string_view cname) {
-  if (cname.size() > 255) return make_error("RTCP SDES CNAME longer than 255 bytes");
+  if (cname.size() > 255) {
+    return make_error("RTCP SDES CNAME longer than 255 bytes");
+  }
   // Chunk: SSRC, CNAME item (type, length, text), at least one null octet, padded to 32 bits.
   const std::size_t chunk = (4 + 2 + cname.size() + 1 + 3) & ~std::size_t{3};
   const std::size_t size = kHeaderSize + chunk;
@@ -306,7 +358,9 @@ Result<std::size_t> write_bye(std::span<std::uint8_t> out, std::uint32_t ssrc) {
 
 Result<std::size_t> write_pdfb(std::span<std::uint8_t> out, std::uint32_t reporter_ssrc,
                                const PdfbFeedback& fb) {
-  if (static_cast<std::uint8_t>(fb.metric) == 0) return make_error("PDFB metric code 0 is invalid");
+  if (static_cast<std::uint8_t>(fb.metric) == 0) {
+    return make_error("PDFB metric code 0 is invalid");
+  }
   if (fb.performance_valid && !std::isfinite(fb.performance)) {
     return make_error("PDFB performance marked valid must be finite");
   }
@@ -331,18 +385,26 @@ Result<std::size_t> write_pdfb(std::span<std::uint8_t> out, std::uint32_t report
 Result<std::size_t> write_feedback_compound(std::span<std::uint8_t> out, const ReceiverReport& rr,
                                             std::span<const PdfbFeedback> feedback,
                                             std::string_view cname) {
-  if (feedback.empty()) return make_error("PDFB compound needs at least one report");
+  if (feedback.empty()) {
+    return make_error("PDFB compound needs at least one report");
+  }
   auto n = write_receiver_report(out, rr);
-  if (!n) return n;
+  if (!n) {
+    return n;
+  }
   std::size_t used = *n;
   if (!cname.empty()) {
     n = write_sdes_cname(out.subspan(used), rr.ssrc, cname);
-    if (!n) return n;
+    if (!n) {
+      return n;
+    }
     used += *n;
   }
   for (const PdfbFeedback& fb : feedback) {
     n = write_pdfb(out.subspan(used), rr.ssrc, fb);
-    if (!n) return n;
+    if (!n) {
+      return n;
+    }
     used += *n;
   }
   return used;
@@ -356,14 +418,20 @@ Result<std::size_t> write_feedback_compound(std::span<std::uint8_t> out, const R
 Result<std::size_t> write_sender_report_compound(std::span<std::uint8_t> out,
                                                  const SenderReport& sr, std::string_view cname) {
   auto n = write_sender_report(out, sr);
-  if (!n || cname.empty()) return n;
+  if (!n || cname.empty()) {
+    return n;
+  }
   auto m = write_sdes_cname(out.subspan(*n), sr.ssrc, cname);
-  if (!m) return m;
+  if (!m) {
+    return m;
+  }
   return *n + *m;
 }
 
 Result<PdfbFeedback> parse_pdfb_payload(std::span<const std::uint8_t> data) {
-  if (data.empty()) return make_error("PDFB payload is empty");
+  if (data.empty()) {
+    return make_error("PDFB payload is empty");
+  }
   const unsigned major = data[0] & 0x0F;
   const unsigned minor = data[0] >> 4;
   if (major != kPdfbMajorVersion) {
@@ -381,7 +449,9 @@ Result<PdfbFeedback> parse_pdfb_payload(std::span<const std::uint8_t> data) {
   r.skip(1);
   PdfbFeedback fb;
   const std::uint8_t metric = r.read_u8();
-  if (metric == 0) return make_error("PDFB metric code 0 is invalid");
+  if (metric == 0) {
+    return make_error("PDFB metric code 0 is invalid");
+  }
   fb.metric = static_cast<PdfbMetric>(metric);
   const std::uint16_t flags = r.read_u16();
   fb.performance_valid = (flags & kPdfbFlagPerformance) != 0;
@@ -394,7 +464,9 @@ Result<PdfbFeedback> parse_pdfb_payload(std::span<const std::uint8_t> data) {
   fb.performance = r.read_f64();
   fb.queue_delay_growth_us = r.read_i32();
   // Cannot fail: the length was checked above. Kept as a guard against future edits.
-  if (!r.ok()) return make_error("PDFB payload truncated");
+  if (!r.ok()) {
+    return make_error("PDFB payload truncated");
+  }
   if (fb.performance_valid && !std::isfinite(fb.performance)) {
     return make_error("PDFB performance marked valid is not finite");
   }
@@ -404,33 +476,53 @@ Result<PdfbFeedback> parse_pdfb_payload(std::span<const std::uint8_t> data) {
 Result<PdfbFeedback> parse_pdfb(std::span<const std::uint8_t> packet,
                                 std::uint32_t* reporter_ssrc) {
   PacketRef ref;
-  if (packet.size() < kHeaderSize) return make_error("RTCP packet header truncated");
-  if (Status s = frame_packet(packet, 0, ref); !s) return s.error();
+  if (packet.size() < kHeaderSize) {
+    return make_error("RTCP packet header truncated");
+  }
+  if (Status s = frame_packet(packet, 0, ref); !s) {
+    return s.error();
+  }
   if (ref.packet.size() != packet.size()) {
     return make_error("RTCP APP length field does not match the packet size");
   }
-  if (ref.type != kRtcpApp) return make_error("RTCP packet is not APP (PT 204)");
-  if (ref.body.size() < 8) return make_error("RTCP APP packet shorter than SSRC and name");
+  if (ref.type != kRtcpApp) {
+    return make_error("RTCP packet is not APP (PT 204)");
+  }
+  if (ref.body.size() < 8) {
+    return make_error("RTCP APP packet shorter than SSRC and name");
+  }
   const std::string_view name(reinterpret_cast<const char*>(&ref.body[4]), 4);
-  if (name != kPdfbName) return make_error("RTCP APP name is not PDFB");
-  if (ref.count != kPdfbSubtype) return make_error("RTCP APP PDFB subtype is not 0");
-  if (reporter_ssrc != nullptr) *reporter_ssrc = load_u32_be(ref.body.data());
+  if (name != kPdfbName) {
+    return make_error("RTCP APP name is not PDFB");
+  }
+  if (ref.count != kPdfbSubtype) {
+    return make_error("RTCP APP PDFB subtype is not 0");
+  }
+  if (reporter_ssrc != nullptr) {
+    *reporter_ssrc = load_u32_be(ref.body.data());
+  }
   return parse_pdfb_payload(ref.body.subspan(8));
 }
 
 Status parse_rtcp_compound(std::span<const std::uint8_t> compound, RtcpVisitor& visitor) {
   auto checked = check_compound(compound);
-  if (!checked) return checked.error();
+  if (!checked) {
+    return checked.error();
+  }
   return walk(compound, visitor);
 }
 
 Result<RtcpCompound> parse_rtcp_compound(std::span<const std::uint8_t> compound) {
   auto checked = check_compound(compound);
-  if (!checked) return checked.error();
+  if (!checked) {
+    return checked.error();
+  }
   RtcpCompound c;
   c.packet_count = *checked;
   SummaryVisitor visitor(c);
-  if (Status s = walk(compound, visitor); !s) return s.error();
+  if (Status s = walk(compound, visitor); !s) {
+    return s.error();
+  }
   return c;
 }
 

@@ -45,7 +45,9 @@ Status walk_one_byte_elements(std::span<const std::uint8_t> block, const RtpExte
       ++i;
       continue;
     }
-    if (id == kOneByteReservedId) break;
+    if (id == kOneByteReservedId) {
+      break;
+    }
     const std::size_t len = static_cast<std::size_t>(b & 0x0F) + 1;
     if (len > block.size() - i - 1) {
       return make_error("RTP one-byte extension element overruns its block");
@@ -66,7 +68,9 @@ Status walk_two_byte_elements(std::span<const std::uint8_t> block, const RtpExte
       ++i;
       continue;
     }
-    if (block.size() - i < 2) return make_error("RTP two-byte extension element header truncated");
+    if (block.size() - i < 2) {
+      return make_error("RTP two-byte extension element header truncated");
+    }
     const std::size_t len = block[i + 1];
     if (len > block.size() - i - 2) {
       return make_error("RTP two-byte extension element overruns its block");
@@ -89,8 +93,12 @@ Status check_ids(const RtpExtensionIds& ids) {
 
 std::size_t extension_body_size(const RtpExtensionIds& ids) {
   std::size_t n = 0;
-  if (ids.stage != 0) n += 1 + kStageExtensionSize;
-  if (ids.abs_send_time != 0) n += 1 + kAbsSendTimeSize;
+  if (ids.stage != 0) {
+    n += 1 + kStageExtensionSize;
+  }
+  if (ids.abs_send_time != 0) {
+    n += 1 + kAbsSendTimeSize;
+  }
   return (n + 3) & ~std::size_t{3};
 }
 
@@ -108,31 +116,45 @@ Result<RtpPacketView> parse_rtp(std::span<const std::uint8_t> packet, const RtpE
   v.header.sequence = r.read_u16();
   v.header.timestamp = r.read_u32();
   v.header.ssrc = r.read_u32();
-  if (!r.ok()) return make_error("RTP packet shorter than the 12-byte fixed header");
-  if ((b0 >> 6) != kRtpVersion) return make_error("RTP version is not 2");
+  if (!r.ok()) {
+    return make_error("RTP packet shorter than the 12-byte fixed header");
+  }
+  if ((b0 >> 6) != kRtpVersion) {
+    return make_error("RTP version is not 2");
+  }
   v.header.marker = (b1 & kMarkerBit) != 0;
   v.header.payload_type = b1 & 0x7F;
   v.csrc_count = b0 & 0x0F;
 
   v.csrcs = r.read_bytes(std::size_t{v.csrc_count} * 4);
-  if (!r.ok()) return make_error("RTP CSRC list overruns the packet");
+  if (!r.ok()) {
+    return make_error("RTP CSRC list overruns the packet");
+  }
 
   if ((b0 & kExtensionBit) != 0) {
     v.has_extension = true;
     v.extension_profile = r.read_u16();
     const std::size_t words = r.read_u16();
     v.extension_data = r.read_bytes(words * 4);
-    if (!r.ok()) return make_error("RTP header extension overruns the packet");
+    if (!r.ok()) {
+      return make_error("RTP header extension overruns the packet");
+    }
   }
   v.header_size = r.position();
 
   std::span<const std::uint8_t> payload = r.rest();
   if ((b0 & kPaddingBit) != 0) {
     // RFC 3550 §5.1: the last octet counts the padding octets, itself included.
-    if (payload.empty()) return make_error("RTP padding bit set but no room for the count");
+    if (payload.empty()) {
+      return make_error("RTP padding bit set but no room for the count");
+    }
     const std::size_t pad = payload.back();
-    if (pad == 0) return make_error("RTP padding count is zero");
-    if (pad > payload.size()) return make_error("RTP padding count exceeds the payload");
+    if (pad == 0) {
+      return make_error("RTP padding count is zero");
+    }
+    if (pad > payload.size()) {
+      return make_error("RTP padding count exceeds the payload");
+    }
     v.padding_size = pad;
     payload = payload.first(payload.size() - pad);
   }
@@ -145,7 +167,9 @@ Result<RtpPacketView> parse_rtp(std::span<const std::uint8_t> packet, const RtpE
     } else if ((v.extension_profile & 0xFFF0) == kTwoByteExtensionProfile) {
       s = walk_two_byte_elements(v.extension_data, ids, v);
     }
-    if (!s) return s.error();
+    if (!s) {
+      return s.error();
+    }
   }
   return v;
 }
@@ -157,8 +181,12 @@ std::size_t rtp_header_size(const RtpExtensionIds& ids) {
 
 Result<std::size_t> write_rtp_header(std::span<std::uint8_t> out, const RtpHeader& header,
                                      const RtpExtensions& ext) {
-  if (Status s = check_ids(ext.ids); !s) return s.error();
-  if (header.payload_type > 0x7F) return make_error("RTP payload type must be 0..127");
+  if (Status s = check_ids(ext.ids); !s) {
+    return s.error();
+  }
+  if (header.payload_type > 0x7F) {
+    return make_error("RTP payload type must be 0..127");
+  }
   const std::size_t body = extension_body_size(ext.ids);
   ByteWriter w(out);
   w.write_u8(kVersionBits | (body != 0 ? kExtensionBit : 0));
@@ -182,7 +210,9 @@ Result<std::size_t> write_rtp_header(std::span<std::uint8_t> out, const RtpHeade
     }
     w.write_zeros(body - (w.position() - body_start));
   }
-  if (!w.ok()) return make_error("RTP header does not fit the output buffer");
+  if (!w.ok()) {
+    return make_error("RTP header does not fit the output buffer");
+  }
   return w.position();
 }
 
@@ -190,14 +220,22 @@ Result<std::size_t> write_rtp_packet(std::span<std::uint8_t> out, const RtpHeade
                                      const RtpExtensions& ext,
                                      std::span<const std::uint8_t> payload) {
   auto n = write_rtp_header(out, header, ext);
-  if (!n) return n;
-  if (payload.size() > out.size() - *n) return make_error("RTP payload does not fit the buffer");
-  if (!payload.empty()) std::memcpy(out.data() + *n, payload.data(), payload.size());
+  if (!n) {
+    return n;
+  }
+  if (payload.size() > out.size() - *n) {
+    return make_error("RTP payload does not fit the buffer");
+  }
+  if (!payload.empty()) {
+    std::memcpy(out.data() + *n, payload.data(), payload.size());
+  }
   return *n + payload.size();
 }
 
 Result<RtpHeaderLayout> RtpHeaderLayout::create(const RtpExtensionIds& ids) {
-  if (Status s = check_ids(ids); !s) return s.error();
+  if (Status s = check_ids(ids); !s) {
+    return s.error();
+  }
   RtpHeaderLayout l;
   l.ids_ = ids;
   l.header_size_ = rtp_header_size(ids);
@@ -206,19 +244,33 @@ Result<RtpHeaderLayout> RtpHeaderLayout::create(const RtpExtensionIds& ids) {
     l.stage_offset_ = next + 1;
     next += 1 + kStageExtensionSize;
   }
-  if (ids.abs_send_time != 0) l.abs_offset_ = next + 1;
+  if (ids.abs_send_time != 0) {
+    l.abs_offset_ = next + 1;
+  }
   return l;
 }
 
 bool RtpHeaderLayout::matches(std::span<const std::uint8_t> packet) const {
-  if (packet.size() < header_size_) return false;
+  if (packet.size() < header_size_) {
+    return false;
+  }
   const bool has_ext = header_size_ > kRtpFixedHeaderSize;
   // V=2, P=0, CC=0 and X as the layout says.
-  if ((packet[0] & 0xEF) != kVersionBits) return false;
-  if (((packet[0] & kExtensionBit) != 0) != has_ext) return false;
-  if (!has_ext) return true;
-  if (load_u16_be(&packet[12]) != kOneByteExtensionProfile) return false;
-  if (load_u16_be(&packet[14]) != (header_size_ - kRtpFixedHeaderSize - 4) / 4) return false;
+  if ((packet[0] & 0xEF) != kVersionBits) {
+    return false;
+  }
+  if (((packet[0] & kExtensionBit) != 0) != has_ext) {
+    return false;
+  }
+  if (!has_ext) {
+    return true;
+  }
+  if (load_u16_be(&packet[12]) != kOneByteExtensionProfile) {
+    return false;
+  }
+  if (load_u16_be(&packet[14]) != (header_size_ - kRtpFixedHeaderSize - 4) / 4) {
+    return false;
+  }
   if (stage_offset_ != 0 &&
       packet[stage_offset_ - 1] != (ids_.stage << 4 | (kStageExtensionSize - 1))) {
     return false;
@@ -232,8 +284,12 @@ bool RtpHeaderLayout::matches(std::span<const std::uint8_t> packet) const {
 
 Status RtpHeaderLayout::patch(std::span<std::uint8_t> packet, const RtpHeader& header,
                               const StageExtension& stage, std::uint32_t abs_send_time) const {
-  if (!matches(packet)) return make_error("RTP buffer does not hold a header of this layout");
-  if (header.payload_type > 0x7F) return make_error("RTP payload type must be 0..127");
+  if (!matches(packet)) {
+    return make_error("RTP buffer does not hold a header of this layout");
+  }
+  if (header.payload_type > 0x7F) {
+    return make_error("RTP payload type must be 0..127");
+  }
   std::uint8_t* p = packet.data();
   p[1] = static_cast<std::uint8_t>((header.marker ? kMarkerBit : 0) | header.payload_type);
   store_u16_be(p + 2, header.sequence);
@@ -244,14 +300,20 @@ Status RtpHeaderLayout::patch(std::span<std::uint8_t> packet, const RtpHeader& h
     store_u16_be(p + stage_offset_ + 4, stage.index);
     store_u16_be(p + stage_offset_ + 6, stage.count);
   }
-  if (abs_offset_ != 0) store_u24_be(p + abs_offset_, abs_send_time);
+  if (abs_offset_ != 0) {
+    store_u24_be(p + abs_offset_, abs_send_time);
+  }
   return core::Ok{};
 }
 
 Status RtpHeaderLayout::patch_abs_send_time(std::span<std::uint8_t> packet,
                                             std::uint32_t abs_send_time) const {
-  if (abs_offset_ == 0) return make_error("RTP layout has no abs-send-time element");
-  if (!matches(packet)) return make_error("RTP buffer does not hold a header of this layout");
+  if (abs_offset_ == 0) {
+    return make_error("RTP layout has no abs-send-time element");
+  }
+  if (!matches(packet)) {
+    return make_error("RTP buffer does not hold a header of this layout");
+  }
   store_u24_be(packet.data() + abs_offset_, abs_send_time);
   return core::Ok{};
 }

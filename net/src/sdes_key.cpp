@@ -18,11 +18,21 @@ constexpr std::string_view kAlphabet =
 
 // Value of a base64 character, or -1 if it is not in the alphabet ('=' included).
 constexpr int base64_value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
+  if (c >= 'A' && c <= 'Z') {
+    return c - 'A';
+  }
+  if (c >= 'a' && c <= 'z') {
+    return c - 'a' + 26;
+  }
+  if (c >= '0' && c <= '9') {
+    return c - '0' + 52;
+  }
+  if (c == '+') {
+    return 62;
+  }
+  if (c == '/') {
+    return 63;
+  }
   return -1;
 }
 
@@ -36,8 +46,9 @@ constexpr bool is_wsp(char c) {
 // Removes leading blanks; true if there was at least one (RFC 4568 §9.1 uses 1*WSP).
 bool skip_wsp(std::string_view& s) {
   std::size_t n = 0;
-  while (n < s.size() && is_wsp(s[n]))
+  while (n < s.size() && is_wsp(s[n])) {
     ++n;
+  }
   s.remove_prefix(n);
   return n > 0;
 }
@@ -45,8 +56,9 @@ bool skip_wsp(std::string_view& s) {
 // Takes the leading token up to the next blank.
 std::string_view take_token(std::string_view& s) {
   std::size_t n = 0;
-  while (n < s.size() && !is_wsp(s[n]))
+  while (n < s.size() && !is_wsp(s[n])) {
     ++n;
+  }
   const std::string_view token = s.substr(0, n);
   s.remove_prefix(n);
   return token;
@@ -54,10 +66,16 @@ std::string_view take_token(std::string_view& s) {
 
 // RFC 4568 §9.2: lifetime = ["2^"] 1*(DIGIT).
 bool valid_lifetime(std::string_view s) {
-  if (s.starts_with("2^")) s.remove_prefix(2);
-  if (s.empty()) return false;
+  if (s.starts_with("2^")) {
+    s.remove_prefix(2);
+  }
+  if (s.empty()) {
+    return false;
+  }
   for (char c : s) {
-    if (!is_digit(c)) return false;
+    if (!is_digit(c)) {
+      return false;
+    }
   }
   return true;
 }
@@ -65,7 +83,9 @@ bool valid_lifetime(std::string_view s) {
 std::string quoted(std::string_view s) {
   std::string q = "'";
   q.append(s.substr(0, 64));
-  if (s.size() > 64) q.append("...");
+  if (s.size() > 64) {
+    q.append("...");
+  }
   q.push_back('\'');
   return q;
 }
@@ -87,7 +107,9 @@ std::string_view suite_name(SrtpSuite suite) {
 std::optional<SrtpSuite> suite_from_name(std::string_view name) {
   for (SrtpSuite s :
        {SrtpSuite::AesCm128HmacSha1_80, SrtpSuite::AesCm128HmacSha1_32, SrtpSuite::AeadAes128Gcm}) {
-    if (suite_name(s) == name) return s;
+    if (suite_name(s) == name) {
+      return s;
+    }
   }
   return std::nullopt;
 }
@@ -115,7 +137,9 @@ std::string base64_encode(std::span<const std::uint8_t> bytes) {
   const std::size_t rest = bytes.size() - i;
   if (rest != 0) {
     std::uint32_t v = std::uint32_t{bytes[i]} << 16;
-    if (rest == 2) v |= std::uint32_t{bytes[i + 1]} << 8;
+    if (rest == 2) {
+      v |= std::uint32_t{bytes[i + 1]} << 8;
+    }
     out.push_back(kAlphabet[(v >> 18) & 0x3F]);
     out.push_back(kAlphabet[(v >> 12) & 0x3F]);
     out.push_back(rest == 2 ? kAlphabet[(v >> 6) & 0x3F] : '=');
@@ -130,8 +154,12 @@ Result<std::size_t> base64_decode(std::string_view text, std::span<std::uint8_t>
                       " is not a multiple of 4 ('=' padding is required)");
   }
   std::size_t pad = 0;
-  if (!text.empty() && text.back() == '=') ++pad;
-  if (text.size() >= 2 && text[text.size() - 2] == '=') ++pad;
+  if (!text.empty() && text.back() == '=') {
+    ++pad;
+  }
+  if (text.size() >= 2 && text[text.size() - 2] == '=') {
+    ++pad;
+  }
   const std::size_t size = text.size() / 4 * 3 - pad;
   if (size > out.size()) {
     return make_error("base64 decodes to " + std::to_string(size) + " bytes, more than the " +
@@ -157,8 +185,12 @@ Result<std::size_t> base64_decode(std::string_view text, std::span<std::uint8_t>
       return make_error("base64 has non-zero bits after its last byte (non-canonical)");
     }
     out[o++] = static_cast<std::uint8_t>(v >> 16);
-    if (chars >= 3) out[o++] = static_cast<std::uint8_t>(v >> 8);
-    if (chars == 4) out[o++] = static_cast<std::uint8_t>(v);
+    if (chars >= 3) {
+      out[o++] = static_cast<std::uint8_t>(v >> 8);
+    }
+    if (chars == 4) {
+      out[o++] = static_cast<std::uint8_t>(v);
+    }
   }
   return o;
 }
@@ -166,7 +198,9 @@ Result<std::size_t> base64_decode(std::string_view text, std::span<std::uint8_t>
 Result<std::vector<std::uint8_t>> base64_decode(std::string_view text) {
   std::vector<std::uint8_t> out(text.size() / 4 * 3);
   auto n = base64_decode(text, out);
-  if (!n) return n.error();
+  if (!n) {
+    return n.error();
+  }
   out.resize(*n);
   return out;
 }
@@ -188,20 +222,29 @@ Result<CryptoAttribute> parse_crypto_attribute(std::string_view line) {
   while (!line.empty() && (line.back() == '\r' || line.back() == '\n' || is_wsp(line.back()))) {
     line.remove_suffix(1);
   }
-  if (line.starts_with("a=")) line.remove_prefix(2);
-  if (!line.starts_with("crypto:")) return make_error("not an a=crypto attribute");
+  if (line.starts_with("a=")) {
+    line.remove_prefix(2);
+  }
+  if (!line.starts_with("crypto:")) {
+    return make_error("not an a=crypto attribute");
+  }
   line.remove_prefix(7);
 
   CryptoAttribute attr;
   std::size_t digits = 0;
-  while (digits < line.size() && is_digit(line[digits]))
+  while (digits < line.size() && is_digit(line[digits])) {
     ++digits;
-  if (digits == 0 || digits > 9) return make_error("a=crypto tag must be 1 to 9 digits");
+  }
+  if (digits == 0 || digits > 9) {
+    return make_error("a=crypto tag must be 1 to 9 digits");
+  }
   for (std::size_t i = 0; i < digits; ++i) {
     attr.tag = attr.tag * 10 + static_cast<std::uint32_t>(line[i] - '0');
   }
   line.remove_prefix(digits);
-  if (!skip_wsp(line)) return make_error("a=crypto tag must be followed by whitespace");
+  if (!skip_wsp(line)) {
+    return make_error("a=crypto tag must be followed by whitespace");
+  }
 
   const std::string_view suite_text = take_token(line);
   const auto suite = suite_from_name(suite_text);
@@ -211,7 +254,9 @@ Result<CryptoAttribute> parse_crypto_attribute(std::string_view line) {
                       "AEAD_AES_128_GCM)");
   }
   attr.suite = *suite;
-  if (!skip_wsp(line)) return make_error("a=crypto has no key-params after the suite");
+  if (!skip_wsp(line)) {
+    return make_error("a=crypto has no key-params after the suite");
+  }
 
   const std::string_view key_params = take_token(line);
   skip_wsp(line);
@@ -239,16 +284,24 @@ Result<CryptoAttribute> parse_crypto_attribute(std::string_view line) {
       return make_error("a=crypto MKI " + quoted(f) +
                         " is not supported; predrop uses one master key per direction without MKI");
     }
-    if (field > 0) return make_error("a=crypto key-params has an unexpected field " + quoted(f));
-    if (!valid_lifetime(f)) return make_error("a=crypto key lifetime " + quoted(f) + " is invalid");
+    if (field > 0) {
+      return make_error("a=crypto key-params has an unexpected field " + quoted(f));
+    }
+    if (!valid_lifetime(f)) {
+      return make_error("a=crypto key lifetime " + quoted(f) + " is invalid");
+    }
     // The lifetime is ignored: libsrtp's own limits apply and keys are per session anyway.
   }
 
   // Decode into a buffer larger than any valid key so that a wrong length gets a size message.
   std::array<std::uint8_t, 64> tmp{};
-  if (key_text.size() > tmp.size() / 3 * 4) return make_error("a=crypto inline key is too long");
+  if (key_text.size() > tmp.size() / 3 * 4) {
+    return make_error("a=crypto inline key is too long");
+  }
   auto n = base64_decode(key_text, tmp);
-  if (!n) return make_error("a=crypto inline key: " + n.error().message);
+  if (!n) {
+    return make_error("a=crypto inline key: " + n.error().message);
+  }
   if (*n != key_salt_size(attr.suite)) {
     return make_error("a=crypto " + std::string(suite_name(attr.suite)) + " needs a " +
                       std::to_string(key_salt_size(attr.suite)) + "-byte key||salt, got " +
@@ -268,7 +321,9 @@ SrtpKeyMaterial generate_key(SrtpSuite suite) {
     // up to 256 bytes are never short, but looping costs nothing and survives EINTR.
     const ssize_t n = ::getrandom(key.bytes.data() + got, key.size - got, 0);
     if (n < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR) {
+        continue;
+      }
       throw std::system_error(errno, std::generic_category(), "getrandom");
     }
     got += static_cast<std::size_t>(n);

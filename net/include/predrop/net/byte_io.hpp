@@ -82,7 +82,9 @@ class ByteReader {
 
   /// Reads one byte, or returns 0 and fails.
   constexpr std::uint8_t read_u8() {
-    if (!take(1)) return 0;
+    if (!take(1)) {
+      return 0;
+    }
     return data_[pos_ - 1];
   }
   /// Reads a big-endian u16, or returns 0 and fails.
@@ -100,7 +102,9 @@ class ByteReader {
 
   /// Returns a view of the next n bytes and consumes them, or an empty span and fails.
   constexpr std::span<const std::uint8_t> read_bytes(std::size_t n) {
-    if (!take(n)) return {};
+    if (!take(n)) {
+      return {};
+    }
     return data_.subspan(pos_ - n, n);
   }
   /// Consumes n bytes without looking at them, or fails.
@@ -140,23 +144,33 @@ class ByteWriter {
 
   /// Writes one byte, or fails.
   constexpr void write_u8(std::uint8_t v) {
-    if (take(1)) out_[pos_ - 1] = v;
+    if (take(1)) {
+      out_[pos_ - 1] = v;
+    }
   }
   /// Writes a big-endian u16, or fails.
   constexpr void write_u16(std::uint16_t v) {
-    if (take(2)) store_u16_be(&out_[pos_ - 2], v);
+    if (take(2)) {
+      store_u16_be(&out_[pos_ - 2], v);
+    }
   }
   /// Writes the low 24 bits of v big-endian, or fails.
   constexpr void write_u24(std::uint32_t v) {
-    if (take(3)) store_u24_be(&out_[pos_ - 3], v);
+    if (take(3)) {
+      store_u24_be(&out_[pos_ - 3], v);
+    }
   }
   /// Writes a big-endian u32, or fails.
   constexpr void write_u32(std::uint32_t v) {
-    if (take(4)) store_u32_be(&out_[pos_ - 4], v);
+    if (take(4)) {
+      store_u32_be(&out_[pos_ - 4], v);
+    }
   }
   /// Writes a big-endian u64, or fails.
   constexpr void write_u64(std::uint64_t v) {
-    if (take(8)) store_u64_be(&out_[pos_ - 8], v);
+    if (take(8)) {
+      store_u64_be(&out_[pos_ - 8], v);
+    }
   }
   /// Writes a big-endian two's complement i32, or fails.
   constexpr void write_i32(std::int32_t v) { write_u32(static_cast<std::uint32_t>(v)); }
@@ -170,15 +184,21 @@ class ByteWriter {
   }
   /// Writes n zero bytes, or fails (writing nothing).
   void write_zeros(std::size_t n) {
-    if (take(n) && n != 0) std::memset(&out_[pos_ - n], 0, n);
+    if (take(n) && n != 0) {
+      std::memset(&out_[pos_ - n], 0, n);
+    }
   }
   /// Overwrites a u16 already written at offset `at` (for length fields known only at the end).
   constexpr void patch_u16(std::size_t at, std::uint16_t v) {
-    if (!failed_ && at + 2 <= pos_) store_u16_be(&out_[at], v);
+    if (!failed_ && at + 2 <= pos_) {
+      store_u16_be(&out_[at], v);
+    }
   }
   /// Overwrites a byte already written at offset `at`.
   constexpr void patch_u8(std::size_t at, std::uint8_t v) {
-    if (!failed_ && at < pos_) out_[at] = v;
+    if (!failed_ && at < pos_) {
+      out_[at] = v;
+    }
   }
 
  private:

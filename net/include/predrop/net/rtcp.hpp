@@ -95,7 +95,9 @@ class ReportBlocks {
   bool empty() const { return size_ == 0; }
   /// Appends a block; false (and nothing changes) when 31 are already held.
   bool push_back(const ReportBlock& block) {
-    if (size_ == kMaxReportBlocks) return false;
+    if (size_ == kMaxReportBlocks) {
+      return false;
+    }
     items_[size_++] = block;
     return true;
   }
@@ -105,13 +107,18 @@ class ReportBlocks {
   const ReportBlock& operator[](std::size_t i) const { return items_[i]; }
   /// The held blocks.
   std::span<const ReportBlock> span() const { return {items_.data(), size_}; }
+  /// Iteration over the held blocks.
   const ReportBlock* begin() const { return items_.data(); }
   const ReportBlock* end() const { return items_.data() + size_; }
 
   friend bool operator==(const ReportBlocks& a, const ReportBlocks& b) {
-    if (a.size_ != b.size_) return false;
+    if (a.size_ != b.size_) {
+      return false;
+    }
     for (std::size_t i = 0; i < a.size_; ++i) {
-      if (!(a.items_[i] == b.items_[i])) return false;
+      if (!(a.items_[i] == b.items_[i])) {
+        return false;
+      }
     }
     return true;
   }
@@ -172,8 +179,12 @@ constexpr std::uint32_t saturate_u32(std::uint64_t v) {
 
 /// Clamps a signed duration to the i32 field of PDFB.
 constexpr std::int32_t saturate_i32(std::int64_t v) {
-  if (v > std::numeric_limits<std::int32_t>::max()) return std::numeric_limits<std::int32_t>::max();
-  if (v < std::numeric_limits<std::int32_t>::min()) return std::numeric_limits<std::int32_t>::min();
+  if (v > std::numeric_limits<std::int32_t>::max()) {
+    return std::numeric_limits<std::int32_t>::max();
+  }
+  if (v < std::numeric_limits<std::int32_t>::min()) {
+    return std::numeric_limits<std::int32_t>::min();
+  }
   return static_cast<std::int32_t>(v);
 }
 
@@ -252,6 +263,11 @@ core::Result<PdfbFeedback> parse_pdfb(std::span<const std::uint8_t> packet,
 /// Receives the packets of a compound in order. Every method has an empty default.
 class RtcpVisitor {
  public:
+  RtcpVisitor() = default;
+  RtcpVisitor(const RtcpVisitor&) = default;
+  RtcpVisitor& operator=(const RtcpVisitor&) = default;
+  RtcpVisitor(RtcpVisitor&&) = default;
+  RtcpVisitor& operator=(RtcpVisitor&&) = default;
   virtual ~RtcpVisitor() = default;
   /// An SR.
   virtual void on_sender_report(const SenderReport& /*sr*/) {}

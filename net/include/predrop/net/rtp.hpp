@@ -187,7 +187,9 @@ constexpr std::uint64_t abs_send_time_to_us(std::uint32_t abs_send_time) {
 /// than 32 s apart compare correctly across a wrap.
 constexpr std::int64_t abs_send_time_delta_us(std::uint32_t later, std::uint32_t earlier) {
   std::int64_t d = static_cast<std::int64_t>((later - earlier) & 0xFFFFFFu);
-  if (d >= (1 << 23)) d -= (1 << 24);
+  if (d >= (1 << 23)) {
+    d -= (1 << 24);
+  }
   // Round half away from zero so that delta(a, b) == -delta(b, a).
   const std::int64_t scaled = d * 1'000'000;
   return scaled >= 0 ? (scaled + (1 << 17)) >> 18 : -((-scaled + (1 << 17)) >> 18);
