@@ -10,10 +10,14 @@ namespace detail {
 
 void close_and_free(uv_handle_t* handle) {
   handle->data = nullptr;
-  if (uv_is_closing(handle) != 0) return;
+  if (uv_is_closing(handle) != 0) {
+    return;
+  }
   // libuv keeps delivering the rest of a recvmmsg batch to a closing UDP handle unless its receive
   // callback is cleared first; the wrapper check in the callback covers it too, this saves work.
-  if (handle->type == UV_UDP) uv_udp_recv_stop(reinterpret_cast<uv_udp_t*>(handle));
+  if (handle->type == UV_UDP) {
+    uv_udp_recv_stop(reinterpret_cast<uv_udp_t*>(handle));
+  }
   uv_close(handle, [](uv_handle_t* h) { std::free(h); });
 }
 
@@ -22,7 +26,9 @@ LoopHandle::~LoopHandle() {
 }
 
 void LoopHandle::close_handle() {
-  if (handle_ == nullptr) return;
+  if (handle_ == nullptr) {
+    return;
+  }
   on_handle_closing();
   uv_handle_t* h = handle_;
   handle_ = nullptr;
@@ -30,7 +36,9 @@ void LoopHandle::close_handle() {
 }
 
 void LoopHandle::keep_loop_alive(bool keep) {
-  if (handle_ == nullptr) return;
+  if (handle_ == nullptr) {
+    return;
+  }
   if (keep) {
     uv_ref(handle_);
   } else {
@@ -57,7 +65,9 @@ class SignalHandle final : public LoopHandle {
  private:
   static void on_signal(uv_signal_t* h, int signum) {
     auto* self = owner<SignalHandle>(h);
-    if (self != nullptr) (*self->on_signal_)(signum);
+    if (self != nullptr) {
+      (*self->on_signal_)(signum);
+    }
   }
 
   const std::function<void(int)>* on_signal_;
@@ -70,7 +80,9 @@ class SignalHandle final : public LoopHandle {
 
 EventLoop::EventLoop() {
   auto* loop = static_cast<uv_loop_t*>(std::calloc(1, sizeof(uv_loop_t)));
-  if (loop == nullptr) throw std::bad_alloc();
+  if (loop == nullptr) {
+    throw std::bad_alloc();
+  }
   const int rc = uv_loop_init(loop);
   if (rc != 0) {
     std::free(loop);
@@ -86,7 +98,9 @@ EventLoop::~EventLoop() {
 }
 
 void EventLoop::run() {
-  if (loop_ != nullptr) uv_run(loop_, UV_RUN_DEFAULT);
+  if (loop_ != nullptr) {
+    uv_run(loop_, UV_RUN_DEFAULT);
+  }
 }
 
 bool EventLoop::run_once() {
@@ -98,15 +112,21 @@ bool EventLoop::run_nowait() {
 }
 
 void EventLoop::stop() {
-  if (loop_ != nullptr) uv_stop(loop_);
+  if (loop_ != nullptr) {
+    uv_stop(loop_);
+  }
 }
 
 core::Status EventLoop::close() {
-  if (loop_ == nullptr) return core::Ok{};
+  if (loop_ == nullptr) {
+    return core::Ok{};
+  }
   uv_walk(
       loop_,
       [](uv_handle_t* h, void* arg) {
-        if (uv_is_closing(h) != 0) return;
+        if (uv_is_closing(h) != 0) {
+          return;
+        }
         auto* self = static_cast<EventLoop*>(arg);
         ++self->forced_closes_;
         auto* owner = static_cast<detail::LoopHandle*>(h->data);
@@ -120,14 +140,18 @@ core::Status EventLoop::close() {
   // Every handle is closing now; this runs their close callbacks and any cancelled requests.
   uv_run(loop_, UV_RUN_DEFAULT);
   const int rc = uv_loop_close(loop_);
-  if (rc != 0) return detail::uv_error("uv_loop_close", rc);
+  if (rc != 0) {
+    return detail::uv_error("uv_loop_close", rc);
+  }
   std::free(loop_);
   loop_ = nullptr;
   return core::Ok{};
 }
 
 std::size_t EventLoop::handle_count() const {
-  if (loop_ == nullptr) return 0;
+  if (loop_ == nullptr) {
+    return 0;
+  }
   std::size_t n = 0;
   uv_walk(
       loop_, [](uv_handle_t*, void* arg) { ++*static_cast<std::size_t*>(arg); }, &n);
@@ -144,7 +168,9 @@ std::uint64_t EventLoop::now_us() {
 struct TimerCallbacks {
   static void on_timer(uv_timer_t* h) {
     auto* self = detail::owner<Timer>(h);
-    if (self != nullptr) self->on_fire_();
+    if (self != nullptr) {
+      self->on_fire_();
+    }
   }
 };
 
@@ -156,13 +182,17 @@ Timer::Timer(EventLoop& loop, std::function<void()> on_fire) : on_fire_(std::mov
 }
 
 void Timer::start(std::uint64_t timeout_ms, std::uint64_t repeat_ms) {
-  if (handle_ == nullptr) return;
+  if (handle_ == nullptr) {
+    return;
+  }
   uv_timer_start(reinterpret_cast<uv_timer_t*>(handle_), &TimerCallbacks::on_timer, timeout_ms,
                  repeat_ms);
 }
 
 void Timer::stop() {
-  if (handle_ != nullptr) uv_timer_stop(reinterpret_cast<uv_timer_t*>(handle_));
+  if (handle_ != nullptr) {
+    uv_timer_stop(reinterpret_cast<uv_timer_t*>(handle_));
+  }
 }
 
 bool Timer::is_active() const {
@@ -184,8 +214,9 @@ SignalWatcher::SignalWatcher(EventLoop& loop, std::initializer_list<int> signals
 SignalWatcher::~SignalWatcher() = default;
 
 void SignalWatcher::keep_loop_alive(bool keep) {
-  for (auto& h : handles_)
+  for (auto& h : handles_) {
     h->keep_loop_alive(keep);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -194,7 +225,9 @@ void SignalWatcher::keep_loop_alive(bool keep) {
 struct AsyncCallbacks {
   static void on_async(uv_async_t* h) {
     auto* self = detail::owner<AsyncWake>(h);
-    if (self != nullptr) self->on_wake_();
+    if (self != nullptr) {
+      self->on_wake_();
+    }
   }
 };
 
@@ -211,7 +244,9 @@ AsyncWake::AsyncWake(EventLoop& loop, std::function<void()> on_wake)
 }
 
 void AsyncWake::send() {
-  if (handle_ != nullptr) uv_async_send(reinterpret_cast<uv_async_t*>(handle_));
+  if (handle_ != nullptr) {
+    uv_async_send(reinterpret_cast<uv_async_t*>(handle_));
+  }
 }
 
 }  // namespace predrop::net

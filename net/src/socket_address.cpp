@@ -12,8 +12,9 @@ namespace predrop::net {
 namespace {
 
 core::Result<std::uint16_t> parse_port(std::string_view text) {
-  if (text.empty() || text.size() > 5)
+  if (text.empty() || text.size() > 5) {
     return core::make_error("bad port '" + std::string(text) + "'");
+  }
   unsigned value = 0;
   const auto* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, value);
@@ -66,7 +67,9 @@ core::Result<SocketAddress> SocketAddress::from_ip(std::string_view ip, std::uin
 
   std::array<std::uint8_t, 4> v4_octets{};
   if (ip.find(':') == std::string_view::npos) {
-    if (::inet_pton(AF_INET, buf, v4_octets.data()) == 1) return v4(v4_octets, port);
+    if (::inet_pton(AF_INET, buf, v4_octets.data()) == 1) {
+      return v4(v4_octets, port);
+    }
     return core::make_error("bad IPv4 address '" + std::string(ip) + "'");
   }
 
@@ -74,14 +77,18 @@ core::Result<SocketAddress> SocketAddress::from_ip(std::string_view ip, std::uin
   if (char* pct = std::strchr(buf, '%')) {
     *pct = '\0';
     std::string_view zone(pct + 1);
-    if (zone.empty()) return core::make_error("empty IPv6 zone in '" + std::string(ip) + "'");
+    if (zone.empty()) {
+      return core::make_error("empty IPv6 zone in '" + std::string(ip) + "'");
+    }
     unsigned numeric = 0;
     auto [ptr, ec] = std::from_chars(zone.data(), zone.data() + zone.size(), numeric);
     if (ec == std::errc() && ptr == zone.data() + zone.size()) {
       scope = numeric;
     } else {
       scope = ::if_nametoindex(pct + 1);
-      if (scope == 0) return core::make_error("unknown IPv6 zone '" + std::string(zone) + "'");
+      if (scope == 0) {
+        return core::make_error("unknown IPv6 zone '" + std::string(zone) + "'");
+      }
     }
   }
   std::array<std::uint8_t, 16> v6_octets{};
@@ -98,7 +105,9 @@ core::Result<SocketAddress> SocketAddress::parse(std::string_view text) {
       return core::make_error("expected '[v6]:port', got '" + std::string(text) + "'");
     }
     auto port = parse_port(text.substr(close + 2));
-    if (!port) return port.error();
+    if (!port) {
+      return port.error();
+    }
     auto addr = from_ip(text.substr(1, close - 1), *port);
     if (addr && !addr->is_v6()) {
       return core::make_error("brackets hold an IPv6 address, got '" + std::string(text) + "'");
@@ -113,12 +122,16 @@ core::Result<SocketAddress> SocketAddress::parse(std::string_view text) {
     return core::make_error("IPv6 needs brackets ('[v6]:port'), got '" + std::string(text) + "'");
   }
   auto port = parse_port(text.substr(colon + 1));
-  if (!port) return port.error();
+  if (!port) {
+    return port.error();
+  }
   return from_ip(text.substr(0, colon), *port);
 }
 
 core::Result<SocketAddress> SocketAddress::from_sockaddr(const sockaddr* addr) {
-  if (addr == nullptr) return core::make_error("null sockaddr");
+  if (addr == nullptr) {
+    return core::make_error("null sockaddr");
+  }
   if (addr->sa_family == AF_INET) {
     sockaddr_in in{};
     std::memcpy(&in, addr, sizeof(in));
@@ -160,12 +173,16 @@ std::string SocketAddress::ip_string() const {
   ::inet_ntop(is_v4() ? AF_INET : AF_INET6, ip_.data(), buf, sizeof(buf));
   std::string s(buf);
   // Numeric zones keep to_string() parseable without consulting the interface table.
-  if (is_v6() && scope_id_ != 0) s += "%" + std::to_string(scope_id_);
+  if (is_v6() && scope_id_ != 0) {
+    s += "%" + std::to_string(scope_id_);
+  }
   return s;
 }
 
 std::string SocketAddress::to_string() const {
-  if (is_v4()) return ip_string() + ":" + std::to_string(port_);
+  if (is_v4()) {
+    return ip_string() + ":" + std::to_string(port_);
+  }
   return "[" + ip_string() + "]:" + std::to_string(port_);
 }
 
@@ -180,11 +197,13 @@ std::size_t std::hash<predrop::net::SocketAddress>::operator()(
     h *= 1099511628211ull;
   };
   mix(static_cast<std::uint8_t>(a.family()));
-  for (std::size_t i = 0; i < a.ip_size(); ++i)
+  for (std::size_t i = 0; i < a.ip_size(); ++i) {
     mix(a.ip_bytes()[i]);
+  }
   mix(static_cast<std::uint8_t>(a.port() >> 8));
   mix(static_cast<std::uint8_t>(a.port()));
-  for (int shift = 0; shift < 32; shift += 8)
+  for (int shift = 0; shift < 32; shift += 8) {
     mix(static_cast<std::uint8_t>(a.scope_id() >> shift));
+  }
   return static_cast<std::size_t>(h);
 }

@@ -41,7 +41,9 @@ class SrtpLibrary {
   }
   static void release() {
     std::lock_guard lock(mutex_);
-    if (refs_ > 0 && --refs_ == 0) srtp_shutdown();
+    if (refs_ > 0 && --refs_ == 0) {
+      srtp_shutdown();
+    }
   }
 
  private:
@@ -245,36 +247,54 @@ using SrtpFn = srtp_err_status_t (*)(srtp_t, void*, int*);
 /// Shared checks and the libsrtp call for the four per-packet operations.
 SrtpResult run(srtp_t ctx, SrtpFn fn, std::span<std::uint8_t> buffer, std::size_t len,
                std::size_t min_len, bool adds_trailer) {
-  if (ctx == nullptr) return fail(SrtpError::Other);
-  if (len > buffer.size() || len < min_len) return fail(SrtpError::BadLength);
+  if (ctx == nullptr) {
+    return fail(SrtpError::Other);
+  }
+  if (len > buffer.size() || len < min_len) {
+    return fail(SrtpError::BadLength);
+  }
   // libsrtp writes the trailer past `len` without knowing the buffer size, so check it here.
-  if (adds_trailer && buffer.size() - len < kSrtpMaxTrailer) return fail(SrtpError::BadLength);
-  if (len > static_cast<std::size_t>(INT_MAX) - kSrtpMaxTrailer) return fail(SrtpError::BadLength);
+  if (adds_trailer && buffer.size() - len < kSrtpMaxTrailer) {
+    return fail(SrtpError::BadLength);
+  }
+  if (len > static_cast<std::size_t>(INT_MAX) - kSrtpMaxTrailer) {
+    return fail(SrtpError::BadLength);
+  }
   int n = static_cast<int>(len);
   const srtp_err_status_t rc = fn(ctx, buffer.data(), &n);
-  if (rc != srtp_err_status_ok) return fail(map_status(rc), static_cast<int>(rc));
+  if (rc != srtp_err_status_ok) {
+    return fail(map_status(rc), static_cast<int>(rc));
+  }
   return SrtpResult{static_cast<std::size_t>(n), SrtpError::None, 0};
 }
 
 }  // namespace
 
 SrtpResult SrtpSession::protect_rtp(std::span<std::uint8_t> buffer, std::size_t len) {
-  if (direction_ != SrtpDirection::Outbound) return fail(SrtpError::WrongDirection);
+  if (direction_ != SrtpDirection::Outbound) {
+    return fail(SrtpError::WrongDirection);
+  }
   return run(ctx_, &srtp_protect, buffer, len, kRtpHeaderSize, true);
 }
 
 SrtpResult SrtpSession::unprotect_rtp(std::span<std::uint8_t> buffer, std::size_t len) {
-  if (direction_ != SrtpDirection::Inbound) return fail(SrtpError::WrongDirection);
+  if (direction_ != SrtpDirection::Inbound) {
+    return fail(SrtpError::WrongDirection);
+  }
   return run(ctx_, &srtp_unprotect, buffer, len, kRtpHeaderSize + srtp_rtp_tag_size(suite_), false);
 }
 
 SrtpResult SrtpSession::protect_rtcp(std::span<std::uint8_t> buffer, std::size_t len) {
-  if (direction_ != SrtpDirection::Outbound) return fail(SrtpError::WrongDirection);
+  if (direction_ != SrtpDirection::Outbound) {
+    return fail(SrtpError::WrongDirection);
+  }
   return run(ctx_, &srtp_protect_rtcp, buffer, len, kRtcpHeaderSize, true);
 }
 
 SrtpResult SrtpSession::unprotect_rtcp(std::span<std::uint8_t> buffer, std::size_t len) {
-  if (direction_ != SrtpDirection::Inbound) return fail(SrtpError::WrongDirection);
+  if (direction_ != SrtpDirection::Inbound) {
+    return fail(SrtpError::WrongDirection);
+  }
   return run(ctx_, &srtp_unprotect_rtcp, buffer, len, kRtcpHeaderSize + srtcp_trailer_size(suite_),
              false);
 }

@@ -26,7 +26,9 @@ core::Result<SocketAddress> tcp_address(uv_handle_t* h, bool peer) {
   int len = sizeof(ss);
   const int rc = peer ? uv_tcp_getpeername(as_tcp(h), reinterpret_cast<sockaddr*>(&ss), &len)
                       : uv_tcp_getsockname(as_tcp(h), reinterpret_cast<sockaddr*>(&ss), &len);
-  if (rc != 0) return detail::uv_error(peer ? "getpeername" : "getsockname", rc);
+  if (rc != 0) {
+    return detail::uv_error(peer ? "getpeername" : "getsockname", rc);
+  }
   return SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&ss));
 }
 
@@ -44,7 +46,9 @@ struct TcpCallbacks {
 
   static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
     auto* self = detail::owner<TcpConnection>(stream);
-    if (self == nullptr || nread == 0) return;  // 0 is libuv's EAGAIN.
+    if (self == nullptr || nread == 0) {
+      return;  // 0 is libuv's EAGAIN.
+    }
     if (nread > 0) {
       self->touch();
       // Last use of `self`: the handler may destroy the connection.
@@ -62,7 +66,9 @@ struct TcpCallbacks {
   static void on_write(uv_write_t* req, int status) {
     std::unique_ptr<WriteReq> owned(static_cast<WriteReq*>(req->data));
     // ECANCELED means the connection was closed with the write queued: nobody is left to tell.
-    if (status == 0 || status == UV_ECANCELED) return;
+    if (status == 0 || status == UV_ECANCELED) {
+      return;
+    }
     auto* self = detail::owner<TcpConnection>(req->handle);
     owned.reset();
     if (self != nullptr) {
@@ -74,27 +80,37 @@ struct TcpCallbacks {
     std::unique_ptr<uv_shutdown_t> owned(req);
     // Whatever the outcome, the connection is done; if the wrapper is gone it already closed.
     auto* self = detail::owner<TcpConnection>(req->handle);
-    if (self != nullptr) self->close();
+    if (self != nullptr) {
+      self->close();
+    }
   }
 
   static void on_connect(uv_connect_t* req, int status) {
     std::unique_ptr<uv_connect_t> owned(req);
     auto* self = detail::owner<TcpConnection>(req->handle);
-    if (self == nullptr) return;  // Destroyed while connecting: the request was cancelled.
+    if (self == nullptr) {
+      return;  // Destroyed while connecting: the request was cancelled.
+    }
     auto cb = std::move(self->on_connected_);
     self->on_connected_ = nullptr;
     if (status == 0) {
       self->read_addresses();
-      if (cb) cb(core::Ok{});
+      if (cb) {
+        cb(core::Ok{});
+      }
     } else {
       self->close();
-      if (cb) cb(detail::uv_error("connect to " + self->peer_.to_string(), status));
+      if (cb) {
+        cb(detail::uv_error("connect to " + self->peer_.to_string(), status));
+      }
     }
   }
 
   static void on_connection(uv_stream_t* server, int status) {
     auto* self = detail::owner<TcpListener>(server);
-    if (self == nullptr) return;
+    if (self == nullptr) {
+      return;
+    }
     if (status < 0) {
       ++self->accept_errors_;
       return;
@@ -146,35 +162,49 @@ core::Result<std::unique_ptr<TcpConnection>> TcpConnection::connect(EventLoop& l
 }
 
 core::Status TcpConnection::start(DataHandler on_data, CloseHandler on_close) {
-  if (handle_ == nullptr) return core::make_error("start: connection is closed");
+  if (handle_ == nullptr) {
+    return core::make_error("start: connection is closed");
+  }
   on_data_ = std::move(on_data);
   on_close_ = std::move(on_close);
   const int rc = uv_read_start(as_stream(handle_), &TcpCallbacks::on_alloc, &TcpCallbacks::on_read);
-  if (rc != 0) return detail::uv_error("read_start", rc);
+  if (rc != 0) {
+    return detail::uv_error("read_start", rc);
+  }
   touch();
   return core::Ok{};
 }
 
 core::Status TcpConnection::write(std::string data) {
-  if (handle_ == nullptr || shutting_down_) return core::make_error("write: connection is closed");
-  if (data.empty()) return core::Ok{};
+  if (handle_ == nullptr || shutting_down_) {
+    return core::make_error("write: connection is closed");
+  }
+  if (data.empty()) {
+    return core::Ok{};
+  }
   auto req = std::make_unique<WriteReq>();
   req->data = std::move(data);
   req->req.data = req.get();
   // The buffer points into the request's own string, which stays put until on_write.
   uv_buf_t buf = uv_buf_init(req->data.data(), static_cast<unsigned>(req->data.size()));
   const int rc = uv_write(&req->req, as_stream(handle_), &buf, 1, &TcpCallbacks::on_write);
-  if (rc != 0) return detail::uv_error("write to " + peer_.to_string(), rc);
-  req.release();  // on_write frees it.
+  if (rc != 0) {
+    return detail::uv_error("write to " + peer_.to_string(), rc);
+  }
+  static_cast<void>(req.release());  // on_write frees it.
   return core::Ok{};
 }
 
 void TcpConnection::close_after_writes() {
-  if (handle_ == nullptr || shutting_down_) return;
+  if (handle_ == nullptr || shutting_down_) {
+    return;
+  }
   shutting_down_ = true;
   // The handlers stay in place (this may run inside on_data, whose closure must outlive the
   // call); uv_read_stop ends on_data and fail() skips on_close while shutting down.
-  if (idle_timer_) idle_timer_->stop();
+  if (idle_timer_) {
+    idle_timer_->stop();
+  }
   uv_read_stop(as_stream(handle_));
   auto* req = new uv_shutdown_t;
   if (uv_shutdown(req, as_stream(handle_), &TcpCallbacks::on_shutdown) != 0) {
@@ -189,29 +219,43 @@ void TcpConnection::close() {
 
 void TcpConnection::on_handle_closing() {
   // Only stopped, not destroyed: this may run inside the idle timer's own callback.
-  if (idle_timer_) idle_timer_->stop();
+  if (idle_timer_) {
+    idle_timer_->stop();
+  }
 }
 
-void TcpConnection::fail(core::Status why) {
-  if (handle_ == nullptr) return;
+void TcpConnection::fail(const core::Status& why) {
+  if (handle_ == nullptr) {
+    return;
+  }
   close_handle();
-  if (shutting_down_) return;  // close_after_writes() promised not to call on_close.
+  if (shutting_down_) {
+    return;  // close_after_writes() promised not to call on_close.
+  }
   // Moved out so that the handler may destroy the connection (and with it on_close_) while it
   // runs; this is the last use of `this`.
   auto cb = std::move(on_close_);
   on_close_ = nullptr;
-  if (cb) cb(why);
+  if (cb) {
+    cb(why);
+  }
 }
 
 void TcpConnection::touch() {
-  if (idle_timeout_ms_ > 0 && idle_timer_ && !shutting_down_) idle_timer_->start(idle_timeout_ms_);
+  if (idle_timeout_ms_ > 0 && idle_timer_ && !shutting_down_) {
+    idle_timer_->start(idle_timeout_ms_);
+  }
 }
 
 void TcpConnection::set_idle_timeout(std::uint64_t timeout_ms) {
-  if (handle_ == nullptr) return;
+  if (handle_ == nullptr) {
+    return;
+  }
   idle_timeout_ms_ = timeout_ms;
   if (timeout_ms == 0) {
-    if (idle_timer_) idle_timer_->stop();
+    if (idle_timer_) {
+      idle_timer_->stop();
+    }
     return;
   }
   if (!idle_timer_) {
@@ -224,8 +268,12 @@ void TcpConnection::set_idle_timeout(std::uint64_t timeout_ms) {
 }
 
 void TcpConnection::read_addresses() {
-  if (auto p = tcp_address(handle_, true)) peer_ = *p;
-  if (auto l = tcp_address(handle_, false)) local_ = *l;
+  if (auto p = tcp_address(handle_, true)) {
+    peer_ = *p;
+  }
+  if (auto l = tcp_address(handle_, false)) {
+    local_ = *l;
+  }
 }
 
 std::size_t TcpConnection::write_queue_bytes() const {
@@ -257,11 +305,17 @@ core::Result<std::unique_ptr<TcpListener>> TcpListener::listen(EventLoop& loop,
   // libuv sets SO_REUSEADDR itself and reports EADDRINUSE from uv_listen, not from bind.
   rc =
       uv_tcp_bind(h, reinterpret_cast<const sockaddr*>(&ss), bind_to.is_v6() ? UV_TCP_IPV6ONLY : 0);
-  if (rc != 0) return detail::uv_error("bind " + bind_to.to_string(), rc);
+  if (rc != 0) {
+    return detail::uv_error("bind " + bind_to.to_string(), rc);
+  }
   rc = uv_listen(as_stream(l->handle_), backlog, &TcpCallbacks::on_connection);
-  if (rc != 0) return detail::uv_error("listen on " + bind_to.to_string(), rc);
+  if (rc != 0) {
+    return detail::uv_error("listen on " + bind_to.to_string(), rc);
+  }
   auto local = tcp_address(l->handle_, false);
-  if (!local) return local.error();
+  if (!local) {
+    return local.error();
+  }
   l->local_ = *local;
   return l;
 }

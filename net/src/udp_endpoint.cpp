@@ -1,6 +1,7 @@
 #include "predrop/net/udp_endpoint.hpp"
 
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -16,7 +17,7 @@ namespace {
 
 // libuv gives every recvmmsg slot this many bytes (UV__UDP_DGRAM_MAXSIZE in src/unix/udp.c) and
 // reads at most UV__MMSG_MAXWIDTH datagrams per call.
-constexpr std::size_t kLibuvSlot = 64 * 1024;
+constexpr std::size_t kLibuvSlot = std::size_t{64} * 1024;
 constexpr unsigned kLibuvMaxMmsg = 20;
 
 bool is_queue_full(int err) {
@@ -26,7 +27,9 @@ bool is_queue_full(int err) {
 int get_int_sockopt(int fd, int level, int name) {
   int value = 0;
   socklen_t len = sizeof(value);
-  if (fd < 0 || ::getsockopt(fd, level, name, &value, &len) != 0) return 0;
+  if (fd < 0 || ::getsockopt(fd, level, name, &value, &len) != 0) {
+    return 0;
+  }
   return value;
 }
 
@@ -54,12 +57,16 @@ struct UdpCallbacks {
   static void on_recv(uv_udp_t* h, ssize_t nread, const uv_buf_t* buf, const sockaddr* addr,
                       unsigned flags) {
     auto* self = detail::owner<UdpEndpoint>(h);
-    if (self == nullptr || (flags & UV_UDP_MMSG_FREE) != 0) return;
+    if (self == nullptr || (flags & UV_UDP_MMSG_FREE) != 0) {
+      return;
+    }
     if (nread < 0) {
       ++self->stats_.recv_errors;
       return;
     }
-    if (addr == nullptr) return;  // Nothing was ready (EAGAIN); libuv reports it as 0 bytes.
+    if (addr == nullptr) {
+      return;  // Nothing was ready (EAGAIN); libuv reports it as 0 bytes.
+    }
     if ((flags & UV_UDP_PARTIAL) != 0) {
       ++self->stats_.truncated;
       return;
@@ -97,7 +104,9 @@ core::Result<std::unique_ptr<UdpEndpoint>> UdpEndpoint::open(EventLoop& loop,
 
   auto* h = detail::alloc_handle<uv_udp_t>(slab_len);
   unsigned init_flags = bind_to.is_v4() ? AF_INET : AF_INET6;
-  if (batch > 1) init_flags |= UV_UDP_RECVMMSG;
+  if (batch > 1) {
+    init_flags |= UV_UDP_RECVMMSG;
+  }
   int rc = uv_udp_init_ex(loop.native(), h, init_flags);
   if (rc != 0) {
     detail::free_uninitialised(h);
@@ -110,7 +119,9 @@ core::Result<std::unique_ptr<UdpEndpoint>> UdpEndpoint::open(EventLoop& loop,
 
   uv_os_fd_t fd = -1;
   rc = uv_fileno(ep->handle_, &fd);
-  if (rc != 0) return detail::uv_error("uv_fileno", rc);
+  if (rc != 0) {
+    return detail::uv_error("uv_fileno", rc);
+  }
   ep->fd_ = fd;
 
   const int yes = 1;
@@ -132,18 +143,26 @@ core::Result<std::unique_ptr<UdpEndpoint>> UdpEndpoint::open(EventLoop& loop,
   // destination on a v6 socket fails loudly instead of half-working.
   rc =
       uv_udp_bind(h, reinterpret_cast<const sockaddr*>(&ss), bind_to.is_v6() ? UV_UDP_IPV6ONLY : 0);
-  if (rc != 0) return detail::uv_error("bind " + bind_to.to_string(), rc);
+  if (rc != 0) {
+    return detail::uv_error("bind " + bind_to.to_string(), rc);
+  }
 
   int len = sizeof(ss);
   rc = uv_udp_getsockname(h, reinterpret_cast<sockaddr*>(&ss), &len);
-  if (rc != 0) return detail::uv_error("getsockname", rc);
+  if (rc != 0) {
+    return detail::uv_error("getsockname", rc);
+  }
   auto local = SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&ss));
-  if (!local) return local.error();
+  if (!local) {
+    return local.error();
+  }
   ep->local_ = *local;
 
   if (receiving) {
     rc = uv_udp_recv_start(h, &UdpCallbacks::on_alloc, &UdpCallbacks::on_recv);
-    if (rc != 0) return detail::uv_error("uv_udp_recv_start", rc);
+    if (rc != 0) {
+      return detail::uv_error("uv_udp_recv_start", rc);
+    }
   }
   return ep;
 }
@@ -209,7 +228,9 @@ std::size_t UdpEndpoint::send_batch(std::span<const OutDatagram> batch) {
         stats_.sent += static_cast<std::uint64_t>(r);
         continue;
       }
-      if (r < 0 && errno == EINTR) continue;
+      if (r < 0 && errno == EINTR) {
+        continue;
+      }
       if (r == 0 || is_queue_full(errno)) {
         // The socket queue is full; later datagrams would meet the same fate this instant.
         stats_.send_drops += batch.size() - (base + off);
@@ -221,6 +242,62 @@ std::size_t UdpEndpoint::send_batch(std::span<const OutDatagram> batch) {
     }
   }
   return total;
+}
+
+std::size_t UdpEndpoint::send_segments(std::span<const std::uint8_t> data, std::size_t segment_size,
+                                       const SocketAddress& to) {
+  if (data.empty()) {
+    return 0;
+  }
+  const std::size_t count = segment_size == 0 ? 0 : (data.size() + segment_size - 1) / segment_size;
+  // 65000 leaves room for IPv6 + UDP headers inside one 64 KiB GSO super-packet.
+  if (fd_ < 0 || count == 0 || count > kMaxGsoSegments || data.size() > 65000 ||
+      segment_size > 0xffff) {
+    stats_.send_errors += count == 0 ? 1 : count;
+    return 0;
+  }
+  if (gso_ok_ && count > 1) {
+    sockaddr_storage ss;
+    iovec iov{const_cast<std::uint8_t*>(data.data()), data.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(std::uint16_t))] = {};
+    msghdr m{};
+    m.msg_name = &ss;
+    m.msg_namelen = to.to_sockaddr(ss);
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_UDP;
+    c->cmsg_type = UDP_SEGMENT;
+    c->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
+    const auto seg = static_cast<std::uint16_t>(segment_size);
+    std::memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+    ssize_t n;
+    do {
+      n = ::sendmsg(fd_, &m, MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n >= 0) {
+      stats_.sent += count;
+      return count;
+    }
+    if (is_queue_full(errno)) {
+      stats_.send_drops += count;
+      return 0;
+    }
+    if (errno != EIO && errno != EINVAL && errno != ENOPROTOOPT && errno != EOPNOTSUPP) {
+      stats_.send_errors += count;
+      return 0;
+    }
+    // The kernel or the route's device cannot segment: use sendmmsg from now on.
+    gso_ok_ = false;
+  }
+  std::array<OutDatagram, kMaxGsoSegments> batch;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t off = i * segment_size;
+    batch[i] = OutDatagram{data.data() + off, std::min(segment_size, data.size() - off), &to};
+  }
+  return send_batch({batch.data(), count});
 }
 
 bool UdpEndpoint::using_recvmmsg() const {

@@ -27,7 +27,9 @@ template <typename H>
 H* alloc_handle(std::size_t extra = 0) {
   const std::size_t total = handle_extra_offset<H>() + extra;
   void* mem = std::calloc(1, total);
-  if (mem == nullptr) throw std::bad_alloc();
+  if (mem == nullptr) {
+    throw std::bad_alloc();
+  }
   return static_cast<H*>(mem);
 }
 

@@ -202,6 +202,42 @@ TEST(UdpEndpoint, SendBatchDeliversEveryDatagram) {
   expect_clean_close(loop);
 }
 
+TEST(UdpEndpoint, SendSegmentsSplitsOneBufferIntoDatagrams) {
+  constexpr std::size_t kSeg = 100;
+  constexpr std::size_t kTotal = 10 * kSeg + 37;  // Ten full segments and a short last one.
+  EventLoop loop;
+  std::vector<std::vector<std::uint8_t>> got;
+  {
+    auto guard = watchdog(loop);
+    auto rx =
+        open_or_die(loop, SocketAddress::loopback_v4(0),
+                    [&](std::span<const std::uint8_t> d, const SocketAddress&, std::uint64_t) {
+                      got.emplace_back(d.begin(), d.end());
+                      if (got.size() == 11) loop.stop();
+                    });
+    auto tx = open_or_die(loop, SocketAddress::loopback_v4(0), nullptr);
+    ASSERT_TRUE(rx && tx);
+    std::vector<std::uint8_t> data(kTotal);
+    for (std::size_t i = 0; i < kTotal; ++i)
+      data[i] = static_cast<std::uint8_t>(i / kSeg);
+    EXPECT_EQ(tx->send_segments(data, kSeg, rx->local_address()), 11u);
+    EXPECT_EQ(tx->stats().sent, 11u);
+    // Malformed requests are refused and counted, not sent.
+    EXPECT_EQ(tx->send_segments(data, 0, rx->local_address()), 0u);
+    EXPECT_EQ(tx->send_segments(data, 10, rx->local_address()), 0u);  // 104 segments > 64
+    EXPECT_EQ(tx->stats().sent, 11u);
+    EXPECT_GT(tx->stats().send_errors, 0u);
+    loop.run();
+    EXPECT_TRUE(tx->gso_available()) << "loopback segments in software";
+  }
+  ASSERT_EQ(got.size(), 11u);
+  for (std::size_t i = 0; i < 11; ++i) {
+    EXPECT_EQ(got[i].size(), i < 10 ? kSeg : 37u);
+    EXPECT_EQ(got[i].front(), i);
+  }
+  expect_clean_close(loop);
+}
+
 TEST(UdpEndpoint, SingleSendBothWaysWithoutRecvmmsg) {
   EventLoop loop;
   int a_got = 0;

@@ -11,6 +11,8 @@ class Clock {
   Clock() = default;
   Clock(const Clock&) = default;
   Clock& operator=(const Clock&) = default;
+  Clock(Clock&&) = default;
+  Clock& operator=(Clock&&) = default;
   virtual ~Clock() = default;
 
   /// Microseconds since an unspecified, fixed origin; never goes backwards.

@@ -78,7 +78,8 @@ class EventLoop {
   void stop();
 
   /// Closes every handle still open (detaching its wrapper), runs the close callbacks and closes
-  /// the loop. Returns an error if libuv still reports the loop busy. Idempotent.
+  /// the loop. Returns an error if libuv still reports the loop busy. Idempotent. Not from inside
+  /// a loop callback (uv_run is not re-entrant): stop() there and close after run() returns.
   core::Status close();
   /// True once close() has succeeded.
   bool is_closed() const { return loop_ == nullptr; }
@@ -103,7 +104,6 @@ class Timer final : public detail::LoopHandle {
  public:
   /// Creates a stopped timer that calls `on_fire` on the loop thread.
   Timer(EventLoop& loop, std::function<void()> on_fire);
-  ~Timer() override = default;
 
   /// Arms the timer: first fire after `timeout_ms`, then every `repeat_ms` (0 = once). Re-arming
   /// a running timer restarts it. Granularity is libuv's: milliseconds against the cached loop
@@ -133,6 +133,8 @@ class SignalWatcher {
   ~SignalWatcher();
   SignalWatcher(const SignalWatcher&) = delete;
   SignalWatcher& operator=(const SignalWatcher&) = delete;
+  SignalWatcher(SignalWatcher&&) = delete;
+  SignalWatcher& operator=(SignalWatcher&&) = delete;
 
   /// Whether the watcher alone keeps EventLoop::run() from returning (default: yes).
   void keep_loop_alive(bool keep);
@@ -148,7 +150,6 @@ class AsyncWake final : public detail::LoopHandle {
  public:
   /// Registers the handle; `on_wake` runs on the loop thread. Throws std::runtime_error on failure.
   AsyncWake(EventLoop& loop, std::function<void()> on_wake);
-  ~AsyncWake() override = default;
 
   /// Thread-safe, async-signal-safe request to run on_wake on the loop thread. The caller must
   /// keep the AsyncWake alive until no thread can call send() any more.

@@ -76,6 +76,8 @@ class SrtpLibraryGuard {
   ~SrtpLibraryGuard();
   SrtpLibraryGuard(const SrtpLibraryGuard&) = delete;
   SrtpLibraryGuard& operator=(const SrtpLibraryGuard&) = delete;
+  SrtpLibraryGuard(SrtpLibraryGuard&&) = delete;
+  SrtpLibraryGuard& operator=(SrtpLibraryGuard&&) = delete;
 };
 
 /// One libsrtp session for one direction. Movable (the moved-from session fails every call with

@@ -34,7 +34,7 @@ class TcpConnection final : public detail::LoopHandle {
   using ConnectHandler = std::function<void(const core::Status& result)>;
 
   /// Size of the per-connection read buffer (RTSP requests are far smaller).
-  static constexpr std::size_t kReadBufferSize = 16 * 1024;
+  static constexpr std::size_t kReadBufferSize = std::size_t{16} * 1024;
 
   /// Starts connecting to `to`. A setup failure is returned and `on_connected` never runs; a
   /// failure to connect is reported to `on_connected`. Call start() once connected.
@@ -42,6 +42,10 @@ class TcpConnection final : public detail::LoopHandle {
                                                               const SocketAddress& to,
                                                               ConnectHandler on_connected);
   ~TcpConnection() override;
+  TcpConnection(const TcpConnection&) = delete;
+  TcpConnection& operator=(const TcpConnection&) = delete;
+  TcpConnection(TcpConnection&&) = delete;
+  TcpConnection& operator=(TcpConnection&&) = delete;
 
   /// Installs the handlers and starts reading.
   core::Status start(DataHandler on_data, CloseHandler on_close);
@@ -68,7 +72,7 @@ class TcpConnection final : public detail::LoopHandle {
   friend class TcpListener;
 
   explicit TcpConnection(EventLoop& loop);
-  void fail(core::Status why);
+  void fail(const core::Status& why);
   void touch();
   void read_addresses();
   void on_handle_closing() override;
@@ -97,7 +101,6 @@ class TcpListener final : public detail::LoopHandle {
                                                            const SocketAddress& bind_to,
                                                            ConnectionHandler on_connection,
                                                            int backlog = 128);
-  ~TcpListener() override = default;
 
   /// Stops listening (idempotent).
   void close() { close_handle(); }

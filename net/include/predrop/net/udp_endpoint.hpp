@@ -27,7 +27,8 @@ struct UdpOptions {
   /// SO_SNDBUF in bytes (0 = system default). Capped at net.core.wmem_max.
   int send_buffer_bytes = 0;
   /// Datagrams per recvmmsg call, 1..20 (libuv's UV__MMSG_MAXWIDTH). libuv gives each slot 64 KiB,
-  /// so the slab is recv_batch x 64 KiB; 1 turns recvmmsg off.
+  /// so the slab is recv_batch x 64 KiB of address space; only the pages datagrams touch become
+  /// resident (about 4 KiB per slot for media-sized datagrams). 1 turns recvmmsg off.
   unsigned recv_batch = 20;
 };
 
@@ -66,6 +67,10 @@ class UdpEndpoint final : public detail::LoopHandle {
                                                          const UdpOptions& options,
                                                          DatagramHandler on_datagram);
   ~UdpEndpoint() override;
+  UdpEndpoint(const UdpEndpoint&) = delete;
+  UdpEndpoint& operator=(const UdpEndpoint&) = delete;
+  UdpEndpoint(UdpEndpoint&&) = delete;
+  UdpEndpoint& operator=(UdpEndpoint&&) = delete;
 
   /// Sends one datagram now. Returns true if the kernel took it; otherwise counts a drop or error.
   bool send(std::span<const std::uint8_t> data, const SocketAddress& to);
@@ -73,6 +78,19 @@ class UdpEndpoint final : public detail::LoopHandle {
   /// socket queue fills (EAGAIN/ENOBUFS) the rest of the batch is dropped and counted; a datagram
   /// refused for its own reason (bad address, too large) is counted and skipped.
   std::size_t send_batch(std::span<const OutDatagram> batch);
+
+  /// Most segments one send_segments() call takes (the kernel's UDP_MAX_SEGMENTS).
+  static constexpr std::size_t kMaxGsoSegments = 64;
+
+  /// Sends `data` as consecutive datagrams of `segment_size` bytes (the last may be shorter) to
+  /// one destination with a single UDP GSO sendmsg (UDP_SEGMENT, Linux 4.18+): one trip through
+  /// the stack for up to 64 packets. `data` must hold at most kMaxGsoSegments segments and at most
+  /// 65000 bytes. If the kernel or device refuses GSO, this falls back to sendmmsg for this and
+  /// every later call. Returns how many datagrams went out (all or none, except on fallback).
+  std::size_t send_segments(std::span<const std::uint8_t> data, std::size_t segment_size,
+                            const SocketAddress& to);
+  /// False once GSO was refused and send_segments() fell back to sendmmsg.
+  bool gso_available() const { return gso_ok_; }
 
   /// Closes the socket now (idempotent); no callback runs afterwards.
   void close() { close_handle(); }
@@ -99,6 +117,7 @@ class UdpEndpoint final : public detail::LoopHandle {
   SocketAddress local_;
   UdpStats stats_;
   int fd_ = -1;
+  bool gso_ok_ = true;
   std::byte* slab_ = nullptr;  // Lives in the handle's block; freed with the handle.
   std::size_t slab_len_ = 0;
   std::unique_ptr<SendScratch> scratch_;
