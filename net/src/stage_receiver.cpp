@@ -50,6 +50,10 @@ void StageReceiver::on_datagram(std::span<const std::uint8_t> data, std::uint64_
     ++stats_.malformed;
     return;
   }
+  if (config_.impairment && !config_.impairment(*view, arrival_us)) {
+    ++stats_.impaired;
+    return;
+  }
   if (view->stage) {
     core::PacketArrival a;
     a.stage = view->stage->stage_id;

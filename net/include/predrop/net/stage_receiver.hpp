@@ -18,11 +18,17 @@
 
 namespace predrop::net {
 
+/// An optional stage between parsing and accounting, for tests and benchmarks that impair the
+/// stream on the receiving side (drop a packet: return false; delay it: raise arrival_us).
+using ReceiveImpairment =
+    std::function<bool(const RtpPacketView& packet, std::uint64_t& arrival_us)>;
+
 /// Settings of a receiver.
 struct ReceiverConfig {
   RtpExtensionIds extension_ids{1, 2};
   core::ReceptionMeterConfig meter;
   std::size_t max_datagram = 2048;
+  ReceiveImpairment impairment;  ///< Empty in production.
 };
 
 /// Counters of a receiver; every dropped datagram lands in exactly one of the drop counters.
@@ -36,6 +42,7 @@ struct ReceiverStats {
   std::uint64_t srtp_replay = 0;
   std::uint64_t srtp_other = 0;
   std::uint64_t without_stage = 0;  ///< RTP without the stage extension (still delivered).
+  std::uint64_t impaired = 0;       ///< Dropped by the configured impairment.
 };
 
 /// Ingress chain for one peer.

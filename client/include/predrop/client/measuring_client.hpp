@@ -1,0 +1,88 @@
+#pragma once
+// The measuring test client: plays an RTSP stream from a predrop server, decodes it, measures
+// each block's reception period L (from the stage extension) and its quality P (PSNR of the
+// decoded block against the same frames of the reference file), and reports both per block in
+// an SRTCP RR+PDFB compound. Lost or discarded pictures count as the last shown picture repeated.
+//
+// Threading: loop thread.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "predrop/core/result.hpp"
+#include "predrop/net/event_loop.hpp"
+
+namespace predrop::client {
+
+/// A receive-side impairment for tests: in stage `stage`, drop `drop_fraction` of the packets
+/// (every k-th, deterministically) and delay the arrival of its second half by `stretch_ms`.
+struct Impairment {
+  std::uint32_t stage = 0;
+  double drop_fraction = 0.0;
+  std::uint32_t stretch_ms = 0;
+};
+
+/// Parses "STAGE:drop=0.3" / "STAGE:stretch=200" / "STAGE:drop=0.3,stretch=200".
+core::Result<Impairment> parse_impairment(std::string_view text);
+
+/// Settings of the client.
+struct ClientOptions {
+  std::string url;               ///< rtsp://host:port/name (host: an IP literal or localhost)
+  std::string reference;         ///< The reference media file (what the server streams)
+  std::uint32_t max_blocks = 0;  ///< Stop after this many reported blocks (0 = stream end)
+  double psnr_cap_db = 60.0;
+  bool feedback = true;    ///< Send PDFB reports (announced in SETUP)
+  std::string save_video;  ///< Write the received H.264 (Annex B) here; empty = off
+  std::vector<Impairment> impairments;
+  std::uint32_t end_after_idle_ms = 3000;  ///< The stream is over after this long without media
+  std::uint32_t settle_ms = 400;           ///< Wait this long after a block for its late pictures
+};
+
+/// One block as the client measured and reported it.
+struct BlockResult {
+  std::uint32_t stage = 0;
+  double reception_period_ms = 0.0;
+  double psnr_db = 0.0;
+  std::uint32_t planned = 0;  ///< Packets of the block in the reference packetization
+  std::uint32_t sent = 0;     ///< Announced by the server (after its pre-discard)
+  std::uint32_t received = 0;
+  double rate = 0.0;          ///< 1 - sent / planned: the server's R for the block
+  double network_loss = 0.0;  ///< 1 - received / sent
+  double queue_delay_ms = 0.0;
+  std::uint32_t frames = 0;  ///< Pictures the block should show
+};
+
+/// Totals at the end.
+struct ClientSummary {
+  std::uint32_t blocks = 0;
+  std::uint64_t packets = 0;
+  std::uint64_t frames_decoded = 0;
+  std::uint64_t srtp_failures = 0;
+  double mean_psnr_db = 0.0;
+};
+
+/// The client. Construct, start(), run the loop; on_done fires once at the end.
+class MeasuringClient {
+ public:
+  using OnBlock = std::function<void(const BlockResult&)>;
+  using OnDone = std::function<void(const core::Status& result, const ClientSummary& summary)>;
+
+  MeasuringClient(net::EventLoop& loop, ClientOptions options, OnBlock on_block, OnDone on_done);
+  ~MeasuringClient();
+  MeasuringClient(const MeasuringClient&) = delete;
+  MeasuringClient& operator=(const MeasuringClient&) = delete;
+
+  /// Connects and starts the RTSP exchange.
+  void start();
+  /// Ends the session now (TEARDOWN) and reports done.
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace predrop::client

@@ -1,0 +1,537 @@
+#include "predrop/client/measuring_client.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <random>
+#include <utility>
+
+#include "predrop/client/rtsp_client.hpp"
+#include "predrop/core/log.hpp"
+#include "predrop/media/h264_depacketizer.hpp"
+#include "predrop/media/media_file.hpp"
+#include "predrop/media/psnr.hpp"
+#include "predrop/media/video_decoder.hpp"
+#include "predrop/net/feedback.hpp"
+#include "predrop/net/sdes_key.hpp"
+#include "predrop/net/stage_receiver.hpp"
+#include "predrop/net/udp_endpoint.hpp"
+#include "predrop/server/rtsp_headers.hpp"
+#include "predrop/server/rtsp_transport.hpp"
+#include "predrop/server/sdp.hpp"
+
+namespace predrop::client {
+
+core::Result<Impairment> parse_impairment(std::string_view text) {
+  Impairment imp;
+  const auto colon = text.find(':');
+  auto bad = [&] {
+    return core::make_error("impairment '" + std::string(text) +
+                            "': want STAGE:drop=F[,stretch=MS]");
+  };
+  if (colon == std::string_view::npos) return bad();
+  auto [p, ec] = std::from_chars(text.data(), text.data() + colon, imp.stage);
+  if (ec != std::errc() || p != text.data() + colon) return bad();
+  std::string_view rest = text.substr(colon + 1);
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    const auto eq = item.find('=');
+    if (eq == std::string_view::npos) return bad();
+    const std::string_view key = item.substr(0, eq);
+    const std::string value(item.substr(eq + 1));
+    try {
+      if (key == "drop") {
+        imp.drop_fraction = std::stod(value);
+        if (!(imp.drop_fraction >= 0 && imp.drop_fraction <= 1)) return bad();
+      } else if (key == "stretch") {
+        imp.stretch_ms = static_cast<std::uint32_t>(std::stoul(value));
+      } else {
+        return bad();
+      }
+    } catch (const std::exception&) {
+      return bad();
+    }
+  }
+  return imp;
+}
+
+namespace {
+
+struct Track {
+  std::string control_url;
+  int payload_type = -1;
+  bool video = false;
+  std::unique_ptr<net::UdpEndpoint> rtp;
+  std::unique_ptr<net::UdpEndpoint> rtcp;
+  std::uint32_t rtp_base = 0;  // RTP timestamp of media time 0 (from RTP-Info)
+  bool have_base = false;
+  std::uint32_t ssrc = 0;
+  std::uint16_t server_rtcp_port = 0;
+};
+
+struct PendingBlock {
+  core::StageMeasurement m;
+  std::uint64_t deadline_us = 0;
+};
+
+}  // namespace
+
+struct MeasuringClient::Impl {
+  net::EventLoop& loop;
+  ClientOptions options;
+  OnBlock on_block;
+  OnDone on_done;
+
+  net::SocketAddress server_addr;
+  std::string url;
+  std::string content_base;
+  std::unique_ptr<RtspClient> rtsp;
+  std::vector<Track> tracks;
+  std::size_t video_track = SIZE_MAX;
+  std::optional<net::SrtpSuite> suite;
+  net::SrtpKeyMaterial key;
+  std::optional<net::SrtpSession> feedback_out;
+  net::RtpExtensionIds ext_ids{0, 0};
+  media::PacketizeOptions packetize;
+
+  std::shared_ptr<const media::MediaFile> reference_media;
+  std::unique_ptr<media::ReferenceDecoder> reference;
+  std::unique_ptr<media::ShownFrameScorer> scorer;
+  std::unique_ptr<media::VideoDecoder> decoder;
+  std::unique_ptr<media::H264Depacketizer> depacketizer;
+  std::unique_ptr<net::StageReceiver> receiver;
+  std::FILE* save = nullptr;
+
+  std::unique_ptr<net::Timer> poll_timer;
+  std::unique_ptr<net::Timer> keepalive_timer;
+  std::deque<PendingBlock> pending;
+  std::uint64_t last_media_us = 0;
+  bool playing = false;
+  bool base_from_rtp_info = false;
+  bool done = false;
+  std::uint32_t reporter_ssrc = 0;
+  ClientSummary summary;
+  double psnr_sum = 0.0;
+  std::uint64_t impair_counter = 0;
+
+  Impl(net::EventLoop& l, ClientOptions o, OnBlock b, OnDone d)
+      : loop(l), options(std::move(o)), on_block(std::move(b)), on_done(std::move(d)) {}
+
+  ~Impl() {
+    if (save != nullptr) std::fclose(save);
+  }
+
+  void finish(const core::Status& st) {
+    if (done) return;
+    done = true;
+    if (receiver)
+      summary.srtp_failures = receiver->stats().srtp_auth_failed + receiver->stats().srtp_replay +
+                              receiver->stats().srtp_other;
+    summary.mean_psnr_db = summary.blocks ? psnr_sum / summary.blocks : 0.0;
+    if (depacketizer && decoder) {
+      const auto& ds = depacketizer->stats();
+      const auto& vs = decoder->stats();
+      core::log(
+          core::LogLevel::kInfo, "client",
+          "depacketizer: %llu packets, %llu lost, %llu fragments dropped, %llu/%llu access "
+          "units damaged; decoder: %llu frames, %llu corrupt, %llu rejected; scorer: %zu late",
+          (unsigned long long)ds.packets, (unsigned long long)ds.lost,
+          (unsigned long long)ds.dropped_fragments, (unsigned long long)ds.damaged_access_units,
+          (unsigned long long)ds.access_units, (unsigned long long)vs.frames,
+          (unsigned long long)vs.corrupt_frames, (unsigned long long)vs.rejected,
+          scorer ? scorer->late() : 0);
+    }
+    poll_timer.reset();
+    keepalive_timer.reset();
+    for (auto& t : tracks) {
+      if (t.rtp) t.rtp->close();
+      if (t.rtcp) t.rtcp->close();
+    }
+    auto cb = std::move(on_done);
+    ClientSummary s = summary;
+    if (rtsp && playing && st) {
+      // Tear down politely, then report; the connection closes either way.
+      rtsp->send(server::RtspMethod::kTeardown, url, {},
+                 [this, cb, s, st](core::Result<server::RtspResponse>) {
+                   rtsp->close();
+                   if (cb) cb(st, s);
+                 });
+      return;
+    }
+    if (rtsp) rtsp->close();
+    if (cb) cb(st, s);
+  }
+
+  void fail(const std::string& why) { finish(core::make_error(why)); }
+
+  void start() {
+    auto parsed = server::parse_rtsp_url(options.url);
+    if (!parsed) return fail("bad URL: " + parsed.error().message);
+    const std::string host = parsed->host == "localhost" ? "127.0.0.1" : parsed->host;
+    auto addr = net::SocketAddress::from_ip(host, parsed->port);
+    if (!addr) return fail("server host must be an IP address: " + addr.error().message);
+    server_addr = *addr;
+    url = options.url;
+    auto c = RtspClient::connect(
+        loop, server_addr,
+        [this](const core::Status& st) {
+          if (!st)
+            return fail("cannot connect to " + server_addr.to_string() + ": " + st.error().message);
+          describe();
+        },
+        [this](const core::Status&) {
+          if (!done) fail("the server closed the RTSP connection");
+        });
+    if (!c) return fail(c.error().message);
+    rtsp = std::move(c.value());
+  }
+
+  void describe() {
+    server::RtspHeaders h;
+    h.set("Accept", "application/sdp");
+    rtsp->send(server::RtspMethod::kDescribe, url, h, [this](auto r) {
+      if (!r) return fail(r.error().message);
+      if (r->status != 200) {
+        return fail("DESCRIBE: " + std::to_string(r->status) + " " + r->reason);
+      }
+      content_base = std::string(r->headers.get("Content-Base").value_or(url));
+      auto sdp = server::parse_sdp(r->body);
+      if (!sdp) return fail("SDP: " + sdp.error().message);
+      if (auto st = prepare(*sdp); !st) return fail(st.error().message);
+      setup(0);
+    });
+  }
+
+  core::Status prepare(const server::SdpSession& sdp) {
+    // Block settings: the server says how it cut the file, so that our reference packetization
+    // matches its blocks exactly.
+    for (const auto& a : sdp.attributes) {
+      if (a.rfind("x-predrop-block:", 0) != 0) continue;
+      std::string_view v = std::string_view(a).substr(16);
+      while (!v.empty()) {
+        const auto semi = v.find(';');
+        const std::string_view item = v.substr(0, semi);
+        v = semi == std::string_view::npos ? std::string_view{} : v.substr(semi + 1);
+        const auto eq = item.find('=');
+        if (eq == std::string_view::npos) continue;
+        const std::string name(item.substr(0, eq));
+        std::uint64_t value = 0;
+        const std::string_view digits = item.substr(eq + 1);
+        auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+        if (ec != std::errc() || value == 0) {
+          return core::make_error("bad x-predrop-block attribute: " + a);
+        }
+        if (name == "duration_us") {
+          packetize.block = {media::BlockSize::Unit::kDuration, value};
+        } else if (name == "bytes") {
+          packetize.block = {media::BlockSize::Unit::kBytes, value};
+        } else if (name == "payload") {
+          packetize.max_payload = value;
+        }
+      }
+    }
+    for (const auto& m : sdp.media) {
+      Track t;
+      t.control_url = server::resolve_control_url(content_base, m.control);
+      t.payload_type = m.payload_type;
+      t.video = m.kind == "video";
+      if (!m.crypto.empty()) {
+        auto suite_found = net::suite_from_name(m.crypto[0].suite);
+        if (!suite_found) return core::make_error("unsupported SRTP suite " + m.crypto[0].suite);
+        std::uint8_t buf[64];
+        auto n = net::base64_decode(m.crypto[0].inline_key(), buf);
+        if (!n || *n != net::key_salt_size(*suite_found)) {
+          return core::make_error("a=crypto key of the wrong size");
+        }
+        net::SrtpKeyMaterial k;
+        std::copy(buf, buf + *n, k.bytes.begin());
+        k.size = *n;
+        if (suite && (*suite != *suite_found || k.span().size() != key.span().size() ||
+                      !std::equal(k.bytes.begin(), k.bytes.begin() + k.size, key.bytes.begin()))) {
+          return core::make_error("tracks with different SRTP keys are not supported");
+        }
+        suite = suite_found;
+        key = k;
+      }
+      for (const auto& e : m.extmaps) {
+        if (e.uri == net::kStageExtensionUri) ext_ids.stage = static_cast<std::uint8_t>(e.id);
+        if (e.uri == net::kAbsSendTimeUri) ext_ids.abs_send_time = static_cast<std::uint8_t>(e.id);
+      }
+      if (t.video && video_track == SIZE_MAX) video_track = tracks.size();
+      tracks.push_back(std::move(t));
+    }
+    if (video_track == SIZE_MAX) return core::make_error("the stream has no video track");
+    if (ext_ids.stage == 0) {
+      return core::make_error("the server announces no urn:predrop:stage extension");
+    }
+    auto media_file = media::MediaFile::open(options.reference, packetize);
+    if (!media_file) return core::make_error("reference: " + media_file.error().message);
+    reference_media = std::move(media_file.value());
+    auto ref = media::ReferenceDecoder::open(options.reference);
+    if (!ref) return core::make_error("reference: " + ref.error().message);
+    reference = std::move(ref.value());
+    scorer = std::make_unique<media::ShownFrameScorer>(*reference);
+    auto dec = media::VideoDecoder::create([this](const media::FrameView& f) { on_frame(f); });
+    if (!dec) return core::make_error(dec.error().message);
+    decoder = std::move(dec.value());
+    depacketizer = std::make_unique<media::H264Depacketizer>([this](const media::AccessUnit& au) {
+      if (save != nullptr) std::fwrite(au.data.data(), 1, au.data.size(), save);
+      decoder->decode(au.data,
+                      static_cast<std::int64_t>(au.rtp_timestamp - tracks[video_track].rtp_base));
+    });
+    if (!options.save_video.empty()) {
+      save = std::fopen(options.save_video.c_str(), "wb");
+      if (save == nullptr) return core::make_error("cannot write " + options.save_video);
+    }
+    net::ReceiverConfig rc;
+    rc.extension_ids = ext_ids;
+    if (!options.impairments.empty()) {
+      rc.impairment = [this](const net::RtpPacketView& v, std::uint64_t& arrival) {
+        return impair(v, arrival);
+      };
+    }
+    std::optional<net::SrtpSession> srtp_in;
+    if (suite) {
+      srtp_in.emplace(net::SrtpDirection::Inbound, *suite, key);
+      feedback_out.emplace(net::SrtpDirection::Outbound, *suite, key);
+    }
+    receiver = std::make_unique<net::StageReceiver>(
+        rc, std::move(srtp_in), [this](const net::RtpPacketView& v, std::uint64_t) { on_rtp(v); },
+        [this](const core::StageMeasurement& m) { on_stage(m); });
+    reporter_ssrc = static_cast<std::uint32_t>(std::random_device{}());
+    return core::Ok{};
+  }
+
+  bool impair(const net::RtpPacketView& v, std::uint64_t& arrival) {
+    if (!v.stage) return true;
+    for (const auto& imp : options.impairments) {
+      if (imp.stage != v.stage->stage_id) continue;
+      if (imp.drop_fraction > 0) {
+        // Deterministic: drop packet i when floor((i+1)f) > floor(i f).
+        const std::uint64_t i = impair_counter++;
+        if (std::floor((i + 1) * imp.drop_fraction) > std::floor(i * imp.drop_fraction)) {
+          return false;
+        }
+      }
+      if (imp.stretch_ms > 0 && v.stage->index >= v.stage->count / 2) {
+        arrival += static_cast<std::uint64_t>(imp.stretch_ms) * 1000;
+      }
+    }
+    return true;
+  }
+
+  core::Status open_ports(Track& t) {
+    // An even RTP port and the next one for RTCP (RFC 3550 §11); retry on collisions.
+    std::mt19937 gen{std::random_device{}()};
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      const auto port = static_cast<std::uint16_t>(30000 + 2 * (gen() % 15000));
+      net::UdpOptions uo;
+      uo.recv_buffer_bytes = 4 << 20;
+      auto rtp = net::UdpEndpoint::open(
+          loop, net::SocketAddress::any_v4(port), uo,
+          [this](std::span<const std::uint8_t> d, const net::SocketAddress&, std::uint64_t at) {
+            last_media_us = at;
+            ++summary.packets;
+            receiver->on_datagram(d, at);
+          });
+      if (!rtp) continue;
+      auto rtcp = net::UdpEndpoint::open(loop, net::SocketAddress::any_v4(port + 1), {},
+                                         [](auto, const auto&, auto) {});
+      if (!rtcp) continue;
+      t.rtp = std::move(rtp.value());
+      t.rtcp = std::move(rtcp.value());
+      return core::Ok{};
+    }
+    return core::make_error("no free UDP port pair");
+  }
+
+  void setup(std::size_t i) {
+    if (i == tracks.size()) return play();
+    Track& t = tracks[i];
+    if (auto st = open_ports(t); !st) return fail(st.error().message);
+    server::RtspHeaders h;
+    server::TransportSpec spec;
+    spec.protocol = suite ? "RTP/SAVP" : "RTP/AVP";
+    spec.client_port =
+        server::PortPair{t.rtp->local_address().port(), t.rtcp->local_address().port()};
+    h.set("Transport", server::format_transport(spec));
+    if (options.feedback) h.set("X-Predrop-Feedback", "1");
+    rtsp->send(server::RtspMethod::kSetup, t.control_url, h, [this, i](auto r) {
+      if (!r) return fail(r.error().message);
+      if (r->status != 200) return fail("SETUP: " + std::to_string(r->status) + " " + r->reason);
+      auto tr = r->headers.get("Transport");
+      if (!tr) return fail("SETUP reply without Transport");
+      auto specs = server::parse_transport(*tr);
+      if (!specs || specs->empty() || !(*specs)[0].server_port) {
+        return fail("SETUP reply: no server_port");
+      }
+      tracks[i].server_rtcp_port = (*specs)[0].server_port->rtcp;
+      tracks[i].ssrc = (*specs)[0].ssrc.value_or(0);
+      setup(i + 1);
+    });
+  }
+
+  void play() {
+    server::RtspHeaders h;
+    h.set("Range", "npt=0.000-");
+    rtsp->send(server::RtspMethod::kPlay, url, h, [this](auto r) {
+      if (!r) return fail(r.error().message);
+      if (r->status != 200) return fail("PLAY: " + std::to_string(r->status) + " " + r->reason);
+      if (auto info = r->headers.get("RTP-Info")) {
+        if (auto entries = server::parse_rtp_info(*info)) {
+          for (const auto& e : *entries) {
+            for (auto& t : tracks) {
+              const bool same_url = e.url == t.control_url ||
+                                    (t.control_url.size() >= e.url.size() &&
+                                     t.control_url.compare(t.control_url.size() - e.url.size(),
+                                                           e.url.size(), e.url) == 0);
+              if (e.rtptime && !t.have_base && same_url) {
+                t.rtp_base = *e.rtptime;
+                t.have_base = true;
+                base_from_rtp_info = true;
+              }
+            }
+          }
+        }
+      }
+      if (base_from_rtp_info) {
+        // RTP-Info's rtptime belongs to the first block's start; media time 0 is earlier by it.
+        const auto& first = reference_media->blocks().front();
+        const auto clock = reference_media->streams()[*reference_media->video_stream()].clock_rate;
+        tracks[video_track].rtp_base -= static_cast<std::uint32_t>(
+            static_cast<std::uint64_t>(std::max<std::int64_t>(0, first.start_us)) * clock /
+            1'000'000);
+      }
+      playing = true;
+      last_media_us = net::EventLoop::now_us();
+      poll_timer = std::make_unique<net::Timer>(loop, [this] { poll(); });
+      poll_timer->start(20, 20);
+      const std::uint64_t ka_ms =
+          std::max<std::uint32_t>(5, rtsp->session_timeout_s() / 2) * 1000ull;
+      keepalive_timer = std::make_unique<net::Timer>(
+          loop, [this] { rtsp->send(server::RtspMethod::kGetParameter, url, {}, [](auto) {}); });
+      keepalive_timer->start(ka_ms, ka_ms);
+      core::log(core::LogLevel::kInfo, "client", "playing %s (session %s, SRTP %s)", url.c_str(),
+                rtsp->session().c_str(),
+                suite ? std::string(net::suite_name(*suite)).c_str() : "off");
+    });
+  }
+
+  void on_rtp(const net::RtpPacketView& v) {
+    Track& video = tracks[video_track];
+    if (v.header.payload_type != video.payload_type) return;
+    if (!video.have_base) {
+      // Media may overtake the PLAY response. The first video packet the server sends is the
+      // SPS of the first keyframe (never discarded), so its timestamp anchors media time.
+      for (const auto& p : reference_media->packets()) {
+        if (p.stream == *reference_media->video_stream()) {
+          video.rtp_base = v.header.timestamp - p.rtp_timestamp;
+          break;
+        }
+      }
+      video.have_base = true;
+    }
+    depacketizer->push(v.header.sequence, v.header.timestamp, v.header.marker, v.payload);
+  }
+
+  void on_frame(const media::FrameView& f) {
+    ++summary.frames_decoded;
+    const auto index = reference_media->display_index_for_rtp(static_cast<std::uint32_t>(f.pts));
+    if (!index) return;
+    (void)scorer->show(*index, f);
+    settle(net::EventLoop::now_us());
+  }
+
+  void on_stage(const core::StageMeasurement& m) {
+    pending.push_back(PendingBlock{m, net::EventLoop::now_us() + options.settle_ms * 1000ull});
+    settle(net::EventLoop::now_us());
+  }
+
+  // Reports every pending block whose pictures are all scored (or whose wait is over).
+  void settle(std::uint64_t now) {
+    while (!pending.empty() && !done) {
+      const PendingBlock& p = pending.front();
+      const auto blocks = reference_media->blocks();
+      if (p.m.stage >= blocks.size()) {
+        pending.pop_front();  // beyond the reference (a looping server): not scored
+        continue;
+      }
+      const media::Block& b = blocks[p.m.stage];
+      const std::size_t end = b.first_display + b.display_count;
+      if (scorer->scored_until() < end && now < p.deadline_us) return;
+      (void)scorer->fill_until(end);
+      auto psnr = scorer->psnr(b.first_display, b.display_count, options.psnr_cap_db);
+      report(p.m, b, psnr ? *psnr : std::nan(""));
+      pending.pop_front();
+      if (options.max_blocks != 0 && summary.blocks >= options.max_blocks) {
+        finish(core::Ok{});
+        return;
+      }
+    }
+  }
+
+  void report(const core::StageMeasurement& m, const media::Block& b, double psnr) {
+    const Track& video = tracks[video_track];
+    if (options.feedback) {
+      auto fb = net::make_feedback(m, psnr, net::PdfbMetric::kPsnrDb, video.ssrc);
+      std::uint8_t buf[256];
+      auto n =
+          net::encode_feedback(buf, reporter_ssrc, fb, feedback_out ? &*feedback_out : nullptr);
+      if (n) {
+        auto to = net::SocketAddress::from_ip(server_addr.ip_string(), video.server_rtcp_port);
+        if (to) video.rtcp->send(std::span<const std::uint8_t>(buf, *n), *to);
+      }
+    }
+    BlockResult r;
+    r.stage = m.stage;
+    r.reception_period_ms = m.reception_period_us / 1000.0;
+    r.psnr_db = psnr;
+    r.planned = b.packet_count;
+    r.sent = m.announced;
+    r.received = m.received;
+    r.rate = b.packet_count ? 1.0 - static_cast<double>(m.announced) / b.packet_count : 0.0;
+    r.network_loss = m.announced ? 1.0 - static_cast<double>(m.received) / m.announced : 0.0;
+    r.queue_delay_ms = m.queue_delay_us.value_or(0.0) / 1000.0;
+    r.frames = b.display_count;
+    ++summary.blocks;
+    if (std::isfinite(psnr)) psnr_sum += psnr;
+    if (on_block) on_block(r);
+  }
+
+  void poll() {
+    const std::uint64_t now = net::EventLoop::now_us();
+    receiver->poll(now);
+    settle(now);
+    if (done) return;
+    if (now > last_media_us + options.end_after_idle_ms * 1000ull) {
+      // The stream is over: close the last stage, drain the decoder, score what is left.
+      depacketizer->flush();
+      decoder->flush();
+      receiver->flush();
+      for (auto& p : pending)
+        p.deadline_us = 0;
+      settle(now);
+      finish(core::Ok{});
+    }
+  }
+};
+
+MeasuringClient::MeasuringClient(net::EventLoop& loop, ClientOptions options, OnBlock on_block,
+                                 OnDone on_done)
+    : impl_(std::make_unique<Impl>(loop, std::move(options), std::move(on_block),
+                                   std::move(on_done))) {}
+
+MeasuringClient::~MeasuringClient() = default;
+
+void MeasuringClient::start() {
+  impl_->start();
+}
+
+void MeasuringClient::stop() {
+  impl_->finish(core::Ok{});
+}
+
+}  // namespace predrop::client
