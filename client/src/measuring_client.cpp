@@ -446,6 +446,11 @@ struct MeasuringClient::Impl {
   }
 
   void on_stage(const core::StageMeasurement& m) {
+    if (m.stage + 1 == reference_media->blocks().size()) {
+      // The last block: no later picture will push its held-back frames out of the decoder.
+      depacketizer->flush();
+      decoder->flush();
+    }
     pending.push_back(PendingBlock{m, net::EventLoop::now_us() + options.settle_ms * 1000ull});
     settle(net::EventLoop::now_us());
   }

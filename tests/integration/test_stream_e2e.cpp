@@ -1,0 +1,179 @@
+// Streaming mode end to end on loopback: the real server (RTSP, SRTP, pacing, pre-discard, the
+// exact rule) and the real measuring client (SRTP, H.264 decode, PSNR vs the reference, PDFB) in
+// one libuv loop. The client impairs two stages on receipt so the rule must react: a quality
+// drop (stage 3) and a reception-period stretch (stage 4).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "predrop/client/measuring_client.hpp"
+#include "predrop/core/exact_rule.hpp"
+#include "predrop/media/media_file.hpp"
+#include "predrop/net/event_loop.hpp"
+#include "predrop/server/stream_server.hpp"
+
+namespace predrop {
+namespace {
+
+constexpr std::uint32_t kStages = 6;
+
+core::RuleParams rule() {
+  core::RuleParams p;
+  p.rp = 0.05;
+  p.rp1 = 0.05;
+  p.rp2 = 0.05;
+  p.rmax = 0.5;
+  p.t1 = core::Threshold::absolute(0.5);
+  p.t2 = core::Threshold::fraction(0.05);
+  return p;
+}
+
+struct Row {
+  std::uint32_t stage;
+  bool reported;
+  core::StageReport report;
+  core::DecisionKind decision;
+  double rate;
+  double next_rate;
+  std::size_t packets, discarded, sent;
+};
+
+class StreamE2E : public ::testing::Test {
+ protected:
+  void run(std::vector<client::Impairment> impairments, std::string policy = "basic") {
+    media::PacketizeOptions po;
+    po.block = {media::BlockSize::Unit::kDuration, 1'000'000};
+    auto m = media::MediaFile::open(PREDROP_TEST_SAMPLE, po);
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    server::StreamServerOptions o;
+    o.rtsp_listen = net::SocketAddress::loopback_v4(0);
+    o.bind_ip = "127.0.0.1";
+    o.streams.push_back({"sample", *m});
+    o.policy.policy = policy;
+    o.policy.rule = rule();
+    o.discard = core::DiscardPolicy::kPriority;
+    o.max_stages = kStages;
+    o.block_attribute = "duration_us=1000000;payload=1200";
+    server::StreamServer srv(loop_, o, [this](const server::BlockTrace& t) {
+      rows_.push_back(Row{t.stage, t.reported, t.report, t.decision, t.rate, t.next_rate, t.packets,
+                          t.discarded, t.sent});
+    });
+    srv.start();
+    client::ClientOptions co;
+    co.url = "rtsp://127.0.0.1:" + std::to_string(srv.rtsp_address().port()) + "/sample";
+    co.reference = PREDROP_TEST_SAMPLE;
+    co.max_blocks = kStages;
+    co.impairments = std::move(impairments);
+    client::MeasuringClient c(
+        loop_, co, [this](const client::BlockResult& r) { blocks_.push_back(r); },
+        [&](const core::Status& st, const client::ClientSummary& s) {
+          status_ = st;
+          summary_ = s;
+          srv.stop();
+        });
+    c.start();
+    loop_.run();
+  }
+
+  net::EventLoop loop_;
+  std::vector<Row> rows_;
+  std::vector<client::BlockResult> blocks_;
+  std::optional<core::Status> status_;
+  client::ClientSummary summary_;
+};
+
+TEST_F(StreamE2E, EveryBlockReportedAndRuleFollowedOverRealStack) {
+  run({client::Impairment{3, 0.4, 0}, client::Impairment{4, 0.0, 400}});
+  ASSERT_TRUE(status_.has_value());
+  ASSERT_TRUE(status_->ok()) << status_->error().message;
+  ASSERT_EQ(blocks_.size(), kStages);
+  EXPECT_EQ(summary_.srtp_failures, 0u);
+
+  // The server got a report for every block, in order, none missing.
+  ASSERT_EQ(rows_.size(), kStages);
+  for (std::uint32_t s = 0; s < kStages; ++s) {
+    EXPECT_EQ(rows_[s].stage, s);
+    EXPECT_TRUE(rows_[s].reported) << "stage " << s;
+    // The server's own count of what it sent equals what the client was told to expect.
+    EXPECT_EQ(rows_[s].report.packets_announced, rows_[s].sent);
+    EXPECT_NEAR(static_cast<double>(rows_[s].discarded),
+                rows_[s].rate * static_cast<double>(rows_[s].packets), 1.0);
+  }
+
+  // Replaying the reports through the exact rule gives the server's decisions, one for one.
+  core::ExactRule replay(rule());
+  for (const Row& r : rows_) {
+    auto d = replay.on_report(r.report);
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(d->kind, r.decision) << "stage " << r.stage;
+    EXPECT_DOUBLE_EQ(d->rate, r.next_rate) << "stage " << r.stage;
+  }
+
+  // Stage 3 lost 40 % of its packets on receipt: quality fell, so R went down (claim 2).
+  EXPECT_LT(rows_[3].report.performance, rows_[2].report.performance - 0.5);
+  EXPECT_EQ(rows_[3].decision, core::DecisionKind::kDecrease);
+  EXPECT_LT(rows_[3].report.packets_received, rows_[3].report.packets_announced);
+  // Stage 4's second half arrived 400 ms late: L grew by more than 5 % with quality back up,
+  // so R went up (claim 3).
+  EXPECT_GT(rows_[4].report.reception_period_us, rows_[3].report.reception_period_us * 1.3);
+  EXPECT_EQ(rows_[4].decision, core::DecisionKind::kIncrease);
+
+  // Blocks sent whole and received whole decode to the reference exactly (the PSNR cap).
+  for (const auto& b : blocks_) {
+    if (b.rate == 0.0 && b.received == b.sent && b.stage != 3) {
+      EXPECT_DOUBLE_EQ(b.psnr_db, 60.0) << "block " << b.stage;
+    }
+    EXPECT_GT(b.reception_period_ms, 500.0) << "paced blocks take about their duration";
+  }
+  EXPECT_TRUE(loop_.close().ok());
+}
+
+// A client that sends no feedback (like ffplay) is served at the fixed player rate and the
+// server's controller never moves.
+TEST_F(StreamE2E, PlayerWithoutFeedbackKeepsFixedRate) {
+  media::PacketizeOptions po;
+  auto m = media::MediaFile::open(PREDROP_TEST_SAMPLE, po);
+  ASSERT_TRUE(m.ok());
+  server::StreamServerOptions o;
+  o.rtsp_listen = net::SocketAddress::loopback_v4(0);
+  o.bind_ip = "127.0.0.1";
+  o.streams.push_back({"sample", *m});
+  o.policy.policy = "basic";
+  o.player_rate = 0.1;
+  o.max_stages = 3;
+  o.block_attribute = "duration_us=1000000;payload=1200";
+  server::StreamServer srv(loop_, o);
+  srv.start();
+  client::ClientOptions co;
+  co.url = "rtsp://127.0.0.1:" + std::to_string(srv.rtsp_address().port()) + "/sample";
+  co.reference = PREDROP_TEST_SAMPLE;
+  co.max_blocks = 3;
+  co.feedback = false;
+  client::MeasuringClient c(
+      loop_, co,
+      [&](const client::BlockResult& r) {
+        blocks_.push_back(r);
+        const auto sessions = srv.sessions();
+        EXPECT_EQ(sessions.size(), 1u);
+        if (sessions.size() == 1) {
+          EXPECT_EQ(sessions[0]->controller().name(), "fixed");
+          EXPECT_EQ(sessions[0]->stats().reports, 0u);
+        }
+      },
+      [&](const core::Status& st, const client::ClientSummary&) {
+        status_ = st;
+        srv.stop();
+      });
+  c.start();
+  loop_.run();
+  ASSERT_TRUE(status_ && status_->ok());
+  ASSERT_EQ(blocks_.size(), 3u);
+  for (const auto& b : blocks_)
+    EXPECT_NEAR(b.rate, 0.1, 0.02) << "block " << b.stage;
+}
+
+}  // namespace
+}  // namespace predrop
