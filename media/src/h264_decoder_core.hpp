@@ -25,6 +25,9 @@ class H264DecoderCore {
   bool send(std::span<const std::uint8_t> data, std::int64_t pts);
   /// Sends end-of-stream so that receive() drains the reorder buffer.
   void send_eof();
+  /// After draining: forget references and the EOF state, ready for a stream that starts with a
+  /// keyframe.
+  void reset() { avcodec_flush_buffers(context_.get()); }
   /// Delivers every frame that is ready to `sink(const FrameView&)`.
   template <typename Sink>
   void receive(Sink&& sink) {

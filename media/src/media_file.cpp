@@ -866,7 +866,7 @@ core::Result<std::string> ffmpeg_reference_sdp(const std::string& path) {
       err < 0) {
     return core::make_error("av_sdp_create failed: " + detail::av_error_text(err));
   }
-  sdp.resize(sdp.find('\0'));
+  sdp.resize(std::min(sdp.find('\0'), sdp.size()));
   return sdp;
 }
 

@@ -210,6 +210,7 @@ void VideoDecoder::decode(std::span<const std::uint8_t> access_unit, std::int64_
 void VideoDecoder::flush() {
   impl_->core.send_eof();
   impl_->core.receive(impl_->on_frame);
+  impl_->core.reset();
 }
 
 const DecoderStats& VideoDecoder::stats() const {

@@ -108,6 +108,37 @@ TEST(VideoDecoder, ParameterSetsFromTheSdpAreAccepted) {
   (*decoder)->flush();
 }
 
+TEST(VideoDecoder, FlushDrainsAndDecodingResumesAtTheNextKeyframe) {
+  Fixture fx = open_sample();
+  ASSERT_TRUE(fx.file && fx.reference);
+  const MediaFile& f = *fx.file;
+  std::vector<std::size_t> shown;
+  double worst_mse = 0.0;
+  auto decoder = VideoDecoder::create([&](const FrameView& frame) {
+    auto index = f.display_index_for_rtp(static_cast<std::uint32_t>(frame.pts));
+    ASSERT_TRUE(index);
+    shown.push_back(*index);
+    auto ref = fx.reference->frame(*index);
+    ASSERT_TRUE(ref);
+    worst_mse = std::max(worst_mse, *frame_mse(frame, *ref));
+  });
+  ASSERT_TRUE(decoder);
+  H264Depacketizer depacketizer(
+      [&](const AccessUnit& au) { (*decoder)->decode(au.data, au.rtp_timestamp); });
+  std::uint16_t seq = 0;
+  for (const Block& b : f.blocks()) {
+    for (const RtpPacket& p : f.packets(b)) {
+      if (p.stream == 0) depacketizer.push(seq++, p.rtp_timestamp, p.marker, f.payload(p));
+    }
+    // End of every block: everything it shows is out after a flush; blocks start at keyframes.
+    depacketizer.flush();
+    (*decoder)->flush();
+    EXPECT_EQ(shown.size(), b.first_display + b.display_count);
+  }
+  EXPECT_EQ(shown.size(), 180u);
+  EXPECT_EQ(worst_mse, 0.0);
+}
+
 TEST(VideoDecoder, LossIsConcealedAndScoresFiniteLowerPsnr) {
   Fixture fx = open_sample();
   ASSERT_TRUE(fx.file && fx.reference);

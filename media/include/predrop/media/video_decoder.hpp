@@ -49,9 +49,12 @@ class VideoDecoder {
       Callback on_frame, const VideoDecoderOptions& options = {});
 
   /// Decodes one access unit (any monotonic-per-frame `pts`, e.g. the RTP timestamp relative to
-  /// the session's offset). Frames that become ready are delivered before it returns.
+  /// the session's offset). Frames that become ready are delivered before it returns. With
+  /// B-frames the decoder holds back up to the stream's reorder depth (1 frame for the sample):
+  /// the last picture of a block comes out when the next block's first frame is decoded.
   void decode(std::span<const std::uint8_t> access_unit, std::int64_t pts);
-  /// Drains the frames held back for reordering (end of stream).
+  /// Drains the frames held back for reordering (end of stream). Afterwards the decoder starts
+  /// afresh: the next access unit should be a keyframe.
   void flush();
   const DecoderStats& stats() const;
 
