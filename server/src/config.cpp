@@ -58,7 +58,9 @@ constexpr std::array<std::string_view, 7> kLogLevels = {"trace", "debug",    "in
 template <typename E, std::size_t N>
 std::string_view name_of(const std::array<Named<E>, N>& table, E value) {
   for (const auto& n : table) {
-    if (n.value == value) return n.name;
+    if (n.value == value) {
+      return n.name;
+    }
   }
   return "?";
 }
@@ -67,7 +69,9 @@ template <typename Range>
 std::string one_of(const Range& names) {
   std::string out;
   for (const auto& n : names) {
-    if (!out.empty()) out += ", ";
+    if (!out.empty()) {
+      out += ", ";
+    }
     if constexpr (std::is_convertible_v<decltype(n), std::string_view>) {
       out += '"' + std::string(n) + '"';
     } else {
@@ -80,8 +84,9 @@ std::string one_of(const Range& names) {
 // Levenshtein distance, for "did you mean" hints on misspelt keys.
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j)
+  for (std::size_t j = 0; j <= b.size(); ++j) {
     prev[j] = j;
+  }
   for (std::size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (std::size_t j = 1; j <= b.size(); ++j) {
@@ -138,11 +143,15 @@ std::optional<Problem> check_config(const ServerConfig& c) {
   };
   std::optional<Problem> p;
   const auto first = [&](std::optional<Problem> q) {
-    if (!p && q) p = std::move(q);
+    if (!p && q) {
+      p = std::move(q);
+    }
   };
 
   const auto& s = c.server;
-  if (s.rtsp_listen.host.empty()) first(Problem{"server.rtsp_listen", "host is empty"});
+  if (s.rtsp_listen.host.empty()) {
+    first(Problem{"server.rtsp_listen", "host is empty"});
+  }
   if (s.mode == ServerMode::kStream && s.streams.empty()) {
     first(Problem{"server.streams", "mode \"stream\" needs at least one stream (name = \"path\")"});
   }
@@ -154,7 +163,9 @@ std::optional<Problem> check_config(const ServerConfig& c) {
       first(Problem{"server.streams." + st.name,
                     "stream names use letters, digits, '.', '_' and '-' (1..64 bytes)"});
     }
-    if (st.path.empty()) first(Problem{"server.streams." + st.name, "path is empty"});
+    if (st.path.empty()) {
+      first(Problem{"server.streams." + st.name, "path is empty"});
+    }
   }
   first(range_u("server.max_sessions", s.max_sessions, 1, 10000));
   first(range_u("server.max_rtsp_connections", s.max_rtsp_connections, 1, 10000));
@@ -174,8 +185,12 @@ std::optional<Problem> check_config(const ServerConfig& c) {
   } else if (!b.duration_ms && !b.bytes) {
     first(Problem{"blocks.duration_ms", "set one of blocks.duration_ms or blocks.bytes"});
   }
-  if (b.duration_ms) first(range_u("blocks.duration_ms", *b.duration_ms, 10, 60000));
-  if (b.bytes) first(range_u("blocks.bytes", *b.bytes, 1500, std::uint64_t{1} << 30));
+  if (b.duration_ms) {
+    first(range_u("blocks.duration_ms", *b.duration_ms, 10, 60000));
+  }
+  if (b.bytes) {
+    first(range_u("blocks.bytes", *b.bytes, 1500, std::uint64_t{1} << 30));
+  }
   first(range_u("blocks.rtp_payload_bytes", b.rtp_payload_bytes, 256, 8192));
 
   const auto& k = c.control;
@@ -204,7 +219,7 @@ std::optional<Problem> check_config(const ServerConfig& c) {
                   "policy \"basic\" is the k = 1 rule; use policy = \"history\" for k = " +
                       std::to_string(k.k)});
   }
-  const auto threshold = [&](std::string key, const ThresholdSetting& t) {
+  const auto threshold = [&](const std::string& key, const ThresholdSetting& t) {
     if (!std::isfinite(t.value) || t.value < 0.0) {
       first(Problem{key, "must be >= 0, got " + format_number(t.value)});
     } else if (t.relative && t.value > 10.0) {
@@ -220,9 +235,13 @@ std::optional<Problem> check_config(const ServerConfig& c) {
   }
 
   const auto& d = c.ddl;
-  if (d.listen.host.empty()) first(Problem{"ddl.listen", "host is empty"});
+  if (d.listen.host.empty()) {
+    first(Problem{"ddl.listen", "host is empty"});
+  }
   first(range_u("ddl.workers", d.workers, 1, 4096));
-  if (d.stage_deadline_ms) first(range_u("ddl.stage_deadline_ms", *d.stage_deadline_ms, 1, 600000));
+  if (d.stage_deadline_ms) {
+    first(range_u("ddl.stage_deadline_ms", *d.stage_deadline_ms, 1, 600000));
+  }
   first(range_u("ddl.chunk_bytes", d.chunk_bytes, 64, 8192));
   return p;
 }
@@ -276,7 +295,9 @@ class Reader {
   }
 
   void fail(const toml::source_region& where, std::string_view key, std::string message) {
-    if (failed()) return;
+    if (failed()) {
+      return;
+    }
     error_ = location(where) + std::string(key) + ": " + std::move(message);
   }
 
@@ -287,8 +308,13 @@ class Reader {
 
   // Reads a section's keys; unknown keys are errors with a hint when one is close.
   void section(const toml::table& t, std::string_view prefix, const std::vector<Key>& keys) {
-    for (const auto& [k, node] : t) {
-      if (failed()) return;
+    for (const auto& entry : t) {
+      // Plain references, not a structured binding: clang 14 cannot capture those in lambdas.
+      const toml::key& k = entry.first;
+      const toml::node& node = entry.second;
+      if (failed()) {
+        return;
+      }
       const std::string full = std::string(prefix) + "." + std::string(k.str());
       const auto it = std::find_if(keys.begin(), keys.end(),
                                    [&](const Key& key) { return key.name == k.str(); });
@@ -329,7 +355,9 @@ class Reader {
   }
 
   std::optional<double> number(const toml::node& n) {
-    if (const auto* i = n.as_integer()) return static_cast<double>(i->get());
+    if (const auto* i = n.as_integer()) {
+      return static_cast<double>(i->get());
+    }
     if (const auto* f = n.as_floating_point()) {
       if (!std::isfinite(f->get())) {
         fail(n.source(), current_, "must be a finite number");
@@ -362,7 +390,9 @@ class Reader {
   template <typename E, std::size_t N>
   void enumeration(const toml::node& n, const std::array<Named<E>, N>& table, E& out) {
     const auto s = string(n);
-    if (!s) return;
+    if (!s) {
+      return;
+    }
     for (const auto& e : table) {
       if (e.name == *s) {
         out = e.value;
@@ -374,12 +404,16 @@ class Reader {
 
   template <typename T>
   void unsigned_into(const toml::node& n, T& out, std::int64_t lo, std::int64_t hi) {
-    if (const auto v = integer(n, lo, hi)) out = static_cast<T>(*v);
+    if (const auto v = integer(n, lo, hi)) {
+      out = static_cast<T>(*v);
+    }
   }
 
   void endpoint_into(const toml::node& n, Endpoint& out, bool allow_zero) {
     const auto s = string(n);
-    if (!s) return;
+    if (!s) {
+      return;
+    }
     auto e = parse_endpoint(*s, allow_zero);
     if (!e) {
       fail(n.source(), current_, e.error().message);
@@ -441,14 +475,20 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
       {"mode", [](const toml::node&) {}},  // read above
       {"rtsp_listen",
        [&](const toml::node& n) {
-         if (!stream) return only_stream(n);
+         if (!stream) {
+           return only_stream(n);
+         }
          r.endpoint_into(n, c.server.rtsp_listen, true);
        }},
       {"streams",
        [&](const toml::node& n) {
-         if (!stream) return only_stream(n);
+         if (!stream) {
+           return only_stream(n);
+         }
          const auto* t = n.as_table();
-         if (!t) return r.fail_type(n, "server.streams", "a table of name = \"path\"");
+         if (!t) {
+           return r.fail_type(n, "server.streams", "a table of name = \"path\"");
+         }
          for (const auto& [name, path] : *t) {
            const std::string key = "server.streams." + std::string(name.str());
            if (!is_stream_name(name.str())) {
@@ -456,8 +496,12 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
                            "stream names use letters, digits, '.', '_' and '-' (1..64 bytes)");
            }
            const auto* p = path.as_string();
-           if (!p) return r.fail_type(path, key, "a string (file path)");
-           if (p->get().empty()) return r.fail(path.source(), key, "path is empty");
+           if (!p) {
+             return r.fail_type(path, key, "a string (file path)");
+           }
+           if (p->get().empty()) {
+             return r.fail(path.source(), key, "path is empty");
+           }
            c.server.streams.push_back({std::string(name.str()), p->get()});
          }
        }},
@@ -465,37 +509,49 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
        [&](const toml::node& n) { r.unsigned_into(n, c.server.max_sessions, 1, 10000); }},
       {"max_rtsp_connections",
        [&](const toml::node& n) {
-         if (!stream) return only_stream(n);
+         if (!stream) {
+           return only_stream(n);
+         }
          r.unsigned_into(n, c.server.max_rtsp_connections, 1, 10000);
        }},
       {"session_timeout_s",
        [&](const toml::node& n) { r.unsigned_into(n, c.server.session_timeout_s, 2, 3600); }},
       {"rtsp_idle_timeout_s",
        [&](const toml::node& n) {
-         if (!stream) return only_stream(n);
+         if (!stream) {
+           return only_stream(n);
+         }
          r.unsigned_into(n, c.server.rtsp_idle_timeout_s, 1, 3600);
        }},
       {"srtp", [&](const toml::node& n) { r.enumeration(n, kSuites, c.server.srtp); }},
       {"metrics_listen",
        [&](const toml::node& n) {
          const auto s = r.string(n);
-         if (!s) return;
+         if (!s) {
+           return;
+         }
          if (s->empty()) {
            c.server.metrics_listen.reset();
            return;
          }
          Endpoint e;
          r.endpoint_into(n, e, true);
-         if (!r.failed()) c.server.metrics_listen = e;
+         if (!r.failed()) {
+           c.server.metrics_listen = e;
+         }
        }},
       {"trace_csv",
        [&](const toml::node& n) {
-         if (auto s = r.string(n)) c.server.trace_csv = std::move(*s);
+         if (auto s = r.string(n)) {
+           c.server.trace_csv = std::move(*s);
+         }
        }},
       {"log_level",
        [&](const toml::node& n) {
          const auto s = r.string(n);
-         if (!s) return;
+         if (!s) {
+           return;
+         }
          if (std::find(kLogLevels.begin(), kLogLevels.end(), *s) == kLogLevels.end()) {
            return r.fail(n.source(), "server.log_level",
                          "must be " + one_of(kLogLevels) + ", got " + quote_for_error(*s));
@@ -529,7 +585,9 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
   const auto rate_key = [&](double& field) {
     return [&r, &field](const toml::node& n) {
       const auto v = r.number(n);
-      if (!v) return;
+      if (!v) {
+        return;
+      }
       if (*v < 0.0 || *v > 1.0) {
         return r.fail(n.source(), r.current(),
                       "must be a rate in [0, 1], got " + format_number(*v));
@@ -541,8 +599,12 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
     return [&r, &field, delay](const toml::node& n) {
       if (n.is_integer() || n.is_floating_point()) {
         const auto v = r.number(n);
-        if (!v) return;
-        if (*v < 0.0) return r.fail(n.source(), r.current(), "must be >= 0");
+        if (!v) {
+          return;
+        }
+        if (*v < 0.0) {
+          return r.fail(n.source(), r.current(), "must be >= 0");
+        }
         field = ThresholdSetting{*v, false};
         return;
       }
@@ -553,7 +615,9 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
       }
       const auto text = n.as_string()->get();
       auto t = delay ? parse_delay_threshold(text) : parse_performance_threshold(text);
-      if (!t) return r.fail(n.source(), r.current(), t.error().message);
+      if (!t) {
+        return r.fail(n.source(), r.current(), t.error().message);
+      }
       field = *t;
     };
   };
@@ -561,7 +625,9 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
       {"policy",
        [&](const toml::node& n) {
          const auto s = r.string(n);
-         if (!s) return;
+         if (!s) {
+           return;
+         }
          if (std::find(kControlPolicies.begin(), kControlPolicies.end(), *s) ==
              kControlPolicies.end()) {
            return r.fail(n.source(), "control.policy",
@@ -585,7 +651,9 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
       {"psnr_cap_db",
        [&](const toml::node& n) {
          const auto v = r.number(n);
-         if (!v) return;
+         if (!v) {
+           return;
+         }
          if (*v <= 0.0 || *v > 200.0) {
            return r.fail(n.source(), "control.psnr_cap_db",
                          "must be in (0, 200] dB, got " + format_number(*v));
@@ -630,7 +698,9 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
        [&](const toml::node& n) { r.unsigned_into(n, c.ddl.chunk_bytes, 64, 8192); }},
       {"worker_egress_discard",
        [&](const toml::node& n) {
-         if (const auto b = r.boolean(n)) c.ddl.worker_egress_discard = *b;
+         if (const auto b = r.boolean(n)) {
+           c.ddl.worker_egress_discard = *b;
+         }
        }},
       {"pacing", [&](const toml::node& n) { r.enumeration(n, kPacings, c.ddl.pacing); }},
   };
@@ -639,61 +709,83 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
       {"server",
        [&](const toml::node& n) {
          const auto* t = n.as_table();
-         if (!t) return r.fail_type(n, "server", "a table ([server])");
+         if (!t) {
+           return r.fail_type(n, "server", "a table ([server])");
+         }
          r.section(*t, "server", server_keys);
        }},
       {"blocks",
        [&](const toml::node& n) {
          const auto* t = n.as_table();
-         if (!t) return r.fail_type(n, "blocks", "a table ([blocks])");
-         if (!stream)
+         if (!t) {
+           return r.fail_type(n, "blocks", "a table ([blocks])");
+         }
+         if (!stream) {
            return r.fail(n.source(), "blocks", "only valid with server.mode = \"stream\"");
+         }
          r.section(*t, "blocks", block_keys);
        }},
       {"control",
        [&](const toml::node& n) {
          const auto* t = n.as_table();
-         if (!t) return r.fail_type(n, "control", "a table ([control])");
+         if (!t) {
+           return r.fail_type(n, "control", "a table ([control])");
+         }
          r.section(*t, "control", control_keys);
        }},
       {"discard",
        [&](const toml::node& n) {
          const auto* t = n.as_table();
-         if (!t) return r.fail_type(n, "discard", "a table ([discard])");
+         if (!t) {
+           return r.fail_type(n, "discard", "a table ([discard])");
+         }
          r.section(*t, "discard", discard_keys);
        }},
       {"ddl",
        [&](const toml::node& n) {
          const auto* t = n.as_table();
-         if (!t) return r.fail_type(n, "ddl", "a table ([ddl])");
-         if (stream) return r.fail(n.source(), "ddl", "only valid with server.mode = \"ddl\"");
+         if (!t) {
+           return r.fail_type(n, "ddl", "a table ([ddl])");
+         }
+         if (stream) {
+           return r.fail(n.source(), "ddl", "only valid with server.mode = \"ddl\"");
+         }
          r.section(*t, "ddl", ddl_keys);
        }},
   };
   // Iterate the root like a section so that unknown top-level tables are caught too.
-  for (const auto& [k, node] : root) {
-    if (r.failed()) return;
+  for (const auto& entry : root) {
+    const toml::key& k = entry.first;
+    const toml::node& node = entry.second;
+    if (r.failed()) {
+      return;
+    }
     const auto it = std::find_if(top_keys.begin(), top_keys.end(),
                                  [&](const Key& key) { return key.name == k.str(); });
     if (it == top_keys.end()) {
       std::string hint;
       for (const auto& key : top_keys) {
-        if (edit_distance(k.str(), key.name) <= 2)
+        if (edit_distance(k.str(), key.name) <= 2) {
           hint = " (did you mean [" + std::string(key.name) + "]?)";
+        }
       }
       r.fail(k.source(), key_text(k.str()), "unknown section or key" + hint);
       return;
     }
     it->read(node);
   }
-  if (r.failed()) return;
+  if (r.failed()) {
+    return;
+  }
   // toml++ tables iterate in key order, so the exclusivity check comes after the whole section.
   if (has_bytes && has_duration) {
     const auto* bytes = find_node(root, "blocks.bytes");
     return r.fail(bytes ? bytes->source() : root.source(), "blocks.bytes",
                   "set either blocks.duration_ms or blocks.bytes, not both");
   }
-  if (has_bytes) c.blocks.duration_ms.reset();
+  if (has_bytes) {
+    c.blocks.duration_ms.reset();
+  }
   // TOML tables are unordered maps; sort streams so that the order never depends on the parser.
   std::sort(c.server.streams.begin(), c.server.streams.end(),
             [](const StreamEntry& a, const StreamEntry& b) { return a.name < b.name; });
@@ -733,7 +825,9 @@ core::Result<Endpoint> parse_endpoint(std::string_view text, bool allow_port_zer
 }
 
 std::string to_string(const Endpoint& e) {
-  if (e.host.find(':') != std::string::npos) return "[" + e.host + "]:" + std::to_string(e.port);
+  if (e.host.find(':') != std::string::npos) {
+    return "[" + e.host + "]:" + std::to_string(e.port);
+  }
   return e.host + ":" + std::to_string(e.port);
 }
 
@@ -785,7 +879,9 @@ core::Result<ThresholdSetting> parse_delay_threshold(std::string_view text) {
 }
 
 core::Status validate_config(const ServerConfig& config) {
-  if (const auto p = check_config(config)) return make_error(p->key + ": " + p->message);
+  if (const auto p = check_config(config)) {
+    return make_error(p->key + ": " + p->message);
+  }
   return core::Ok{};
 }
 
@@ -801,11 +897,15 @@ core::Result<ServerConfig> parse_config(std::string_view toml_text, std::string_
   ServerConfig cfg;
   Reader reader(source_name);
   read_all(root, reader, cfg);
-  if (reader.failed()) return make_error(reader.error());
+  if (reader.failed()) {
+    return make_error(reader.error());
+  }
   if (const auto p = check_config(cfg)) {
     const auto* node = find_node(root, p->key);
     std::string loc = std::string(source_name) + ": ";
-    if (node) loc = reader.location(node->source());
+    if (node) {
+      loc = reader.location(node->source());
+    }
     return make_error(loc + p->key + ": " + p->message);
   }
   return cfg;
@@ -813,10 +913,14 @@ core::Result<ServerConfig> parse_config(std::string_view toml_text, std::string_
 
 core::Result<ServerConfig> load_config_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(path.string() + ": cannot open the file");
+  if (!in) {
+    return make_error(path.string() + ": cannot open the file");
+  }
   std::ostringstream text;
   text << in.rdbuf();
-  if (text.str().size() > (1u << 20)) return make_error(path.string() + ": larger than 1 MiB");
+  if (text.str().size() > (1u << 20)) {
+    return make_error(path.string() + ": larger than 1 MiB");
+  }
   return parse_config(text.str(), path.string());
 }
 

@@ -25,7 +25,9 @@ bool is_safe_id_char(char c) {
 
 // "12.345" or "now" (0); NPT times are non-negative.
 std::optional<double> parse_npt_time(std::string_view s) {
-  if (s == "now") return 0.0;
+  if (s == "now") {
+    return 0.0;
+  }
   // NPT also allows "h:mm:ss.fff"; accept it by summing the parts.
   double total = 0.0;
   int parts = 0;
@@ -33,10 +35,14 @@ std::optional<double> parse_npt_time(std::string_view s) {
   detail::for_each_piece(s, ':', [&](std::string_view piece) {
     ++parts;
     const auto v = detail::parse_double(piece);
-    if (!v || *v < 0 || piece.front() == '-') ok = false;
+    if (!v || *v < 0 || piece.front() == '-') {
+      ok = false;
+    }
     total = total * 60.0 + v.value_or(0.0);
   });
-  if (!ok || parts > 3) return std::nullopt;
+  if (!ok || parts > 3) {
+    return std::nullopt;
+  }
   return total;
 }
 
@@ -50,14 +56,18 @@ bool is_valid_session_id(std::string_view id) {
 core::Result<SessionHeader> parse_session(std::string_view value) {
   auto [id, params] = detail::split_once(trim(value), ';');
   id = trim(id);
-  if (!is_valid_session_id(id)) return make_error("invalid session id " + quote_for_error(id));
+  if (!is_valid_session_id(id)) {
+    return make_error("invalid session id " + quote_for_error(id));
+  }
   SessionHeader out;
   out.id = std::string(id);
   std::string error;
   if (!params.empty()) {
     detail::for_each_piece(params, ';', [&](std::string_view p) {
       const auto [name, val] = detail::split_once(trim(p), '=');
-      if (!iequals(trim(name), "timeout") || !error.empty()) return;
+      if (!iequals(trim(name), "timeout") || !error.empty()) {
+        return;
+      }
       const auto t = detail::parse_uint<std::uint32_t>(trim(val));
       if (!t) {
         error = "invalid session timeout " + quote_for_error(val);
@@ -66,23 +76,33 @@ core::Result<SessionHeader> parse_session(std::string_view value) {
       }
     });
   }
-  if (!error.empty()) return make_error(error);
+  if (!error.empty()) {
+    return make_error(error);
+  }
   return out;
 }
 
 std::string format_session(const SessionHeader& session) {
   std::string out = session.id;
-  if (session.timeout_s) out += ";timeout=" + std::to_string(*session.timeout_s);
+  if (session.timeout_s) {
+    out += ";timeout=" + std::to_string(*session.timeout_s);
+  }
   return out;
 }
 
 std::string format_rtp_info(const std::vector<RtpInfoEntry>& entries) {
   std::string out;
   for (const auto& e : entries) {
-    if (!out.empty()) out += ',';
+    if (!out.empty()) {
+      out += ',';
+    }
     out += "url=" + e.url;
-    if (e.seq) out += ";seq=" + std::to_string(*e.seq);
-    if (e.rtptime) out += ";rtptime=" + std::to_string(*e.rtptime);
+    if (e.seq) {
+      out += ";seq=" + std::to_string(*e.seq);
+    }
+    if (e.rtptime) {
+      out += ";rtptime=" + std::to_string(*e.rtptime);
+    }
   }
   return out;
 }
@@ -91,9 +111,13 @@ core::Result<std::vector<RtpInfoEntry>> parse_rtp_info(std::string_view value) {
   std::vector<RtpInfoEntry> out;
   std::string error;
   detail::for_each_piece(value, ',', [&](std::string_view item) {
-    if (!error.empty()) return;
+    if (!error.empty()) {
+      return;
+    }
     item = trim(item);
-    if (item.empty()) return;
+    if (item.empty()) {
+      return;
+    }
     if (out.size() == kMaxRtpInfoEntries) {
       error = "more than 64 RTP-Info entries";
       return;
@@ -101,26 +125,38 @@ core::Result<std::vector<RtpInfoEntry>> parse_rtp_info(std::string_view value) {
     RtpInfoEntry e;
     bool has_url = false;
     detail::for_each_piece(item, ';', [&](std::string_view p) {
-      if (!error.empty()) return;
+      if (!error.empty()) {
+        return;
+      }
       const auto [name, val] = detail::split_once(trim(p), '=');
       if (iequals(name, "url")) {
         e.url = std::string(trim(val));
         has_url = !e.url.empty();
       } else if (iequals(name, "seq")) {
         const auto v = detail::parse_uint<std::uint16_t>(trim(val));
-        if (!v) error = "invalid RTP-Info seq " + quote_for_error(val);
+        if (!v) {
+          error = "invalid RTP-Info seq " + quote_for_error(val);
+        }
         e.seq = v;
       } else if (iequals(name, "rtptime")) {
         const auto v = detail::parse_uint<std::uint32_t>(trim(val));
-        if (!v) error = "invalid RTP-Info rtptime " + quote_for_error(val);
+        if (!v) {
+          error = "invalid RTP-Info rtptime " + quote_for_error(val);
+        }
         e.rtptime = v;
       }
     });
-    if (error.empty() && !has_url) error = "RTP-Info entry without url";
+    if (error.empty() && !has_url) {
+      error = "RTP-Info entry without url";
+    }
     out.push_back(std::move(e));
   });
-  if (!error.empty()) return make_error(error);
-  if (out.empty()) return make_error("empty RTP-Info");
+  if (!error.empty()) {
+    return make_error(error);
+  }
+  if (out.empty()) {
+    return make_error("empty RTP-Info");
+  }
   return out;
 }
 
@@ -133,7 +169,9 @@ core::Result<NptRange> parse_npt_range(std::string_view value) {
   }
   value.remove_prefix(4);
   const auto dash = value.find('-');
-  if (dash == std::string_view::npos) return make_error("range without '-'");
+  if (dash == std::string_view::npos) {
+    return make_error("range without '-'");
+  }
   NptRange out;
   const auto start = trim(value.substr(0, dash));
   const auto end = trim(value.substr(dash + 1));
@@ -141,12 +179,16 @@ core::Result<NptRange> parse_npt_range(std::string_view value) {
     out.start_s = 0.0;  // "npt=-20" means from the start (§3.6 allows an open start).
   } else {
     const auto s = parse_npt_time(start);
-    if (!s) return make_error("invalid range start " + quote_for_error(start));
+    if (!s) {
+      return make_error("invalid range start " + quote_for_error(start));
+    }
     out.start_s = *s;
   }
   if (!end.empty()) {
     const auto e = parse_npt_time(end);
-    if (!e || *e < out.start_s) return make_error("invalid range end " + quote_for_error(end));
+    if (!e || *e < out.start_s) {
+      return make_error("invalid range end " + quote_for_error(end));
+    }
     out.end_s = e;
   }
   return out;
@@ -163,7 +205,9 @@ std::string format_npt_range(const NptRange& range) {
 }
 
 core::Result<RtspUrl> parse_rtsp_url(std::string_view url) {
-  if (url.size() > 4096) return make_error("URL longer than 4096 bytes");
+  if (url.size() > 4096) {
+    return make_error("URL longer than 4096 bytes");
+  }
   if (detail::has_ctl(url) || url.find(' ') != std::string_view::npos) {
     return make_error("control character or space in URL");
   }
@@ -183,43 +227,60 @@ core::Result<RtspUrl> parse_rtsp_url(std::string_view url) {
   std::string_view port_text;
   if (!authority.empty() && authority.front() == '[') {
     const auto close = authority.find(']');
-    if (close == std::string_view::npos) return make_error("unterminated IPv6 literal in URL");
+    if (close == std::string_view::npos) {
+      return make_error("unterminated IPv6 literal in URL");
+    }
     host = authority.substr(1, close - 1);
     const auto after = authority.substr(close + 1);
     if (!after.empty()) {
-      if (after.front() != ':') return make_error("garbage after IPv6 literal in URL");
+      if (after.front() != ':') {
+        return make_error("garbage after IPv6 literal in URL");
+      }
       port_text = after.substr(1);
     }
   } else {
     const auto colon = authority.find(':');
     host = authority.substr(0, colon);
-    if (colon != std::string_view::npos) port_text = authority.substr(colon + 1);
+    if (colon != std::string_view::npos) {
+      port_text = authority.substr(colon + 1);
+    }
   }
-  if (host.empty()) return make_error("URL without host");
+  if (host.empty()) {
+    return make_error("URL without host");
+  }
   out.host = std::string(host);
   if (!port_text.empty()) {
     const auto port = detail::parse_uint<std::uint16_t>(port_text);
-    if (!port || *port == 0) return make_error("invalid port " + quote_for_error(port_text));
+    if (!port || *port == 0) {
+      return make_error("invalid port " + quote_for_error(port_text));
+    }
     out.port = *port;
   }
   const auto path = path_q.substr(0, path_q.find_first_of("?#"));
   out.path = path.empty() ? "/" : std::string(path);
 
   std::string_view name = path;
-  while (!name.empty() && name.front() == '/')
+  while (!name.empty() && name.front() == '/') {
     name.remove_prefix(1);
-  while (!name.empty() && name.back() == '/')
+  }
+  while (!name.empty() && name.back() == '/') {
     name.remove_suffix(1);
+  }
   const auto slash = name.rfind('/');
   const auto last = slash == std::string_view::npos ? name : name.substr(slash + 1);
   for (const std::string_view prefix : {"trackID=", "streamid="}) {
-    if (!detail::istarts_with(last, prefix)) continue;
+    if (!detail::istarts_with(last, prefix)) {
+      continue;
+    }
     const auto n = detail::parse_uint<std::uint32_t>(last.substr(prefix.size()));
-    if (!n) return make_error("invalid track in URL " + quote_for_error(last));
+    if (!n) {
+      return make_error("invalid track in URL " + quote_for_error(last));
+    }
     out.track = *n;
     name = slash == std::string_view::npos ? std::string_view{} : name.substr(0, slash);
-    while (!name.empty() && name.back() == '/')
+    while (!name.empty() && name.back() == '/') {
       name.remove_suffix(1);
+    }
     break;
   }
   out.stream = std::string(name);
@@ -227,13 +288,22 @@ core::Result<RtspUrl> parse_rtsp_url(std::string_view url) {
 }
 
 std::string resolve_control_url(std::string_view base, std::string_view control) {
-  if (control.empty() || control == "*") return std::string(base);
-  if (detail::istarts_with(control, "rtsp://")) return std::string(control);
+  if (control.empty() || control == "*") {
+    return std::string(base);
+  }
+  if (detail::istarts_with(control, "rtsp://")) {
+    return std::string(control);
+  }
   std::string out(base);
-  if (const auto q = out.find_first_of("?#"); q != std::string::npos) out.resize(q);
-  if (out.empty() || out.back() != '/') out += '/';
-  while (!control.empty() && control.front() == '/')
+  if (const auto q = out.find_first_of("?#"); q != std::string::npos) {
+    out.resize(q);
+  }
+  if (out.empty() || out.back() != '/') {
+    out += '/';
+  }
+  while (!control.empty() && control.front() == '/') {
     control.remove_prefix(1);
+  }
   out += control;
   return out;
 }

@@ -36,7 +36,9 @@ constexpr std::array<MethodName, 11> kMethods = {{
 // "NAME/d.d": a protocol version we can name in a 505, as opposed to garbage (400).
 bool looks_like_version(std::string_view v) {
   const auto slash = v.find('/');
-  if (slash == std::string_view::npos || slash == 0) return false;
+  if (slash == std::string_view::npos || slash == 0) {
+    return false;
+  }
   const auto num = v.substr(slash + 1);
   return num.size() == 3 && detail::is_digit(num[0]) && num[1] == '.' && detail::is_digit(num[2]) &&
          detail::is_token(v.substr(0, slash));
@@ -52,8 +54,9 @@ std::vector<std::string_view> split_start_line(std::string_view line, std::size_
       break;
     }
     std::size_t end = 0;
-    while (end < line.size() && !detail::is_space(line[end]))
+    while (end < line.size() && !detail::is_space(line[end])) {
       ++end;
+    }
     parts.push_back(line.substr(0, end));
     line = trim(line.substr(end));
   }
@@ -69,7 +72,9 @@ struct CSeqLookup {
 CSeqLookup find_cseq(const std::vector<std::pair<std::string, std::string>>& headers) {
   CSeqLookup out;
   for (const auto& [name, value] : headers) {
-    if (!iequals(name, "CSeq")) continue;
+    if (!iequals(name, "CSeq")) {
+      continue;
+    }
     const auto v = detail::parse_uint<std::uint32_t>(value);
     if (!v) {
       out.error = "CSeq " + detail::quote_for_error(value) + " is not a number";
@@ -90,7 +95,9 @@ CSeqLookup find_cseq(const std::vector<std::pair<std::string, std::string>>& hea
 std::string sanitize(std::string_view s) {
   std::string out(s);
   for (auto& c : out) {
-    if (c == '\r' || c == '\n' || c == '\0') c = ' ';
+    if (c == '\r' || c == '\n' || c == '\0') {
+      c = ' ';
+    }
   }
   return out;
 }
@@ -98,7 +105,9 @@ std::string sanitize(std::string_view s) {
 void append_headers_and_body(std::string& out, const RtspHeaders& headers,
                              const std::string& body) {
   for (const auto& [name, value] : headers.fields()) {
-    if (iequals(name, "Content-Length")) continue;
+    if (iequals(name, "Content-Length")) {
+      continue;
+    }
     out += sanitize(name);
     out += ": ";
     out += sanitize(value);
@@ -117,14 +126,18 @@ void append_headers_and_body(std::string& out, const RtspHeaders& headers,
 
 RtspMethod method_from_string(std::string_view name) {
   for (const auto& m : kMethods) {
-    if (m.name == name) return m.method;
+    if (m.name == name) {
+      return m.method;
+    }
   }
   return RtspMethod::kUnknown;
 }
 
 std::string_view to_string(RtspMethod method) {
   for (const auto& m : kMethods) {
-    if (m.method == method) return m.name;
+    if (m.method == method) {
+      return m.name;
+    }
   }
   return {};
 }
@@ -253,7 +266,9 @@ void RtspHeaders::remove(std::string_view name) {
 
 std::optional<std::string_view> RtspHeaders::get(std::string_view name) const {
   for (const auto& [n, v] : fields_) {
-    if (iequals(n, name)) return std::string_view(v);
+    if (iequals(n, name)) {
+      return std::string_view(v);
+    }
   }
   return std::nullopt;
 }
@@ -261,7 +276,9 @@ std::optional<std::string_view> RtspHeaders::get(std::string_view name) const {
 std::vector<std::string_view> RtspHeaders::get_all(std::string_view name) const {
   std::vector<std::string_view> out;
   for (const auto& [n, v] : fields_) {
-    if (iequals(n, name)) out.emplace_back(v);
+    if (iequals(n, name)) {
+      out.emplace_back(v);
+    }
   }
   return out;
 }
@@ -270,7 +287,9 @@ std::vector<std::string_view> RtspHeaders::get_all(std::string_view name) const 
 
 std::optional<std::uint32_t> RtspResponse::cseq() const {
   const auto v = headers.get("CSeq");
-  if (!v) return std::nullopt;
+  if (!v) {
+    return std::nullopt;
+  }
   return detail::parse_uint<std::uint32_t>(trim(*v));
 }
 
@@ -281,7 +300,9 @@ void RtspResponse::set_body(std::string_view content_type, std::string body_text
 
 void RtspResponse::set_session(std::string_view id, std::optional<std::uint32_t> timeout_s) {
   std::string v(id);
-  if (timeout_s) v += ";timeout=" + std::to_string(*timeout_s);
+  if (timeout_s) {
+    v += ";timeout=" + std::to_string(*timeout_s);
+  }
   headers.set("Session", std::move(v));
 }
 
@@ -308,7 +329,9 @@ RtspResponse make_response(int status, std::optional<std::uint32_t> cseq) {
   RtspResponse r;
   r.status = status;
   r.reason = std::string(reason_phrase(status));
-  if (cseq) r.headers.add("CSeq", std::to_string(*cseq));
+  if (cseq) {
+    r.headers.add("CSeq", std::to_string(*cseq));
+  }
   return r;
 }
 
@@ -354,7 +377,9 @@ std::string serialize(const RtspRequest& request) {
   out += kVersion;
   out += "\r\n";
   RtspHeaders headers = request.headers;
-  if (!headers.contains("CSeq")) headers.add("CSeq", std::to_string(request.cseq));
+  if (!headers.contains("CSeq")) {
+    headers.add("CSeq", std::to_string(request.cseq));
+  }
   append_headers_and_body(out, headers, request.body);
   return out;
 }
@@ -373,7 +398,9 @@ bool RtspFramer::append(std::string_view bytes, RtspParseError& error) {
   } else if (pos_ > 4096 && pos_ > buffer_.size() / 2) {
     buffer_.erase(0, pos_);
     scan_ -= pos_;
-    if (block_end_ > pos_) block_end_ -= pos_;
+    if (block_end_ > pos_) {
+      block_end_ -= pos_;
+    }
     pos_ = 0;
   }
   if (buffered() + bytes.size() > limits_.max_buffered_bytes) {
@@ -390,19 +417,26 @@ bool RtspFramer::append(std::string_view bytes, RtspParseError& error) {
 RtspParseEvent RtspFramer::next(Raw& raw, InterleavedFrame& frame, RtspParseError& error) {
   // Empty lines between messages are tolerated (RFC 2616 §4.1, which RTSP inherits).
   if (scan_ <= pos_) {
-    while (pos_ < buffer_.size() && (buffer_[pos_] == '\r' || buffer_[pos_] == '\n'))
+    while (pos_ < buffer_.size() && (buffer_[pos_] == '\r' || buffer_[pos_] == '\n')) {
       ++pos_;
+    }
     scan_ = pos_;
     lines_ = 0;
   }
-  if (pos_ >= buffer_.size()) return RtspParseEvent::kNeedMore;
+  if (pos_ >= buffer_.size()) {
+    return RtspParseEvent::kNeedMore;
+  }
 
   if (buffer_[pos_] == '$') {
     // RFC 2326 §10.12: '$', one-byte channel, two-byte big-endian length, then the data.
-    if (buffered() < 4) return RtspParseEvent::kNeedMore;
+    if (buffered() < 4) {
+      return RtspParseEvent::kNeedMore;
+    }
     const auto b = [&](std::size_t i) { return static_cast<std::uint8_t>(buffer_[pos_ + i]); };
     const std::size_t len = (static_cast<std::size_t>(b(2)) << 8) | b(3);
-    if (buffered() < 4 + len) return RtspParseEvent::kNeedMore;
+    if (buffered() < 4 + len) {
+      return RtspParseEvent::kNeedMore;
+    }
     frame.channel = b(1);
     const auto* data = reinterpret_cast<const std::uint8_t*>(buffer_.data() + pos_ + 4);
     frame.payload.assign(data, data + len);
@@ -416,11 +450,18 @@ RtspParseEvent RtspFramer::next(Raw& raw, InterleavedFrame& frame, RtspParseErro
   std::size_t end = block_end_ > pos_ ? block_end_ : std::string::npos;  // one past the blank line
   while (end == std::string::npos) {
     const auto nl = buffer_.find('\n', scan_);
-    if (nl == std::string::npos) break;
+    if (nl == std::string::npos) {
+      break;
+    }
     const bool blank = nl == scan_ || (nl == scan_ + 1 && buffer_[scan_] == '\r');
     scan_ = nl + 1;
     if (blank) {
       end = scan_;
+      break;
+    }
+    // The byte limit is checked before the line count so that the error does not depend on
+    // how the input was split into reads.
+    if (scan_ - pos_ > limits_.max_header_bytes) {
       break;
     }
     if (++lines_ > limits_.max_headers + 1) {
@@ -430,7 +471,6 @@ RtspParseEvent RtspFramer::next(Raw& raw, InterleavedFrame& frame, RtspParseErro
                std::nullopt, true};
       return RtspParseEvent::kError;
     }
-    if (scan_ - pos_ > limits_.max_header_bytes) break;
   }
   const std::size_t header_len = (end == std::string::npos ? scan_ : end) - pos_;
   if (header_len > limits_.max_header_bytes ||
@@ -441,7 +481,9 @@ RtspParseEvent RtspFramer::next(Raw& raw, InterleavedFrame& frame, RtspParseErro
              std::nullopt, true};
     return RtspParseEvent::kError;
   }
-  if (end == std::string::npos) return RtspParseEvent::kNeedMore;
+  if (end == std::string::npos) {
+    return RtspParseEvent::kNeedMore;
+  }
 
   // Split the block into lines (LF or CRLF), unfolding continuation lines.
   const std::string_view block(buffer_.data() + pos_, end - pos_);
@@ -451,17 +493,26 @@ RtspParseEvent RtspFramer::next(Raw& raw, InterleavedFrame& frame, RtspParseErro
   bool first = true;
   std::size_t at = 0;
   while (at < block.size()) {
-    auto nl = block.find('\n', at);
+    const auto nl = block.find('\n', at);
+    if (nl == std::string_view::npos) {
+      break;  // cannot happen: the block ends with a blank line
+    }
     std::string_view line = block.substr(at, nl - at);
     at = nl + 1;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) break;
+    if (!line.empty() && line.back() == '\r') {
+      line.remove_suffix(1);
+    }
+    if (line.empty()) {
+      break;
+    }
     if (first) {
       raw.start_line = line;
       first = false;
       continue;
     }
-    if (raw.header_error) continue;
+    if (raw.header_error) {
+      continue;
+    }
     if (line.find('\r') != std::string_view::npos || line.find('\0') != std::string_view::npos) {
       // A bare CR inside a line is how header smuggling starts; refuse the message.
       raw.header_error = "control character in header line " + quote_for_error(line);
@@ -473,7 +524,9 @@ RtspParseEvent RtspFramer::next(Raw& raw, InterleavedFrame& frame, RtspParseErro
         continue;
       }
       auto& value = raw.headers.back().second;
-      if (!value.empty()) value += ' ';
+      if (!value.empty()) {
+        value += ' ';
+      }
       value += trim(line);
       continue;
     }
@@ -494,7 +547,9 @@ RtspParseEvent RtspFramer::next(Raw& raw, InterleavedFrame& frame, RtspParseErro
   // Body length: every Content-Length must agree and be a plain number within the limit.
   std::optional<std::size_t> content_length;
   for (const auto& [name, value] : raw.headers) {
-    if (!iequals(name, "Content-Length")) continue;
+    if (!iequals(name, "Content-Length")) {
+      continue;
+    }
     const auto n = parse_uint<std::uint64_t>(value);
     if (!n || (content_length && *content_length != *n)) {
       error = {400, "invalid Content-Length " + quote_for_error(value), std::nullopt, true};
@@ -533,7 +588,9 @@ RtspParseEvent RtspRequestParser::feed(std::span<const std::uint8_t> bytes) {
 }
 
 RtspParseEvent RtspRequestParser::feed(std::string_view text) {
-  if (failed_) return RtspParseEvent::kError;
+  if (failed_) {
+    return RtspParseEvent::kError;
+  }
   if (!framer_.append(text, error_)) {
     failed_ = true;
     return RtspParseEvent::kError;
@@ -542,13 +599,17 @@ RtspParseEvent RtspRequestParser::feed(std::string_view text) {
 }
 
 RtspParseEvent RtspRequestParser::next() {
-  if (failed_) return RtspParseEvent::kError;
+  if (failed_) {
+    return RtspParseEvent::kError;
+  }
   const auto ev = framer_.next(raw_, frame_, error_);
   if (ev == RtspParseEvent::kError) {
     failed_ = error_.fatal;
     return ev;
   }
-  if (ev != RtspParseEvent::kMessage) return ev;
+  if (ev != RtspParseEvent::kMessage) {
+    return ev;
+  }
   return finish(raw_);
 }
 
@@ -573,18 +634,27 @@ RtspParseEvent RtspRequestParser::finish(detail::RtspFramer::Raw& raw) {
     }
     return fail(400, "malformed version " + detail::quote_for_error(parts[2]), cseq.value);
   }
-  if (detail::has_ctl(parts[1])) return fail(400, "control character in URL", cseq.value);
-  if (raw.header_error) return fail(400, *raw.header_error, cseq.value);
-  if (!cseq.error.empty()) return fail(400, cseq.error, std::nullopt);
-  if (!cseq.present) return fail(400, "missing CSeq header", std::nullopt);
+  if (detail::has_ctl(parts[1])) {
+    return fail(400, "control character in URL", cseq.value);
+  }
+  if (raw.header_error) {
+    return fail(400, *raw.header_error, cseq.value);
+  }
+  if (!cseq.error.empty()) {
+    return fail(400, cseq.error, std::nullopt);
+  }
+  if (!cseq.present) {
+    return fail(400, "missing CSeq header", std::nullopt);
+  }
 
   request_ = RtspRequest{};
   request_.method_name = std::string(parts[0]);
   request_.method = method_from_string(parts[0]);
   request_.url = std::string(parts[1]);
   request_.cseq = *cseq.value;
-  for (auto& [name, value] : raw.headers)
+  for (auto& [name, value] : raw.headers) {
     request_.headers.add(std::move(name), std::move(value));
+  }
   request_.body = std::move(raw.body);
   return RtspParseEvent::kMessage;
 }
@@ -598,7 +668,9 @@ RtspParseEvent RtspResponseParser::feed(std::span<const std::uint8_t> bytes) {
 }
 
 RtspParseEvent RtspResponseParser::feed(std::string_view text) {
-  if (failed_) return RtspParseEvent::kError;
+  if (failed_) {
+    return RtspParseEvent::kError;
+  }
   if (!framer_.append(text, error_)) {
     failed_ = true;
     return RtspParseEvent::kError;
@@ -607,13 +679,17 @@ RtspParseEvent RtspResponseParser::feed(std::string_view text) {
 }
 
 RtspParseEvent RtspResponseParser::next() {
-  if (failed_) return RtspParseEvent::kError;
+  if (failed_) {
+    return RtspParseEvent::kError;
+  }
   const auto ev = framer_.next(raw_, frame_, error_);
   if (ev == RtspParseEvent::kError) {
     failed_ = error_.fatal;
     return ev;
   }
-  if (ev != RtspParseEvent::kMessage) return ev;
+  if (ev != RtspParseEvent::kMessage) {
+    return ev;
+  }
   return finish(raw_);
 }
 
@@ -640,14 +716,19 @@ RtspParseEvent RtspResponseParser::finish(detail::RtspFramer::Raw& raw) {
   if (!status || *status < 100 || *status > 599) {
     return fail(400, "malformed status code " + detail::quote_for_error(parts[1]), cseq.value);
   }
-  if (raw.header_error) return fail(400, *raw.header_error, cseq.value);
-  if (!cseq.error.empty()) return fail(400, cseq.error, std::nullopt);
+  if (raw.header_error) {
+    return fail(400, *raw.header_error, cseq.value);
+  }
+  if (!cseq.error.empty()) {
+    return fail(400, cseq.error, std::nullopt);
+  }
 
   response_ = RtspResponse{};
   response_.status = *status;
   response_.reason = parts.size() == 3 ? std::string(parts[2]) : std::string();
-  for (auto& [name, value] : raw.headers)
+  for (auto& [name, value] : raw.headers) {
     response_.headers.add(std::move(name), std::move(value));
+  }
   response_.body = std::move(raw.body);
   return RtspParseEvent::kMessage;
 }
@@ -663,11 +744,15 @@ auto parse_one(std::string_view text, RtspParserLimits limits, Take take)
   if (ev == RtspParseEvent::kError) {
     return core::make_error(std::to_string(parser.error().status) + ": " + parser.error().message);
   }
-  if (ev == RtspParseEvent::kNeedMore) return core::make_error("incomplete message");
+  if (ev == RtspParseEvent::kNeedMore) {
+    return core::make_error("incomplete message");
+  }
   if (ev == RtspParseEvent::kInterleaved) {
     return core::make_error("interleaved binary frame, not a message");
   }
-  if (parser.buffered() != 0) return core::make_error("trailing bytes after the message");
+  if (parser.buffered() != 0) {
+    return core::make_error("trailing bytes after the message");
+  }
   return take(parser);
 }
 }  // namespace

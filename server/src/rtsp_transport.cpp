@@ -21,32 +21,46 @@ constexpr std::size_t kMaxSpecBytes = 1024;
 std::optional<PortPair> parse_port_pair(std::string_view v) {
   const auto [a, b] = detail::split_once(v, '-');
   const auto rtp = detail::parse_uint<std::uint16_t>(trim(a));
-  if (!rtp || *rtp == 0) return std::nullopt;
+  if (!rtp || *rtp == 0) {
+    return std::nullopt;
+  }
   if (v.find('-') == std::string_view::npos) {
-    if (*rtp == 65535) return std::nullopt;
+    if (*rtp == 65535) {
+      return std::nullopt;
+    }
     return PortPair{*rtp, static_cast<std::uint16_t>(*rtp + 1)};
   }
   const auto rtcp = detail::parse_uint<std::uint16_t>(trim(b));
-  if (!rtcp || *rtcp == 0) return std::nullopt;
+  if (!rtcp || *rtcp == 0) {
+    return std::nullopt;
+  }
   return PortPair{*rtp, *rtcp};
 }
 
 std::optional<ChannelPair> parse_channel_pair(std::string_view v) {
   const auto [a, b] = detail::split_once(v, '-');
   const auto rtp = detail::parse_uint<std::uint8_t>(trim(a));
-  if (!rtp) return std::nullopt;
+  if (!rtp) {
+    return std::nullopt;
+  }
   if (v.find('-') == std::string_view::npos) {
-    if (*rtp == 255) return std::nullopt;
+    if (*rtp == 255) {
+      return std::nullopt;
+    }
     return ChannelPair{*rtp, static_cast<std::uint8_t>(*rtp + 1)};
   }
   const auto rtcp = detail::parse_uint<std::uint8_t>(trim(b));
-  if (!rtcp) return std::nullopt;
+  if (!rtcp) {
+    return std::nullopt;
+  }
   return ChannelPair{*rtp, *rtcp};
 }
 
 std::string_view unquote(std::string_view v) {
   v = trim(v);
-  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') {
+    v = v.substr(1, v.size() - 2);
+  }
   return v;
 }
 
@@ -54,9 +68,15 @@ std::string_view unquote(std::string_view v) {
 
 core::Result<TransportSpec> parse_transport_spec(std::string_view text) {
   text = trim(text);
-  if (text.empty()) return make_error("empty transport spec");
-  if (text.size() > kMaxSpecBytes) return make_error("transport spec longer than 1024 bytes");
-  if (detail::has_ctl(text)) return make_error("control character in transport spec");
+  if (text.empty()) {
+    return make_error("empty transport spec");
+  }
+  if (text.size() > kMaxSpecBytes) {
+    return make_error("transport spec longer than 1024 bytes");
+  }
+  if (detail::has_ctl(text)) {
+    return make_error("control character in transport spec");
+  }
 
   TransportSpec spec;
   const auto [protocol, params] = detail::split_once(text, ';');
@@ -70,10 +90,18 @@ core::Result<TransportSpec> parse_transport_spec(std::string_view text) {
   spec.protocol = std::string(proto);
   spec.profile = RtpProfile::kOther;
   if (iequals(parts[0], "RTP")) {
-    if (iequals(parts[1], "AVP")) spec.profile = RtpProfile::kAvp;
-    if (iequals(parts[1], "SAVP")) spec.profile = RtpProfile::kSavp;
-    if (iequals(parts[1], "AVPF")) spec.profile = RtpProfile::kAvpf;
-    if (iequals(parts[1], "SAVPF")) spec.profile = RtpProfile::kSavpf;
+    if (iequals(parts[1], "AVP")) {
+      spec.profile = RtpProfile::kAvp;
+    }
+    if (iequals(parts[1], "SAVP")) {
+      spec.profile = RtpProfile::kSavp;
+    }
+    if (iequals(parts[1], "AVPF")) {
+      spec.profile = RtpProfile::kAvpf;
+    }
+    if (iequals(parts[1], "SAVPF")) {
+      spec.profile = RtpProfile::kSavpf;
+    }
   }
   if (parts.size() == 3) {
     if (iequals(parts[2], "TCP")) {
@@ -86,9 +114,13 @@ core::Result<TransportSpec> parse_transport_spec(std::string_view text) {
   std::string error;
   if (!params.empty()) {
     detail::for_each_piece(params, ';', [&](std::string_view p) {
-      if (!error.empty()) return;
+      if (!error.empty()) {
+        return;
+      }
       p = trim(p);
-      if (p.empty()) return;
+      if (p.empty()) {
+        return;
+      }
       const auto eq = p.find('=');
       const auto name = trim(p.substr(0, eq));
       const auto value = eq == std::string_view::npos ? std::string_view{} : trim(p.substr(eq + 1));
@@ -102,20 +134,30 @@ core::Result<TransportSpec> parse_transport_spec(std::string_view text) {
         spec.multicast = true;
       } else if (iequals(name, "client_port")) {
         spec.client_port = parse_port_pair(value);
-        if (!spec.client_port) bad("client_port");
+        if (!spec.client_port) {
+          bad("client_port");
+        }
       } else if (iequals(name, "server_port")) {
         spec.server_port = parse_port_pair(value);
-        if (!spec.server_port) bad("server_port");
+        if (!spec.server_port) {
+          bad("server_port");
+        }
       } else if (iequals(name, "interleaved")) {
         spec.interleaved = parse_channel_pair(value);
-        if (!spec.interleaved) bad("interleaved");
+        if (!spec.interleaved) {
+          bad("interleaved");
+        }
       } else if (iequals(name, "ssrc")) {
         const auto v = value.size() <= 8 ? detail::parse_hex<std::uint32_t>(value) : std::nullopt;
-        if (!v) bad("ssrc");
+        if (!v) {
+          bad("ssrc");
+        }
         spec.ssrc = v;
       } else if (iequals(name, "ttl")) {
         const auto v = detail::parse_uint<std::uint8_t>(value);
-        if (!v) bad("ttl");
+        if (!v) {
+          bad("ttl");
+        }
         spec.ttl = v;
       } else if (iequals(name, "mode")) {
         const auto m = unquote(value);
@@ -134,7 +176,9 @@ core::Result<TransportSpec> parse_transport_spec(std::string_view text) {
       // Other parameters (layers, port, append, ...) are ignored, as §12.39 intends.
     });
   }
-  if (!error.empty()) return make_error(error);
+  if (!error.empty()) {
+    return make_error(error);
+  }
   return spec;
 }
 
@@ -142,8 +186,12 @@ core::Result<std::vector<TransportSpec>> parse_transport(std::string_view value)
   std::vector<TransportSpec> out;
   std::string error;
   detail::for_each_piece(value, ',', [&](std::string_view piece) {
-    if (!error.empty()) return;
-    if (trim(piece).empty()) return;  // "a,,b" or a trailing comma: tolerate
+    if (!error.empty()) {
+      return;
+    }
+    if (trim(piece).empty()) {
+      return;  // "a,,b" or a trailing comma: tolerate
+    }
     if (out.size() == kMaxAlternatives) {
       error = "more than 16 transport alternatives";
       return;
@@ -155,8 +203,12 @@ core::Result<std::vector<TransportSpec>> parse_transport(std::string_view value)
     }
     out.push_back(std::move(spec).value());
   });
-  if (!error.empty()) return make_error(error);
-  if (out.empty()) return make_error("empty Transport header");
+  if (!error.empty()) {
+    return make_error(error);
+  }
+  if (out.empty()) {
+    return make_error("empty Transport header");
+  }
   return out;
 }
 
@@ -178,24 +230,38 @@ std::optional<std::size_t> select_transport(const std::vector<TransportSpec>& of
 std::string format_transport(const TransportSpec& spec) {
   std::string out = spec.protocol;
   out += spec.multicast ? ";multicast" : ";unicast";
-  if (spec.destination) out += ";destination=" + *spec.destination;
-  if (spec.source) out += ";source=" + *spec.source;
+  if (spec.destination) {
+    out += ";destination=" + *spec.destination;
+  }
+  if (spec.source) {
+    out += ";source=" + *spec.source;
+  }
   const auto pair = [&](std::string_view name, unsigned a, unsigned b) {
     out += ';';
     out += name;
     out += '=' + std::to_string(a) + '-' + std::to_string(b);
   };
-  if (spec.interleaved) pair("interleaved", spec.interleaved->rtp, spec.interleaved->rtcp);
-  if (spec.ttl) out += ";ttl=" + std::to_string(*spec.ttl);
-  if (spec.client_port) pair("client_port", spec.client_port->rtp, spec.client_port->rtcp);
-  if (spec.server_port) pair("server_port", spec.server_port->rtp, spec.server_port->rtcp);
+  if (spec.interleaved) {
+    pair("interleaved", spec.interleaved->rtp, spec.interleaved->rtcp);
+  }
+  if (spec.ttl) {
+    out += ";ttl=" + std::to_string(*spec.ttl);
+  }
+  if (spec.client_port) {
+    pair("client_port", spec.client_port->rtp, spec.client_port->rtcp);
+  }
+  if (spec.server_port) {
+    pair("server_port", spec.server_port->rtp, spec.server_port->rtcp);
+  }
   if (spec.ssrc) {
     char buf[16];
     std::snprintf(buf, sizeof buf, "%08X", static_cast<unsigned>(*spec.ssrc));
     out += ";ssrc=";
     out += buf;
   }
-  if (spec.mode) out += ";mode=" + *spec.mode;
+  if (spec.mode) {
+    out += ";mode=" + *spec.mode;
+  }
   return out;
 }
 

@@ -36,12 +36,17 @@ bool is_direction(std::string_view s) {
 std::vector<std::string_view> split_spaces(std::string_view s) {
   std::vector<std::string_view> out;
   while (!s.empty()) {
-    while (!s.empty() && detail::is_space(s.front()))
+    while (!s.empty() && detail::is_space(s.front())) {
       s.remove_prefix(1);
-    if (s.empty()) break;
+    }
+    if (s.empty()) {
+      break;
+    }
     const auto end = s.find_first_of(" \t");
     out.push_back(s.substr(0, end));
-    if (end == std::string_view::npos) break;
+    if (end == std::string_view::npos) {
+      break;
+    }
     s.remove_prefix(end);
   }
   return out;
@@ -53,14 +58,18 @@ std::string_view addr_type(std::string_view address) {
 
 // Checks an SDP field that ends up inside one line; names the field in the error.
 std::string check_text(std::string_view field, std::string_view value) {
-  if (has_line_break(value)) return std::string(field) + ": line break or NUL in value";
+  if (has_line_break(value)) {
+    return std::string(field) + ": line break or NUL in value";
+  }
   return {};
 }
 
 // Splits "<word> <rest>" at the first space; rest keeps its leading spaces beyond the first.
 std::pair<std::string_view, std::string_view> split_word(std::string_view s) {
   const auto sp = s.find_first_of(" \t");
-  if (sp == std::string_view::npos) return {s, {}};
+  if (sp == std::string_view::npos) {
+    return {s, {}};
+  }
   return {s.substr(0, sp), s.substr(sp + 1)};
 }
 
@@ -68,14 +77,18 @@ std::pair<std::string_view, std::string_view> split_word(std::string_view s) {
 
 std::string_view SdpCrypto::inline_key() const {
   std::string_view k = key_params;
-  if (!k.starts_with("inline:")) return {};
+  if (!k.starts_with("inline:")) {
+    return {};
+  }
   k.remove_prefix(7);
   return k.substr(0, k.find('|'));
 }
 
 const SdpExtmap* SdpMedia::find_extmap(std::string_view uri) const {
   for (const auto& e : extmaps) {
-    if (e.uri == uri) return &e;
+    if (e.uri == uri) {
+      return &e;
+    }
   }
   return nullptr;
 }
@@ -83,7 +96,9 @@ const SdpExtmap* SdpMedia::find_extmap(std::string_view uri) const {
 std::optional<std::string_view> SdpMedia::attribute(std::string_view name) const {
   for (const auto& a : attributes) {
     std::string_view v = a;
-    if (v == name) return std::string_view{};
+    if (v == name) {
+      return std::string_view{};
+    }
     if (v.size() > name.size() && v.starts_with(name) && v[name.size()] == ':') {
       return v.substr(name.size() + 1);
     }
@@ -97,10 +112,14 @@ core::Result<std::string> build_sdp(const SdpSession& s) {
   // Validate everything first so that a bad field never yields half an SDP.
   std::string err;
   const auto check = [&](std::string_view field, std::string_view value) {
-    if (err.empty()) err = check_text(field, value);
+    if (err.empty()) {
+      err = check_text(field, value);
+    }
   };
   const auto require = [&](bool ok, std::string_view what) {
-    if (err.empty() && !ok) err = std::string(what);
+    if (err.empty() && !ok) {
+      err = std::string(what);
+    }
   };
   check("origin_username", s.origin_username);
   require(s.origin_username.empty() || no_space(s.origin_username),
@@ -116,8 +135,9 @@ core::Result<std::string> build_sdp(const SdpSession& s) {
   check("tool", s.tool);
   check("control", s.control);
   check("range", s.range);
-  for (const auto& a : s.attributes)
+  for (const auto& a : s.attributes) {
     check("session attribute", a);
+  }
   for (std::size_t i = 0; i < s.media.size() && err.empty(); ++i) {
     const auto& m = s.media[i];
     const std::string at = "media[" + std::to_string(i) + "].";
@@ -144,10 +164,13 @@ core::Result<std::string> build_sdp(const SdpSession& s) {
               at + "extmap.uri: empty or contains a space");
       check(at + "extmap.attributes", e.attributes);
     }
-    for (const auto& a : m.attributes)
+    for (const auto& a : m.attributes) {
       check(at + "attributes", a);
+    }
   }
-  if (!err.empty()) return make_error("SDP " + err);
+  if (!err.empty()) {
+    return make_error("SDP " + err);
+  }
 
   std::string out;
   out.reserve(512 + 256 * s.media.size());
@@ -167,35 +190,56 @@ core::Result<std::string> build_sdp(const SdpSession& s) {
     line('c', "IN " + std::string(addr_type(s.connection_address)) + " " + s.connection_address);
   }
   line('t', "0 0");
-  if (!s.tool.empty()) line('a', "tool:", s.tool);
-  if (!s.control.empty()) line('a', "control:", s.control);
-  if (!s.range.empty()) line('a', "range:", s.range);
-  for (const auto& a : s.attributes)
+  if (!s.tool.empty()) {
+    line('a', "tool:", s.tool);
+  }
+  if (!s.control.empty()) {
+    line('a', "control:", s.control);
+  }
+  if (!s.range.empty()) {
+    line('a', "range:", s.range);
+  }
+  for (const auto& a : s.attributes) {
     line('a', a);
+  }
   for (const auto& m : s.media) {
     std::string mline = m.kind + " " + std::to_string(m.port) + " " + m.proto + " " +
                         std::to_string(m.payload_type);
-    for (const auto& f : m.extra_formats)
+    for (const auto& f : m.extra_formats) {
       mline += " " + f;
+    }
     line('m', mline);
-    if (m.bandwidth_kbps) line('b', "AS:", std::to_string(*m.bandwidth_kbps));
+    if (m.bandwidth_kbps) {
+      line('b', "AS:", std::to_string(*m.bandwidth_kbps));
+    }
     const auto pt = std::to_string(m.payload_type) + " ";
-    if (!m.rtpmap.empty()) line('a', "rtpmap:" + pt, m.rtpmap);
-    if (!m.fmtp.empty()) line('a', "fmtp:" + pt, m.fmtp);
-    if (!m.control.empty()) line('a', "control:", m.control);
+    if (!m.rtpmap.empty()) {
+      line('a', "rtpmap:" + pt, m.rtpmap);
+    }
+    if (!m.fmtp.empty()) {
+      line('a', "fmtp:" + pt, m.fmtp);
+    }
+    if (!m.control.empty()) {
+      line('a', "control:", m.control);
+    }
     for (const auto& c : m.crypto) {
       line('a', "crypto:" + std::to_string(c.tag) + " " + c.suite + " " + c.key_params,
            c.session_params.empty() ? std::string() : " " + c.session_params);
     }
     for (const auto& e : m.extmaps) {
       std::string v = "extmap:" + std::to_string(e.id);
-      if (!e.direction.empty()) v += "/" + e.direction;
+      if (!e.direction.empty()) {
+        v += "/" + e.direction;
+      }
       v += " " + e.uri;
-      if (!e.attributes.empty()) v += " " + e.attributes;
+      if (!e.attributes.empty()) {
+        v += " " + e.attributes;
+      }
       line('a', v);
     }
-    for (const auto& a : m.attributes)
+    for (const auto& a : m.attributes) {
       line('a', a);
+    }
   }
   return out;
 }
@@ -207,7 +251,9 @@ namespace {
 // Fills a single-valued field from the first non-empty occurrence; everything else stays a
 // free-form attribute (see the round-trip note in sdp.hpp).
 bool take_once(std::string& field, std::string_view value) {
-  if (!field.empty() || value.empty()) return false;
+  if (!field.empty() || value.empty()) {
+    return false;
+  }
   field = std::string(value);
   return true;
 }
@@ -223,9 +269,15 @@ std::string parse_media_attribute(SdpMedia& m, std::string_view attr) {
     return n && *n == m.payload_type;
   };
   std::string_view rest;
-  if (name == "rtpmap" && own_pt(value, rest) && take_once(m.rtpmap, rest)) return {};
-  if (name == "fmtp" && own_pt(value, rest) && take_once(m.fmtp, rest)) return {};
-  if (name == "control" && take_once(m.control, value)) return {};
+  if (name == "rtpmap" && own_pt(value, rest) && take_once(m.rtpmap, rest)) {
+    return {};
+  }
+  if (name == "fmtp" && own_pt(value, rest) && take_once(m.fmtp, rest)) {
+    return {};
+  }
+  if (name == "control" && take_once(m.control, value)) {
+    return {};
+  }
   if (name == "crypto" && colon != std::string_view::npos) {
     const auto f = split_spaces(value);
     if (f.size() < 3 || !is_digits(f[0], 9) || !detail::is_token(f[1]) || !no_space(f[2])) {
@@ -239,7 +291,9 @@ std::string parse_media_attribute(SdpMedia& m, std::string_view attr) {
     const auto after =
         value.substr(static_cast<std::size_t>(f[2].data() - value.data()) + f[2].size());
     const auto first = after.find_first_not_of(' ');
-    if (first != std::string_view::npos) c.session_params = std::string(after.substr(first));
+    if (first != std::string_view::npos) {
+      c.session_params = std::string(after.substr(first));
+    }
     m.crypto.push_back(std::move(c));
     return {};
   }
@@ -248,8 +302,9 @@ std::string parse_media_attribute(SdpMedia& m, std::string_view attr) {
     const auto [id_text, dir] = detail::split_once(id_dir, '/');
     const auto id = detail::parse_uint<int>(id_text, 255);
     std::string_view r = rest2;
-    while (!r.empty() && r.front() == ' ')
+    while (!r.empty() && r.front() == ' ') {
       r.remove_prefix(1);
+    }
     const auto [uri, attrs] = split_word(r);
     if (!id || *id == 0 || (id_dir.find('/') != std::string_view::npos && !is_direction(dir)) ||
         uri.empty()) {
@@ -260,8 +315,9 @@ std::string parse_media_attribute(SdpMedia& m, std::string_view attr) {
     e.direction = std::string(dir);
     e.uri = std::string(uri);
     std::string_view a = attrs;
-    while (!a.empty() && a.front() == ' ')
+    while (!a.empty() && a.front() == ' ') {
       a.remove_prefix(1);
+    }
     e.attributes = std::string(a);
     m.extmaps.push_back(std::move(e));
     return {};
@@ -290,28 +346,40 @@ core::Result<SdpSession> parse_sdp(std::string_view text, SdpLimits limits) {
   std::size_t at = 0;
   while (at < text.size() && err.empty()) {
     auto nl = text.find('\n', at);
-    if (nl == std::string_view::npos) nl = text.size();
+    if (nl == std::string_view::npos) {
+      nl = text.size();
+    }
     std::string_view line = text.substr(at, nl - at);
     at = nl + 1;
     ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) continue;
+    if (!line.empty() && line.back() == '\r') {
+      line.remove_suffix(1);
+    }
+    if (line.empty()) {
+      continue;
+    }
     const std::string where = "SDP line " + std::to_string(line_no) + ": ";
-    if (detail::has_ctl(line)) return make_error(where + "control character");
+    if (detail::has_ctl(line)) {
+      return make_error(where + "control character");
+    }
     if (line.size() < 2 || line[1] != '=' || !detail::is_alpha(line[0])) {
       return make_error(where + "not <type>=<value>: " + quote_for_error(line));
     }
     const char type = line[0];
     const auto value = line.substr(2);
     if (!seen_version) {
-      if (type != 'v' || value != "0") return make_error(where + "expected v=0 first");
+      if (type != 'v' || value != "0") {
+        return make_error(where + "expected v=0 first");
+      }
       seen_version = true;
       continue;
     }
     SdpMedia* media = s.media.empty() ? nullptr : &s.media.back();
     switch (type) {
       case 'o': {
-        if (media || seen_origin) break;
+        if (media || seen_origin) {
+          break;
+        }
         const auto f = split_spaces(value);
         if (f.size() != 6 || !is_digits(f[1], 20) || !is_digits(f[2], 20) || f[3] != "IN") {
           return make_error(where + "malformed o= line");
@@ -324,11 +392,15 @@ core::Result<SdpSession> parse_sdp(std::string_view text, SdpLimits limits) {
         break;
       }
       case 's':
-        if (!media && s.name.empty()) s.name = value.empty() ? "-" : std::string(value);
+        if (!media && s.name.empty()) {
+          s.name = value.empty() ? "-" : std::string(value);
+        }
         break;
       case 'c': {
         const auto f = split_spaces(value);
-        if (f.size() != 3 || f[0] != "IN") return make_error(where + "malformed c= line");
+        if (f.size() != 3 || f[0] != "IN") {
+          return make_error(where + "malformed c= line");
+        }
         if (!media && !seen_connection) {
           s.connection_address = std::string(f[2]);
           seen_connection = true;
@@ -355,12 +427,16 @@ core::Result<SdpSession> parse_sdp(std::string_view text, SdpLimits limits) {
         m.kind = std::string(f[0]);
         const auto port = detail::parse_uint<std::uint16_t>(detail::split_once(f[1], '/').first);
         const auto pt = detail::parse_uint<int>(f[3], 127);
-        if (!port || !pt) return make_error(where + "m= line port or payload type invalid");
+        if (!port || !pt) {
+          return make_error(where + "m= line port or payload type invalid");
+        }
         m.port = *port;
         m.proto = std::string(f[2]);
         m.payload_type = *pt;
         for (std::size_t i = 4; i < f.size(); ++i) {
-          if (!detail::is_token(f[i])) return make_error(where + "malformed m= format");
+          if (!detail::is_token(f[i])) {
+            return make_error(where + "malformed m= format");
+          }
           m.extra_formats.emplace_back(f[i]);
         }
         s.media.push_back(std::move(m));
@@ -374,16 +450,24 @@ core::Result<SdpSession> parse_sdp(std::string_view text, SdpLimits limits) {
         }
         if (media) {
           err = parse_media_attribute(*media, value);
-          if (!err.empty()) err = where + err;
+          if (!err.empty()) {
+            err.insert(0, where);
+          }
           break;
         }
         const auto colon = value.find(':');
         const auto name = value.substr(0, colon);
         const auto v =
             colon == std::string_view::npos ? std::string_view{} : value.substr(colon + 1);
-        if (name == "tool" && take_once(s.tool, v)) break;
-        if (name == "control" && take_once(s.control, v)) break;
-        if (name == "range" && take_once(s.range, v)) break;
+        if (name == "tool" && take_once(s.tool, v)) {
+          break;
+        }
+        if (name == "control" && take_once(s.control, v)) {
+          break;
+        }
+        if (name == "range" && take_once(s.range, v)) {
+          break;
+        }
         s.attributes.emplace_back(value);
         break;
       }
@@ -391,10 +475,18 @@ core::Result<SdpSession> parse_sdp(std::string_view text, SdpLimits limits) {
         break;  // t=, i=, u=, e=, p=, k=, r=, z= and unknown types: nothing we need
     }
   }
-  if (!err.empty()) return make_error(err);
-  if (!seen_version) return make_error("SDP without v=0");
-  if (!seen_origin) return make_error("SDP without o= line");
-  if (s.name.empty()) s.name = "-";
+  if (!err.empty()) {
+    return make_error(err);
+  }
+  if (!seen_version) {
+    return make_error("SDP without v=0");
+  }
+  if (!seen_origin) {
+    return make_error("SDP without o= line");
+  }
+  if (s.name.empty()) {
+    s.name = "-";
+  }
   return s;
 }
 

@@ -37,7 +37,9 @@ inline bool is_ctl(char c) {
 
 /// RFC 2616 §2.2 token characters (header names, methods, SDP tokens).
 inline bool is_tchar(char c) {
-  if (is_alpha(c) || is_digit(c)) return true;
+  if (is_alpha(c) || is_digit(c)) {
+    return true;
+  }
   switch (c) {
     case '!':
     case '#':
@@ -69,17 +71,23 @@ inline bool has_ctl(std::string_view s) {
 }
 
 inline std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front()))
+  while (!s.empty() && is_space(s.front())) {
     s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back()))
+  }
+  while (!s.empty() && is_space(s.back())) {
     s.remove_suffix(1);
+  }
   return s;
 }
 
 inline bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
+  if (a.size() != b.size()) {
+    return false;
+  }
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (to_lower(a[i]) != to_lower(b[i])) return false;
+    if (to_lower(a[i]) != to_lower(b[i])) {
+      return false;
+    }
   }
   return true;
 }
@@ -91,36 +99,50 @@ inline bool istarts_with(std::string_view s, std::string_view prefix) {
 /// Parses a whole string of decimal digits (no sign, no spaces) into an unsigned value <= max.
 template <typename T>
 std::optional<T> parse_uint(std::string_view s, T max = std::numeric_limits<T>::max()) {
-  if (s.empty() || !std::all_of(s.begin(), s.end(), is_digit)) return std::nullopt;
+  if (s.empty() || !std::all_of(s.begin(), s.end(), is_digit)) {
+    return std::nullopt;
+  }
   T v{};
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || p != s.data() + s.size() || v > max) return std::nullopt;
+  if (ec != std::errc{} || p != s.data() + s.size() || v > max) {
+    return std::nullopt;
+  }
   return v;
 }
 
 /// Parses a whole string of hex digits into an unsigned value (no "0x" prefix).
 template <typename T>
 std::optional<T> parse_hex(std::string_view s) {
-  if (s.empty() || !std::all_of(s.begin(), s.end(), is_hex)) return std::nullopt;
+  if (s.empty() || !std::all_of(s.begin(), s.end(), is_hex)) {
+    return std::nullopt;
+  }
   T v{};
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 16);
-  if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
+  if (ec != std::errc{} || p != s.data() + s.size()) {
+    return std::nullopt;
+  }
   return v;
 }
 
 /// Parses a whole string as a finite decimal number ("1", "0.5", "-2e3"); no leading '+'.
 inline std::optional<double> parse_double(std::string_view s) {
-  if (s.empty()) return std::nullopt;
+  if (s.empty()) {
+    return std::nullopt;
+  }
   double v = 0.0;
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || p != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
+  if (ec != std::errc{} || p != s.data() + s.size() || !std::isfinite(v)) {
+    return std::nullopt;
+  }
   return v;
 }
 
 /// Splits at the first `sep`; the second part is empty when `sep` is absent.
 inline std::pair<std::string_view, std::string_view> split_once(std::string_view s, char sep) {
   const auto pos = s.find(sep);
-  if (pos == std::string_view::npos) return {s, {}};
+  if (pos == std::string_view::npos) {
+    return {s, {}};
+  }
   return {s.substr(0, pos), s.substr(pos + 1)};
 }
 
@@ -153,7 +175,9 @@ inline std::string quote_for_error(std::string_view s, std::size_t max = 40) {
       out += s[i];
     }
   }
-  if (s.size() > max) out += "...";
+  if (s.size() > max) {
+    out += "...";
+  }
   out += '"';
   return out;
 }

@@ -118,10 +118,12 @@ std::string serialize(const RtspRequest& request);
 
 /// Bounds on what a parser buffers; exceeding one is a fatal error for the connection.
 struct RtspParserLimits {
-  std::size_t max_header_bytes = 8 * 1024;      ///< Start line + headers + blank line (431).
-  std::size_t max_body_bytes = 64 * 1024;       ///< Content-Length above this: 413.
-  std::size_t max_headers = 64;                 ///< Header fields per message (431).
-  std::size_t max_buffered_bytes = 256 * 1024;  ///< Unconsumed input held at once (413).
+  std::size_t max_header_bytes =
+      std::size_t{8} * 1024;  ///< Start line + headers + blank line (431).
+  std::size_t max_body_bytes = std::size_t{64} * 1024;  ///< Content-Length above this: 413.
+  std::size_t max_headers = 64;                         ///< Header fields per message (431).
+  std::size_t max_buffered_bytes =
+      std::size_t{256} * 1024;  ///< Unconsumed input held at once (413).
 };
 
 /// What the parser found after the last feed()/next().

@@ -88,7 +88,7 @@ core::Result<std::string> build_sdp(const SdpSession& session);
 
 /// Limits of the parser; larger input is an error.
 struct SdpLimits {
-  std::size_t max_bytes = 64 * 1024;
+  std::size_t max_bytes = std::size_t{64} * 1024;
   std::size_t max_media = 32;
   std::size_t max_attributes = 256;  ///< Per section.
 };
