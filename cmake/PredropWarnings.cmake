@@ -1,7 +1,7 @@
 # Compiler flags shared by every predrop target.
 add_library(predrop_options INTERFACE)
 target_compile_options(predrop_options INTERFACE
-  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align -Wnull-dereference
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align
   -Wno-missing-field-initializers)
 
 if(PREDROP_SANITIZE)

@@ -10,6 +10,7 @@
 #include "predrop/client/measuring_client.hpp"
 #include "predrop/core/log.hpp"
 #include "predrop/net/event_loop.hpp"
+#include "predrop/net/srtp_session.hpp"
 
 using namespace predrop;
 
@@ -60,6 +61,8 @@ int main(int argc, char** argv) {
   std::printf("%6s %7s %9s %9s %7s %9s %9s %7s %8s\n", "block", "R", "L ms", "PSNR dB", "sent",
               "discarded", "received", "lost", "queue ms");
   std::fflush(stdout);
+  // libsrtp's init runs its self-tests (~50-100 ms): once per process, not per session.
+  net::SrtpLibraryGuard srtp_library;
   net::EventLoop loop;
   int exit_code = 0;
   client::MeasuringClient c(

@@ -205,6 +205,7 @@ std::optional<Problem> check_config(const ServerConfig& c) {
   first(rate("control.rp2", k.rp2));
   first(rate("control.rmax", k.rmax));
   first(rate("control.fixed_rate", k.fixed_rate));
+  first(rate("control.player_rate", k.player_rate));
   if (!p && k.rmax < k.rp) {
     first(Problem{"control.rmax", "must be >= control.rp (" + format_number(k.rmax) + " < " +
                                       format_number(k.rp) + ")"});
@@ -641,6 +642,7 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
       {"rp2", rate_key(c.control.rp2)},
       {"rmax", rate_key(c.control.rmax)},
       {"fixed_rate", rate_key(c.control.fixed_rate)},
+      {"player_rate", rate_key(c.control.player_rate)},
       {"t1", threshold_key(c.control.t1, false)},
       {"t2", threshold_key(c.control.t2, true)},
       {"k", [&](const toml::node& n) { r.unsigned_into(n, c.control.k, 1, 1024); }},

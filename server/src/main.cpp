@@ -12,6 +12,7 @@
 #include "predrop/core/policy_factory.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/net/event_loop.hpp"
+#include "predrop/net/srtp_session.hpp"
 #include "predrop/server/block_trace_csv.hpp"
 #include "predrop/server/config.hpp"
 #include "predrop/server/metrics_endpoint.hpp"
@@ -37,6 +38,8 @@ int run_stream(const server::ServerConfig& config, const server::CliOverrides& c
     }
     trace = std::move(t.value());
   }
+  // libsrtp's init runs its self-tests (~50-100 ms): once per process, not per session.
+  net::SrtpLibraryGuard srtp_library;
   net::EventLoop loop;
   auto on_block = [&trace](const server::BlockTrace& t) {
     if (trace) trace->write(t);

@@ -129,7 +129,7 @@ core::Result<StreamServerOptions> make_stream_options(const ServerConfig& c,
   auto policy = make_policy_config(c.control);
   if (!policy) return core::make_error("control: " + policy.error().message);
   o.policy = *policy;
-  o.player_rate = cli.player_rate.value_or(0.0);
+  o.player_rate = cli.player_rate.value_or(c.control.player_rate);
   if (!(o.player_rate >= 0.0 && o.player_rate <= 1.0)) {
     return core::make_error("--player-rate must be in [0, 1]");
   }

@@ -107,6 +107,7 @@ struct ControlConfig {
   ThresholdSetting t2{0.05, true};  ///< Delay threshold: absolute in µs, or relative.
   std::uint32_t k = 1;              ///< Delay history length (1 = basic rule).
   double fixed_rate = 0.0;          ///< R of the "fixed" policy.
+  double player_rate = 0.0;  ///< Fixed R for clients that send no PDFB (ffplay, VLC, GStreamer).
   MissingReportAction missing_report = MissingReportAction::kHold;
   std::uint32_t report_timeout_stages = 2;  ///< A report is missing this many stages later.
   double psnr_cap_db = 60.0;  ///< PSNR of a lossless block is capped here (it is unbounded).
@@ -114,7 +115,7 @@ struct ControlConfig {
 
 /// [discard]: which packets a stage drops.
 struct DiscardConfig {
-  DiscardPolicyName policy = DiscardPolicyName::kUniform;
+  DiscardPolicyName policy = DiscardPolicyName::kPriority;
   std::uint64_t seed = 1;  ///< For "random"; the same seed gives the same choices.
 };
 
