@@ -1,0 +1,201 @@
+// DDL control messages (client/ddl_protocol.hpp): annotated fixtures, round trips, truncation,
+// version and framing errors, SRTCP protection, and the job key formats.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "predrop/client/ddl_protocol.hpp"
+#include "predrop/net/srtp_session.hpp"
+
+namespace predrop {
+namespace {
+
+namespace wire = client::ddl_wire;
+
+// RR (no blocks) + PDJN: rank 2, 101 770 parameters, seed 7.
+const std::vector<std::uint8_t> kJoinFixture = {
+    0x80, 0xc9, 0x00, 0x01,  // RR: V=2, RC=0, PT=201, length 1 word
+    0x11, 0x22, 0x33, 0x44,  // sender SSRC
+    0x80, 0xcc, 0x00, 0x06,  // APP: V=2, subtype 0, PT=204, length 6 words (28 bytes)
+    0x11, 0x22, 0x33, 0x44,  // SSRC
+    0x50, 0x44, 0x4a, 0x4e,  // "PDJN"
+    0x01, 0x00,              // version 1, flags 0
+    0x00, 0x02,              // requested rank 2
+    0x00, 0x01, 0x8d, 0x8a,  // tensor elements 101 770
+    0x00, 0x00, 0x00, 0x00,  // model seed (high word)
+    0x00, 0x00, 0x00, 0x07,  // model seed (low word) = 7
+};
+
+TEST(DdlProtocol, JoinMatchesAnnotatedFixture) {
+  wire::ControlMessage m;
+  m.sender_ssrc = 0x11223344;
+  m.join = wire::JoinRequest{2, 101770, 7};
+  std::vector<std::uint8_t> out(256);
+  auto n = wire::write_control(out, m);
+  ASSERT_TRUE(n.ok()) << n.error().message;
+  out.resize(*n);
+  EXPECT_EQ(out, kJoinFixture);
+  auto back = wire::parse_control(kJoinFixture);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->sender_ssrc, 0x11223344u);
+  ASSERT_TRUE(back->join);
+  EXPECT_EQ(*back->join, *m.join);
+  EXPECT_FALSE(back->answer || back->stage_closed || back->feedback || back->bye);
+}
+
+TEST(DdlProtocol, AnswerStageClosedFeedbackAndByeRoundTrip) {
+  wire::ControlMessage m;
+  m.sender_ssrc = 0xdeadbeef;
+  wire::JoinAnswer a;
+  a.status = wire::JoinStatus::kRefused;
+  a.rank = wire::kAnyRank;
+  a.workers = 4;
+  a.joined = 3;
+  a.start_stage = 17;
+  a.downlink_ssrc = 0x01020304;
+  a.chunk_elements = 256;
+  a.missing_fill = 1;
+  a.egress_discard = true;
+  a.paced = true;
+  a.stage_deadline_ms = 500;
+  a.set_reason("the job is already running (stage 17)");
+  m.answer = a;
+  m.stage_closed = wire::StageClosed{17, 1, 380, 3};
+  net::PdfbFeedback fb;
+  fb.metric = net::PdfbMetric::kLossDelta;
+  fb.stage_id = 17;
+  fb.reception_period_us = 1234;
+  fb.packets_received = 396;
+  fb.packets_announced = 398;
+  m.feedback = fb;
+  m.bye = true;
+  std::vector<std::uint8_t> out(wire::kMaxControlDatagram);
+  auto n = wire::write_control(out, m);
+  ASSERT_TRUE(n.ok()) << n.error().message;
+  EXPECT_EQ(*n % 4, 0u);
+  auto back = wire::parse_control(std::span(out).first(*n));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_TRUE(back->answer && back->stage_closed && back->feedback);
+  EXPECT_EQ(*back->answer, a);
+  EXPECT_EQ(back->answer->reason(), "the job is already running (stage 17)");
+  EXPECT_EQ(*back->stage_closed, *m.stage_closed);
+  EXPECT_EQ(*back->feedback, fb);
+  EXPECT_TRUE(back->bye);
+
+  // A truncated compound is an error, or (cut at a packet boundary) a shorter compound whose
+  // messages are all whole: never a partially read message.
+  for (std::size_t len = 0; len < *n; ++len) {
+    auto t = wire::parse_control(std::span(out).first(len));
+    if (!t.ok()) continue;
+    EXPECT_EQ(len % 4, 0u);
+    if (t->answer) {
+      EXPECT_EQ(*t->answer, a) << len;
+    }
+    if (t->stage_closed) {
+      EXPECT_EQ(*t->stage_closed, *m.stage_closed) << len;
+    }
+    if (t->feedback) {
+      EXPECT_EQ(*t->feedback, fb) << len;
+    }
+    EXPECT_FALSE(t->bye) << len;
+  }
+}
+
+TEST(DdlProtocol, EveryReasonLengthRoundTrips) {
+  for (std::size_t len : {0u, 1u, 2u, 3u, 4u, 5u, 254u, 255u, 300u}) {
+    wire::ControlMessage m;
+    wire::JoinAnswer a;
+    a.status = wire::JoinStatus::kRemoved;
+    a.set_reason(std::string(len, 'x'));
+    m.answer = a;
+    std::vector<std::uint8_t> out(wire::kMaxControlDatagram);
+    auto n = wire::write_control(out, m);
+    ASSERT_TRUE(n.ok()) << len;
+    auto back = wire::parse_control(std::span(out).first(*n));
+    ASSERT_TRUE(back.ok()) << len << ": " << back.error().message;
+    EXPECT_EQ(back->answer->reason().size(), std::min<std::size_t>(len, 255));
+  }
+}
+
+TEST(DdlProtocol, RejectsOtherVersionsSizesAndDuplicates) {
+  auto bad = kJoinFixture;
+  bad[20] = 2;  // version
+  auto r = wire::parse_control(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("version 2"), std::string::npos) << r.error().message;
+
+  // A PDJN with 4 bytes more data (length field adjusted) is the wrong size.
+  auto longer = kJoinFixture;
+  longer[11] = 0x07;
+  longer.insert(longer.end(), {0, 0, 0, 0});
+  EXPECT_FALSE(wire::parse_control(longer).ok());
+
+  // Two PDJN in one compound.
+  auto twice = kJoinFixture;
+  twice.insert(twice.end(), kJoinFixture.begin() + 8, kJoinFixture.end());
+  EXPECT_FALSE(wire::parse_control(twice).ok());
+
+  // Without the leading RR it is not a valid compound.
+  EXPECT_FALSE(wire::parse_control(std::span(kJoinFixture).subspan(8)).ok());
+
+  // Unknown APP names are counted and ignored.
+  auto other = kJoinFixture;
+  other[19] = 'X';
+  auto o = wire::parse_control(other);
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_FALSE(o->join);
+  EXPECT_EQ(o->unknown_app, 1u);
+}
+
+TEST(DdlProtocol, SrtcpProtectsAndAuthenticates) {
+  net::SrtpLibraryGuard guard;
+  const wire::JobKey key = wire::generate_job_key(net::SrtpSuite::AeadAes128Gcm);
+  const wire::JobKey other = wire::generate_job_key(net::SrtpSuite::AeadAes128Gcm);
+  net::SrtpSession out(net::SrtpDirection::Outbound, *key.suite, key.key);
+  net::SrtpSession in(net::SrtpDirection::Inbound, *key.suite, key.key);
+  net::SrtpSession wrong(net::SrtpDirection::Inbound, *other.suite, other.key);
+  wire::ControlMessage m;
+  m.sender_ssrc = 42;
+  m.stage_closed = wire::StageClosed{3, 0, 10, 2};
+  std::vector<std::uint8_t> buf(wire::kMaxControlDatagram);
+  auto n = wire::encode_control(buf, m, &out);
+  ASSERT_TRUE(n.ok()) << n.error().message;
+  std::vector<std::uint8_t> copy(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(*n));
+  copy.resize(wire::kMaxControlDatagram);
+  EXPECT_FALSE(wire::decode_control(copy, *n, &wrong).ok());
+  auto back = wire::decode_control(buf, *n, &in);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back->stage_closed, *m.stage_closed);
+}
+
+TEST(DdlProtocol, JobKeyFormats) {
+  const wire::JobKey k = wire::generate_job_key(net::SrtpSuite::AesCm128HmacSha1_80);
+  const std::string line = wire::format_job_key(k);
+  EXPECT_EQ(line.rfind("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:", 0), 0u) << line;
+  auto parsed = wire::parse_job_key(line + "\n", std::nullopt);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(parsed->suite, k.suite);
+  EXPECT_EQ(parsed->key, k.key);
+
+  // A bare base64 key takes the default suite and must have its size.
+  const std::string b64 = line.substr(line.find("inline:") + 7);
+  auto bare = wire::parse_job_key(b64, net::SrtpSuite::AesCm128HmacSha1_80);
+  ASSERT_TRUE(bare.ok()) << bare.error().message;
+  EXPECT_EQ(bare->key, k.key);
+  auto wrong_size = wire::parse_job_key(b64, net::SrtpSuite::AeadAes128Gcm);
+  ASSERT_FALSE(wrong_size.ok());
+  EXPECT_NE(wrong_size.error().message.find("needs 28"), std::string::npos)
+      << wrong_size.error().message;
+  EXPECT_FALSE(wire::parse_job_key(b64, std::nullopt).ok());
+  EXPECT_FALSE(wire::parse_job_key("not base64!", net::SrtpSuite::AesCm128HmacSha1_80).ok());
+
+  auto none = wire::parse_job_key("none", std::nullopt);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->suite);
+  EXPECT_EQ(wire::format_job_key(*none), "none");
+}
+
+}  // namespace
+}  // namespace predrop

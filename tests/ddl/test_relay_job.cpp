@@ -1,0 +1,433 @@
+// DDL mode end to end on loopback: the real relay (server::DdlRelay, what predrop-server --mode
+// ddl runs) and real workers (client::DdlWorker, what predrop-ddl-worker runs) on one libuv loop,
+// with real UDP sockets on 127.0.0.1 and real SRTP/SRTCP, training on Fashion-MNIST.
+//
+//  - a short job trains well above chance;
+//  - injected delay (a receive-side impairment) raises R exactly as the rule says, checked by
+//    replaying the reports through core::ExactRule;
+//  - with R forced to 0 every worker applies the exact average of the workers' gradients;
+//  - a worker that vanishes is evicted and the others go on; a late joiner is refused; a worker
+//    with another key gets no answer.
+//
+// PREDROP_DDL_TEST_STAGES scales the training test down (the ASan build sets it).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "predrop/client/ddl_protocol.hpp"
+#include "predrop/client/ddl_worker.hpp"
+#include "predrop/core/exact_rule.hpp"
+#include "predrop/net/event_loop.hpp"
+#include "predrop/net/srtp_session.hpp"
+#include "predrop/server/ddl_relay.hpp"
+
+namespace predrop {
+namespace {
+
+namespace wire = client::ddl_wire;
+
+std::shared_ptr<const ddl::FashionMnist> dataset() {
+  static std::shared_ptr<const ddl::FashionMnist> data = [] {
+    auto d = client::load_ddl_dataset(std::string(ddl::kFashionMnistDir));
+    return d.ok() ? d.value() : nullptr;
+  }();
+  return data;
+}
+
+std::uint32_t env_stages(std::uint32_t fallback) {
+  const char* v = std::getenv("PREDROP_DDL_TEST_STAGES");
+  if (v == nullptr || *v == '\0') return fallback;
+  return static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
+}
+
+struct JobSpec {
+  std::uint32_t workers = 3;
+  std::uint32_t stages = 20;
+  core::PolicyConfig policy;
+  std::optional<std::uint32_t> deadline_ms;
+  bool paced = false;
+  core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
+  ddl::MissingPolicy fill = ddl::MissingPolicy::kZero;
+  std::size_t train_subset = 6000;
+  std::size_t test_subset = 2000;
+  std::uint32_t eval_every = 0;
+  std::uint32_t evict_after_stages = 3;
+  std::function<void(client::DdlWorkerOptions&, std::uint16_t rank)> tweak;
+};
+
+struct JobResult {
+  std::vector<server::DdlRelayStageRow> stages;
+  std::vector<server::DdlRelayReportRow> reports;
+  std::vector<server::DdlRelayEvent> events;
+  std::vector<std::vector<client::DdlWorkerStageRow>> rows;
+  std::vector<std::optional<core::Status>> worker_status;
+  std::vector<client::DdlWorkerSummary> summaries;
+  std::optional<core::Status> relay_status;
+  server::DdlRelayStats relay_stats;
+  bool loop_closed_cleanly = false;
+};
+
+class Collector final : public server::DdlRelayListener {
+ public:
+  explicit Collector(JobResult& r) : r_(r) {}
+  void on_stage(const server::DdlRelayStageRow& row) override { r_.stages.push_back(row); }
+  void on_report(const server::DdlRelayReportRow& row) override { r_.reports.push_back(row); }
+  void on_event(const server::DdlRelayEvent& e) override { r_.events.push_back(e); }
+  void on_finished(const core::Status& st) override { r_.relay_status = st; }
+
+ private:
+  JobResult& r_;
+};
+
+// Runs a whole job on one loop until every worker and the relay are done.
+JobResult run_job(const JobSpec& spec) {
+  net::SrtpLibraryGuard srtp;
+  JobResult result;
+  result.rows.resize(spec.workers);
+  result.worker_status.resize(spec.workers);
+  result.summaries.resize(spec.workers);
+  const wire::JobKey key = wire::generate_job_key(net::SrtpSuite::AeadAes128Gcm);
+  net::EventLoop loop;
+  Collector collector(result);
+  server::DdlRelayOptions ro;
+  ro.listen = net::SocketAddress::loopback_v4(0);
+  ro.workers = spec.workers;
+  ro.stage_deadline_ms = spec.deadline_ms;
+  ro.missing_fill = spec.fill;
+  ro.paced = spec.paced;
+  ro.policy = spec.policy;
+  ro.discard = spec.discard;
+  ro.key = key;
+  ro.evict_after_stages = spec.evict_after_stages;
+  auto relay = std::make_unique<server::DdlRelay>(loop, ro, &collector);
+  EXPECT_TRUE(relay->start().ok());
+  std::vector<std::unique_ptr<client::DdlWorker>> workers;
+  for (std::uint16_t w = 0; w < spec.workers; ++w) {
+    client::DdlWorkerOptions o;
+    o.relay = relay->local_address();
+    o.bind = net::SocketAddress::loopback_v4(0);
+    o.key = key;
+    o.rank = w;
+    o.stages = spec.stages;
+    o.train_subset = spec.train_subset;
+    o.test_subset = spec.test_subset;
+    o.eval_every = spec.eval_every;
+    o.relay_silence_ms = 20'000;
+    if (spec.tweak) spec.tweak(o, w);
+    workers.push_back(std::make_unique<client::DdlWorker>(
+        loop, dataset(), o,
+        [&result, w](const client::DdlWorkerStageRow& r) { result.rows[w].push_back(r); },
+        [&result, w](const core::Status& st, const client::DdlWorkerSummary& s) {
+          result.worker_status[w] = st;
+          result.summaries[w] = s;
+        }));
+    EXPECT_TRUE(workers.back()->start().ok());
+  }
+  loop.run();
+  result.relay_stats = relay->stats();
+  workers.clear();
+  relay.reset();
+  result.loop_closed_cleanly = loop.close().ok() && loop.forced_closes() == 0;
+  return result;
+}
+
+core::RuleParams rule_for_delay_test() {
+  core::RuleParams p;
+  p.rp = 0.05;
+  p.rp1 = 0.10;
+  p.rp2 = 0.05;
+  p.rmax = 0.5;
+  p.t1 = core::Threshold::absolute(100.0);     // P never "worse by more than T1": delay only
+  p.t2 = core::Threshold::absolute(40'000.0);  // 40 ms, far above loopback jitter
+  return p;
+}
+
+class DdlJob : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!dataset()) GTEST_SKIP() << "Fashion-MNIST not installed (dataset-fashion-mnist)";
+  }
+};
+
+// (a) Three workers on a 6 000-sample subset; the relay's egress runs the exact rule with a delay
+// history (the configs/ddl.toml settings) and priority pre-discard.
+TEST_F(DdlJob, ShortJobTrainsWellAboveChance) {
+  JobSpec spec;
+  spec.stages = env_stages(300);
+  spec.eval_every = 100;
+  spec.policy.policy = "history";
+  spec.policy.rule.rmax = 0.3;
+  spec.policy.rule.k = 3;
+  spec.policy.rule.t1 = core::Threshold::absolute(0.01);
+  spec.policy.rule.t2 = core::Threshold::fraction(0.10);
+  const JobResult r = run_job(spec);
+  ASSERT_TRUE(r.relay_status.has_value());
+  EXPECT_TRUE(r.relay_status->ok()) << r.relay_status->error().message;
+  for (std::uint32_t w = 0; w < spec.workers; ++w) {
+    SCOPED_TRACE("rank " + std::to_string(w));
+    ASSERT_TRUE(r.worker_status[w].has_value());
+    EXPECT_TRUE(r.worker_status[w]->ok()) << r.worker_status[w]->error().message;
+    ASSERT_EQ(r.rows[w].size(), spec.stages);
+    EXPECT_GT(r.summaries[w].final_accuracy, 0.60);  // chance is 0.10
+    EXPECT_LT(r.rows[w].back().probe_loss, r.rows[w].front().probe_loss);
+  }
+  EXPECT_EQ(r.relay_stats.stages, spec.stages);
+  EXPECT_EQ(r.relay_stats.left, spec.workers);
+  EXPECT_EQ(r.relay_stats.reports + r.relay_stats.reports_missing,
+            std::uint64_t{spec.stages} * spec.workers);
+  // Every stage's egress discarded round(R x n) (with the carried remainder) and R stayed in
+  // [0, rmax]; what the workers filled covers at least what the relay pre-discarded.
+  for (const auto& s : r.stages) {
+    for (const auto& p : s.peers) {
+      ASSERT_TRUE(p.live);
+      EXPECT_GE(p.rate, 0.0);
+      EXPECT_LE(p.rate, 0.3 + 1e-12);
+      EXPECT_NEAR(static_cast<double>(p.discarded), p.rate * p.planned, 1.0);
+    }
+  }
+  for (std::uint32_t w = 0; w < spec.workers; ++w) {
+    for (const auto& row : r.rows[w]) {
+      const auto& s = r.stages[row.stage];
+      EXPECT_GE(row.filled, s.peers[w].discarded + s.chunks_empty) << "stage " << row.stage;
+    }
+  }
+  EXPECT_EQ(r.relay_stats.srtp_failures, 0u);
+  EXPECT_TRUE(r.loop_closed_cleanly);
+}
+
+// (b) Rank 0's aggregate of stages 4 and 9 arrives with its second half 100 ms late (raised
+// arrival times, no real wait). L grows by far more than T2 = 40 ms, P is never worse by more
+// than T1: the exact rule raises R at those stages, and replaying rank 0's reports through a
+// fresh core::ExactRule gives the relay's decisions one for one.
+TEST_F(DdlJob, InjectedDelayRaisesRateAsTheRuleSays) {
+  JobSpec spec;
+  spec.workers = 2;
+  spec.stages = 14;
+  spec.deadline_ms = 2000;  // the delay must stretch L, not cut the stage
+  spec.policy.policy = "basic";
+  spec.policy.rule = rule_for_delay_test();
+  spec.tweak = [](client::DdlWorkerOptions& o, std::uint16_t rank) {
+    if (rank != 0) return;
+    o.impairment = [](const net::RtpPacketView& v, std::uint64_t& arrival) {
+      if (v.stage && (v.stage->stage_id == 4 || v.stage->stage_id == 9) &&
+          v.stage->index >= v.stage->count / 2) {
+        arrival += 100'000;
+      }
+      return true;
+    };
+  };
+  const JobResult r = run_job(spec);
+  ASSERT_TRUE(r.relay_status.has_value());
+  EXPECT_TRUE(r.relay_status->ok()) << r.relay_status->error().message;
+
+  std::map<std::uint32_t, server::DdlRelayReportRow> rank0;
+  for (const auto& rep : r.reports) {
+    if (rep.rank == 0) rank0[rep.stage] = rep;
+  }
+  ASSERT_EQ(rank0.size(), spec.stages);
+  core::ExactRule replay(rule_for_delay_test());
+  double rate = 0.0;
+  for (const auto& [stage, rep] : rank0) {
+    SCOPED_TRACE("stage " + std::to_string(stage));
+    ASSERT_TRUE(rep.reported);
+    // The relay sent the stage at the rate decided after the stage before.
+    ASSERT_TRUE(rep.report.rate_used.has_value());
+    EXPECT_DOUBLE_EQ(*rep.report.rate_used, rate);
+    auto d = replay.on_report(rep.report);
+    ASSERT_TRUE(d.ok()) << d.error().message;
+    EXPECT_EQ(d->kind, rep.decision.kind) << core::to_string(rep.decision.kind);
+    EXPECT_DOUBLE_EQ(d->rate, rep.next_rate);
+    rate = rep.next_rate;
+  }
+  for (const std::uint32_t s : {4u, 9u}) {
+    SCOPED_TRACE("impaired stage " + std::to_string(s));
+    EXPECT_GE(rank0[s].report.reception_period_us, 100'000.0);
+    EXPECT_EQ(rank0[s].decision.kind, core::DecisionKind::kIncrease);
+    EXPECT_NEAR(rank0[s].next_rate, *rank0[s].report.rate_used + 0.10, 1e-12);
+    // The stage after the impaired one is sent with the raised R, discarding round(R x n).
+    const auto& next = r.stages[s + 1].peers[0];
+    EXPECT_DOUBLE_EQ(next.rate, rank0[s].next_rate);
+    EXPECT_NEAR(static_cast<double>(next.discarded), next.rate * next.planned, 1.0);
+  }
+  EXPECT_EQ(rank0[0].decision.kind, core::DecisionKind::kInitial);
+  // Rank 1 was not impaired: its L never grew that much.
+  for (const auto& rep : r.reports) {
+    if (rep.rank == 1) {
+      EXPECT_LT(rep.report.reception_period_us, 100'000.0);
+    }
+  }
+  EXPECT_TRUE(r.loop_closed_cleanly);
+}
+
+// (c) With R forced to 0 (policy fixed, fixed_rate 0) and a deadline long enough for every chunk,
+// each worker applies the exact average of the three workers' gradients.
+TEST_F(DdlJob, ZeroRateAggregateIsTheExactAverage) {
+  struct Seen {
+    std::vector<float> own, applied;
+  };
+  std::vector<std::map<std::uint32_t, Seen>> seen(3);
+  JobSpec spec;
+  spec.stages = 6;
+  spec.deadline_ms = 5000;
+  spec.policy.policy = "fixed";
+  spec.policy.fixed_rate = 0.0;
+  spec.tweak = [&seen](client::DdlWorkerOptions& o, std::uint16_t rank) {
+    o.tap = [&seen, rank](const client::DdlGradientTap& t) {
+      Seen& s = seen[rank][t.stage];
+      s.own.assign(t.own_gradient.begin(), t.own_gradient.end());
+      s.applied.assign(t.applied.begin(), t.applied.end());
+      for (const std::uint16_t got : t.received)
+        ASSERT_EQ(got, 1u);
+    };
+  };
+  const JobResult r = run_job(spec);
+  ASSERT_TRUE(r.relay_status.has_value());
+  EXPECT_TRUE(r.relay_status->ok()) << r.relay_status->error().message;
+  ASSERT_EQ(r.stages.size(), spec.stages);
+  for (std::uint32_t s = 0; s < spec.stages; ++s) {
+    SCOPED_TRACE("stage " + std::to_string(s));
+    EXPECT_EQ(r.stages[s].reason, 0) << "closed complete";
+    EXPECT_EQ(r.stages[s].chunks_partial + r.stages[s].chunks_empty, 0u);
+    for (const auto& p : r.stages[s].peers)
+      EXPECT_EQ(p.discarded, 0u);
+    ASSERT_EQ(seen[0].count(s) + seen[1].count(s) + seen[2].count(s), 3u);
+    const auto& g0 = seen[0][s].own;
+    const auto& g1 = seen[1][s].own;
+    const auto& g2 = seen[2][s].own;
+    std::size_t inexact = 0;
+    double worst = 0.0;
+    for (std::size_t i = 0; i < g0.size(); ++i) {
+      // The relay sums in double in arrival order and rounds once: within one float ulp of the
+      // exact mean, and in practice equal to it.
+      const double exact = (double{g0[i]} + double{g1[i]} + double{g2[i]}) / 3.0;
+      const float got = seen[0][s].applied[i];
+      const double ulp = std::nextafter(std::fabs(static_cast<float>(exact)), INFINITY) -
+                         std::fabs(static_cast<float>(exact));
+      const double err = std::fabs(double{got} - exact);
+      worst = std::max(worst, ulp > 0 ? err / ulp : err);
+      if (got != static_cast<float>(exact)) ++inexact;
+    }
+    EXPECT_LE(worst, 1.0);
+    EXPECT_LE(inexact, g0.size() / 10000) << "of " << g0.size();
+    // Every worker applied the same aggregate, bit for bit, so their models stay identical.
+    EXPECT_EQ(std::memcmp(seen[0][s].applied.data(), seen[1][s].applied.data(), g0.size() * 4), 0);
+    EXPECT_EQ(std::memcmp(seen[0][s].applied.data(), seen[2][s].applied.data(), g0.size() * 4), 0);
+  }
+  EXPECT_TRUE(r.loop_closed_cleanly);
+}
+
+// (d) Rank 2 dies at stage 8 (its socket closes, no BYE). The relay closes the next stages by
+// deadline, evicts it after 3 stages without a word from it, and the other two finish.
+TEST_F(DdlJob, VanishedWorkerIsEvictedAndTheOthersGoOn) {
+  JobSpec spec;
+  spec.stages = 30;
+  spec.policy.policy = "fixed";
+  spec.tweak = [](client::DdlWorkerOptions& o, std::uint16_t rank) {
+    if (rank == 2) o.vanish_at_stage = 8;
+  };
+  const JobResult r = run_job(spec);
+  ASSERT_TRUE(r.relay_status.has_value());
+  EXPECT_TRUE(r.relay_status->ok()) << r.relay_status->error().message;
+  for (std::uint32_t w = 0; w < 2; ++w) {
+    ASSERT_TRUE(r.worker_status[w].has_value());
+    EXPECT_TRUE(r.worker_status[w]->ok()) << r.worker_status[w]->error().message;
+    EXPECT_EQ(r.rows[w].size(), spec.stages);
+  }
+  ASSERT_TRUE(r.worker_status[2].has_value());
+  EXPECT_FALSE(r.worker_status[2]->ok());
+  EXPECT_EQ(r.rows[2].size(), 8u);
+  EXPECT_EQ(r.relay_stats.evicted, 1u);
+  const auto ev = std::find_if(r.events.begin(), r.events.end(), [](const auto& e) {
+    return e.kind == server::DdlRelayEvent::Kind::kEvicted;
+  });
+  ASSERT_NE(ev, r.events.end());
+  EXPECT_EQ(ev->rank, 2u);
+  // Stages 8.. waited for rank 2 until their deadline; after the eviction they complete again.
+  ASSERT_EQ(r.stages.size(), spec.stages);
+  EXPECT_EQ(r.stages[8].reason, 1) << "deadline";
+  std::uint32_t evicted_after = 0;
+  for (const auto& s : r.stages) {
+    if (s.stage >= 8 && s.peers[2].live) evicted_after = s.stage + 1;
+  }
+  // Stage 8's close still counts rank 2's report of stage 7; stages 9, 10, 11 are the three it
+  // missed, so it is evicted when stage 11 closes.
+  EXPECT_EQ(evicted_after, 12u);
+  for (std::uint32_t s = evicted_after + 1; s < spec.stages; ++s) {
+    EXPECT_EQ(r.stages[s].contributors, 2u);
+    EXPECT_FALSE(r.stages[s].peers[2].live);
+  }
+  std::size_t complete_after = 0;
+  for (std::uint32_t s = evicted_after + 1; s < spec.stages; ++s) {
+    if (r.stages[s].reason == 0) ++complete_after;
+  }
+  EXPECT_GE(complete_after, (spec.stages - evicted_after - 1) * 3 / 4);
+  EXPECT_TRUE(r.loop_closed_cleanly);
+}
+
+// A worker that comes after the job started is refused with a clear message; one with another
+// key gets no answer and gives up with a message naming the likely causes.
+TEST_F(DdlJob, LateJoinerAndWrongKeyGetClearErrors) {
+  net::SrtpLibraryGuard srtp;
+  const wire::JobKey key = wire::generate_job_key(net::SrtpSuite::AeadAes128Gcm);
+  net::EventLoop loop;
+  JobResult result;
+  Collector collector(result);
+  server::DdlRelayOptions ro;
+  ro.listen = net::SocketAddress::loopback_v4(0);
+  ro.workers = 1;
+  ro.policy.policy = "fixed";
+  ro.key = key;
+  server::DdlRelay relay(loop, ro, &collector);
+  ASSERT_TRUE(relay.start().ok());
+  auto options = [&](const wire::JobKey& k) {
+    client::DdlWorkerOptions o;
+    o.relay = relay.local_address();
+    o.bind = net::SocketAddress::loopback_v4(0);
+    o.key = k;
+    o.stages = 40;
+    o.train_subset = 2000;
+    o.test_subset = 500;
+    o.eval_every = 0;
+    o.join_timeout_ms = 600;
+    return o;
+  };
+  std::optional<core::Status> first, late, wrong;
+  std::unique_ptr<client::DdlWorker> late_worker, wrong_worker;
+  client::DdlWorker worker(
+      loop, dataset(), options(key),
+      [&](const client::DdlWorkerStageRow& row) {
+        if (row.stage != 5) return;
+        late_worker = std::make_unique<client::DdlWorker>(
+            loop, dataset(), options(key), nullptr,
+            [&](const core::Status& st, const client::DdlWorkerSummary&) { late = st; });
+        EXPECT_TRUE(late_worker->start().ok());
+        wrong_worker = std::make_unique<client::DdlWorker>(
+            loop, dataset(), options(wire::generate_job_key(net::SrtpSuite::AeadAes128Gcm)),
+            nullptr, [&](const core::Status& st, const client::DdlWorkerSummary&) { wrong = st; });
+        EXPECT_TRUE(wrong_worker->start().ok());
+      },
+      [&](const core::Status& st, const client::DdlWorkerSummary&) { first = st; });
+  ASSERT_TRUE(worker.start().ok());
+  loop.run();
+  ASSERT_TRUE(first && late && wrong);
+  EXPECT_TRUE(first->ok()) << first->error().message;
+  ASSERT_FALSE(late->ok());
+  EXPECT_NE(late->error().message.find("late joiners are not admitted"), std::string::npos)
+      << late->error().message;
+  ASSERT_FALSE(wrong->ok());
+  EXPECT_NE(wrong->error().message.find("no answer from the relay"), std::string::npos)
+      << wrong->error().message;
+  EXPECT_EQ(relay.stats().refused, 1u);
+  EXPECT_GE(relay.stats().srtp_failures, 1u);
+}
+
+}  // namespace
+}  // namespace predrop
