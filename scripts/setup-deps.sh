@@ -9,10 +9,11 @@ packages=(
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libavfilter-dev ffmpeg
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libeigen3-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev
   dataset-fashion-mnist
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(iproute2 iperf3 gnuplot-nox clang libclang-rt-14-dev valgrind)
+  packages+=(iproute2 iperf3 gnuplot-nox valgrind)
 fi
 
 missing=()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs missing Debian packages, builds the release and the asan-ubsan
-# presets, and runs the whole ctest suite in both. Usage: scripts/test.sh [--no-sanitizers]
+# presets, runs the whole ctest suite in both, then a short libFuzzer run of every fuzz target.
+# Usage: scripts/test.sh [--no-sanitizers]   (skips the asan-ubsan and fuzz stages)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-deps.sh
@@ -16,5 +17,7 @@ run_preset() {
 run_preset release
 if [[ "${1:-}" != "--no-sanitizers" ]]; then
   run_preset asan-ubsan
+  echo "=== fuzz smoke run (libFuzzer, ${PREDROP_FUZZ_SECONDS:-10} s per target)"
+  scripts/fuzz-smoke.sh "${PREDROP_FUZZ_SECONDS:-10}"
 fi
 echo "=== all test suites passed"
