@@ -4,6 +4,7 @@
 #   server.toml       the server config of the run (common part + the policy file)
 #   trace.csv         the server's per-block trace (R, discarded, report, decision)
 #   client-<i>.csv    each client's per-block table (L, PSNR, received, network loss, queue delay)
+#   qdisc.txt         the bottleneck's counters at the end (bytes and packets sent, dropped)
 #   events            the schedule as executed (planned s, actual s since the stream started, what)
 #   server.log, client-<i>.log
 #
@@ -44,6 +45,8 @@ bin="${PREDROP_BIN:?set PREDROP_BIN to the directory holding predrop-server and 
 server_exe="$bin/predrop-server"
 client_exe="$bin/predrop-client"
 [[ -x "$server_exe" && -x "$client_exe" ]] || { echo "run-scenario: no binaries in $bin" >&2; exit 1; }
+[[ -r "$policy" ]] || { echo "run-scenario: no policy file $policy" >&2; exit 2; }
+[[ -r "$clip" ]] || { echo "run-scenario: no clip $clip" >&2; exit 2; }
 clip="$(readlink -f "$clip")"
 mkdir -p "$out"
 out="$(readlink -f "$out")"
@@ -57,6 +60,11 @@ mode = "stream"
 metrics_listen = ""
 max_sessions = 16
 log_level = "warn"
+# The client's GET_PARAMETER keep-alive comes every session_timeout_s / 2; the server's RTSP idle
+# timeout must not close the connection of a playing session in between (it does at 30 s with the
+# defaults 60 / 30, which ends the client's run after ~29 blocks).
+session_timeout_s = 20
+rtsp_idle_timeout_s = 3600
 
 [server.streams]
 clip = "$clip"
@@ -102,5 +110,7 @@ for pid in "${client_pids[@]}"; do
   wait "$pid" || status=1
 done
 cp "$BED_DIR/events" "$out/events" 2>/dev/null || : >"$out/events"
+# What the bottleneck forwarded and dropped over the whole run (includes cross traffic).
+tc -s -n "$BED_RTR" qdisc show dev r1 >"$out/qdisc.txt" 2>&1
 bed_down
 exit $status

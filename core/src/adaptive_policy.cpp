@@ -5,6 +5,21 @@
 
 namespace predrop::core {
 
+namespace {
+// Rates closer than this are the same rate (R is stored as a double but planned in packets).
+constexpr double kSameRate = 1e-6;
+// A pulse whose report never shows up (e.g. two reports arrived between two stage starts, so no
+// stage was sent at the pulse rate) is given up after this many further reports.
+constexpr unsigned kPulseReportsMax = 3;
+// Reports after a failed pulse whose queueing and loss are the pulse's: a 100 ms queue drains
+// within about two stages at the settled rate.
+constexpr unsigned kAftermathReports = 2;
+
+bool same_rate(double a, double b) {
+  return std::fabs(a - b) < kSameRate;
+}
+}  // namespace
+
 Status validate(const AdaptiveParams& p) {
   auto in01 = [](double v) { return std::isfinite(v) && v >= 0.0 && v <= 1.0; };
   if (!in01(p.rmax)) return make_error("adaptive.rmax must be in [0, 1]");
@@ -18,10 +33,17 @@ Status validate(const AdaptiveParams& p) {
   if (!(p.queue_low_us >= 0 && p.queue_low_us <= p.queue_high_us)) {
     return make_error("adaptive.queue_low_us must be in [0, queue_high_us]");
   }
-  if (p.base_window < 1 || p.hold_stages > p.max_hold_stages || p.max_hold_stages > 1024) {
-    return make_error("adaptive: base_window >= 1 and hold_stages <= max_hold_stages <= 1024");
+  if (!(p.creep_queue_us >= 0 && p.creep_queue_us <= p.queue_low_us)) {
+    return make_error("adaptive.creep_queue_us must be in [0, queue_low_us]");
   }
-  if (!in01(p.probe_step) || p.probe_step == 0) return make_error("adaptive.probe_step in (0, 1]");
+  if (p.base_window < 1 || p.hold_stages < 1 || p.hold_stages > p.max_hold_stages ||
+      p.max_hold_stages > 1024) {
+    return make_error("adaptive: base_window >= 1 and 1 <= hold_stages <= max_hold_stages <= 1024");
+  }
+  if (!in01(p.pulse_rate) || p.pulse_rate > p.rmax) {
+    return make_error("adaptive.pulse_rate must be in [0, rmax]");
+  }
+  if (!in01(p.creep_step)) return make_error("adaptive.creep_step must be in [0, 1]");
   if (std::isnan(p.quality_floor)) return make_error("adaptive.quality_floor is NaN");
   return Ok{};
 }
@@ -29,8 +51,8 @@ Status validate(const AdaptiveParams& p) {
 AdaptivePolicy::AdaptivePolicy(const AdaptiveParams& params, double initial_rate)
     : params_(params),
       rate_(initial_rate),
+      settled_(initial_rate),
       hold_(params.hold_stages),
-      next_probe_step_(params.probe_step),
       base_ring_(params.base_window, 0.0) {}
 
 double AdaptivePolicy::base_reception_period_us() const {
@@ -45,17 +67,48 @@ void AdaptivePolicy::remember_base(double reception_period_us) {
   base_count_ = std::min(base_count_ + 1, base_ring_.size());
 }
 
-Decision AdaptivePolicy::congested(double target, std::string_view reason) {
-  // A probe that ran into congestion again: the bottleneck is still there, so wait longer
-  // before the next one.
-  if (probing_) hold_ = std::min(params_.max_hold_stages, std::max(1u, hold_ * 2));
-  probing_ = false;
+void AdaptivePolicy::end_episode() {
+  floor_ = 0.0;
+  hold_ = params_.hold_stages;
   clean_run_ = 0;
-  next_probe_step_ = params_.probe_step;
-  // Never lower R on a congestion signal: a target below R means R was right and the loss came
-  // from the stage before it took effect.
-  rate_ = clamp(std::max(rate_, target));
+}
+
+Decision AdaptivePolicy::raise(double target, std::string_view reason) {
+  clean_run_ = 0;
+  // Never lower R on a congestion signal: a target below R means R was right and the signal came
+  // from a stage sent before R took effect.
+  settled_ = clamp(std::max(settled_, target));
+  // A congestion signal cancels a pulse that has not been sent yet.
+  if (pulse_ == Pulse::kSent) pulse_ = Pulse::kNone;
+  rate_ = settled_;
   return {rate_, DecisionKind::kAdapt, reason};
+}
+
+Decision AdaptivePolicy::on_pulse_report(const StageReport& r, double used, double loss,
+                                         double queue) {
+  pulse_ = Pulse::kNone;
+  clean_run_ = 0;
+  if (loss <= params_.clean_loss && queue <= params_.queue_low_us) {
+    // The path carried the stream at the pulse rate: the congestion is over.
+    remember_base(r.reception_period_us);
+    end_episode();
+    settled_ = rate_ = clamp(params_.pulse_rate);
+    return {rate_, DecisionKind::kAdapt, "capacity pulse clean: congestion over, R to pulse rate"};
+  }
+  hold_ = std::min(params_.max_hold_stages, std::max(1u, hold_ * 2));
+  // The stage after the pulse starts on the queue the pulse left; its loss and queueing are the
+  // pulse's, not a sign that the settled rate is too low.
+  aftermath_ = kAftermathReports;
+  if (loss > params_.loss_threshold) {
+    // The pulse started on a drained queue, which absorbed part of it, so its loss understates
+    // the excess: it may raise the settled R, never lower it. But a target below the creep floor
+    // means capacity grew since the floor was set: let the creep look again.
+    const double target = 1.0 - (1.0 - used) * (1.0 - loss) * params_.margin;
+    if (target < floor_ - params_.creep_step) floor_ = std::max(0.0, target);
+    settled_ = clamp(std::max(settled_, target));
+  }
+  rate_ = settled_;
+  return {rate_, DecisionKind::kAdapt, "capacity pulse met congestion: settled R, longer hold"};
 }
 
 Decision AdaptivePolicy::decide(const StageReport& r) {
@@ -65,51 +118,86 @@ Decision AdaptivePolicy::decide(const StageReport& r) {
   const double queue = r.queue_delay_us.value_or(0.0);
   const double base = base_reception_period_us();
   const bool standing_queue = queue > params_.queue_high_us;
-  const double margin = standing_queue ? params_.drain_margin : params_.margin;
+
+  if (pulse_ == Pulse::kAwaiting && same_rate(used, params_.pulse_rate) &&
+      !same_rate(settled_, params_.pulse_rate)) {
+    return on_pulse_report(r, used, loss, queue);
+  }
+  if (pulse_ == Pulse::kSent) {
+    // This report is about a stage sent before the pulse; the pulse stage has started (or starts
+    // next). Go back to the settled rate so that the pulse lasts one stage.
+    pulse_ = Pulse::kAwaiting;
+    awaiting_reports_ = 0;
+    rate_ = settled_;
+  } else if (pulse_ == Pulse::kAwaiting && ++awaiting_reports_ > kPulseReportsMax) {
+    pulse_ = Pulse::kNone;
+  }
+  if (aftermath_ > 0) {
+    --aftermath_;
+    if (same_rate(used, settled_) && (loss > params_.clean_loss || queue > params_.queue_low_us)) {
+      clean_run_ = 0;
+      return {rate_, DecisionKind::kAdapt, "draining what the failed pulse left: hold"};
+    }
+  }
 
   if (loss > params_.loss_threshold) {
     const double capacity = (1.0 - used) * (1.0 - loss);
-    return congested(1.0 - capacity * margin, "network loss: R sized from the received fraction");
+    const double margin = standing_queue ? params_.drain_margin : params_.margin;
+    // The rate used was too low for this path: the creep must not go back there.
+    floor_ = std::max(floor_, std::min(params_.rmax, used + params_.creep_step));
+    return raise(1.0 - capacity * margin, "network loss: R sized from the received fraction");
   }
   const bool stretched = base > 0 && params_.t2.increase_exceeds(r.reception_period_us, base);
   if (stretched) {
     const double capacity = (1.0 - used) * base / r.reception_period_us;
-    return congested(1.0 - capacity * margin, "reception period stretched: R sized from L");
+    return raise(1.0 - capacity * params_.margin, "reception period stretched: R sized from L");
   }
   if (standing_queue) {
-    return congested(rate_ + params_.rp1, "queue building: R up one step");
+    floor_ = std::max(floor_, std::min(params_.rmax, used + params_.creep_step));
+    return raise(used + params_.rp1, "queue building: R up one step");
   }
-  if (r.performance < params_.quality_floor && loss <= params_.clean_loss && rate_ > 0) {
-    probing_ = false;
+  if (r.performance < params_.quality_floor && loss <= params_.clean_loss && settled_ > 0) {
     clean_run_ = 0;
-    rate_ = clamp(rate_ - params_.rp2);
+    settled_ = clamp(settled_ - params_.rp2);
+    if (pulse_ != Pulse::kSent) rate_ = settled_;
     return {rate_, DecisionKind::kAdapt, "quality below floor without network loss: R down"};
   }
-  const bool clean = loss <= params_.clean_loss && queue <= params_.queue_low_us;
-  if (!clean) {
-    // Between the thresholds: hold R and do not count the stage towards a probe.
+  if (loss > params_.clean_loss) {
+    if (same_rate(used, settled_)) {
+      // A packet or two lost at the current rate: the tail of a burst met a standing queue.
+      floor_ = std::max(floor_, std::min(params_.rmax, used + params_.creep_step));
+      return raise(used + params_.creep_step, "mild loss at the current rate: R up a little");
+    }
     clean_run_ = 0;
-    return {rate_, DecisionKind::kAdapt, "mild loss or queueing: hold"};
+    return {rate_, DecisionKind::kAdapt, "mild loss before the last change: hold"};
+  }
+  if (queue > params_.queue_low_us) {
+    // Between the thresholds: hold R and do not count the stage towards a pulse.
+    clean_run_ = 0;
+    return {rate_, DecisionKind::kAdapt, "moderate queueing: hold"};
   }
   remember_base(r.reception_period_us);
-  if (r.rate_used && std::fabs(*r.rate_used - rate_) > 1e-9) {
-    // The stage was sent before the last change took effect (reports trail the stages in
-    // flight): its cleanness says nothing about the new rate yet.
+  if (settled_ <= params_.pulse_rate + kSameRate || pulse_ != Pulse::kNone) {
+    return {rate_, DecisionKind::kAdapt, "clean path: hold"};
+  }
+  // Every clean stage counts towards the next pulse, also one sent before the last creep step
+  // (at a higher R): the hold measures how long the path has been calm, and the time to notice
+  // the end of congestion is the hold plus the report delay.
+  if (++clean_run_ >= hold_) {
+    clean_run_ = 0;
+    pulse_ = Pulse::kSent;
+    rate_ = clamp(params_.pulse_rate);
+    return {rate_, DecisionKind::kAdapt, "capacity pulse: one stage at the pulse rate"};
+  }
+  if (!same_rate(used, settled_)) {
+    // The stage was sent before the last change took effect: its cleanness says nothing about
+    // the new rate yet.
     return {rate_, DecisionKind::kAdapt, "waiting for the last change to take effect"};
   }
-  if (probing_) {
-    // The last probe stayed clean: the hold resets and the next step is larger.
-    hold_ = params_.hold_stages;
-    next_probe_step_ = std::min(1.0, next_probe_step_ * 2);
+  if (queue <= params_.creep_queue_us && settled_ - params_.creep_step >= floor_ - kSameRate) {
+    settled_ = rate_ = clamp(settled_ - params_.creep_step);
+    return {rate_, DecisionKind::kAdapt, "clean path, empty queue: creep R down"};
   }
-  ++clean_run_;
-  if (rate_ > 0 && (clean_run_ > hold_ || probing_)) {
-    rate_ = rate_ - next_probe_step_ < params_.probe_step / 2 ? 0.0 : rate_ - next_probe_step_;
-    probing_ = rate_ > 0;
-    clean_run_ = 0;
-    return {rate_, DecisionKind::kAdapt, "clean path: probing R down"};
-  }
-  probing_ = false;
   return {rate_, DecisionKind::kAdapt, "clean path: hold"};
 }
 
@@ -117,7 +205,8 @@ Decision AdaptivePolicy::decide_missing(std::uint32_t /*stage*/) {
   ++missing_run_;
   clean_run_ = 0;
   if (missing_run_ >= 2) {
-    rate_ = clamp(rate_ + params_.rp1);
+    pulse_ = Pulse::kNone;
+    settled_ = rate_ = clamp(settled_ + params_.rp1);
     return {rate_, DecisionKind::kMissing, "reports missing: feedback path congested? R up"};
   }
   return {rate_, DecisionKind::kMissing, "one report missing: hold"};

@@ -1,0 +1,385 @@
+#!/usr/bin/env python3
+"""Summarises test-bed runs: per-block table, per-policy summary, targets, gnuplot plots.
+
+    analyze.py RESULTS_DIR
+
+RESULTS_DIR holds one folder per scenario with a scenario.json (written by run-all.sh) and one
+folder per policy run (written by run-scenario.sh: client-<i>.csv, trace.csv, events). Writes
+RESULTS_DIR/blocks.csv (every block of every run), summary.csv, summary.md and plots/*.png, and
+prints the tables. Standard library only.
+"""
+import csv
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+
+# A block is a stall when its reception period exceeds this multiple of the uncongested one.
+STALL_FACTOR = 2.0
+# Issue 5's targets: L within 1.2x the uncongested L within 10 blocks of onset, R back to ~0
+# within 10 blocks after the end, mean PSNR >= best fixed R and >= no discard + 3 dB.
+L_TARGET_FACTOR = 1.2
+TARGET_BLOCKS = 10
+R_ZERO = 0.02
+PSNR_MARGIN_DB = 3.0
+# Convergence must hold for this many consecutive blocks (a single good block is luck).
+SETTLE_RUN = 3
+# "Clean" block: what a viewer would call uncongested (used for the stricter convergence figure).
+CLEAN_LOSS = 0.01
+CLEAN_QUEUE_MS = 20.0
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def pct(values, q):
+    """Percentile with linear interpolation (numpy's default), q in [0, 100]."""
+    if not values:
+        return float("nan")
+    v = sorted(values)
+    k = (len(v) - 1) * q / 100.0
+    lo, hi = math.floor(k), math.ceil(k)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
+def fmt(x, digits=1):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if isinstance(x, str):
+        return x
+    return f"{x:.{digits}f}"
+
+
+def load_run(run_dir):
+    """Per-client block lists from a run folder (client CSVs joined with the server trace)."""
+    clients = []
+    i = 0
+    while os.path.exists(os.path.join(run_dir, f"client-{i}.csv")):
+        rows = read_csv(os.path.join(run_dir, f"client-{i}.csv"))
+        blocks = []
+        for r in rows:
+            try:
+                psnr = float(r["psnr_db"])
+            except ValueError:
+                psnr = float("nan")
+            sent = int(r["sent"])
+            received = int(r["received"])
+            blocks.append(
+                {
+                    "block": int(r["block"]),
+                    "rate": float(r["rate"]),
+                    "L_ms": float(r["reception_period_ms"]),
+                    "psnr": psnr,
+                    "planned": int(r["planned"]),
+                    "sent": sent,
+                    "discarded": int(r["discarded"]),
+                    "received": received,
+                    "lost": max(0, sent - received),
+                    "loss": float(r["network_loss"]),
+                    "queue_ms": float(r["queue_delay_ms"]) if r["queue_delay_ms"] else 0.0,
+                }
+            )
+        clients.append(blocks)
+        i += 1
+    return clients
+
+
+def settle_index(blocks, start, stop, good):
+    """Blocks from `start` until `good` holds for SETTLE_RUN blocks in a row (before `stop`)."""
+    run = 0
+    for b in blocks:
+        if b["block"] < start or b["block"] >= stop:
+            continue
+        run = run + 1 if good(b) else 0
+        if run >= SETTLE_RUN:
+            return b["block"] - SETTLE_RUN + 1 - start
+    return None
+
+
+def summarise(blocks, meta, l_unc):
+    onset = meta.get("onset")
+    end = meta.get("end")
+    n_blocks = meta["blocks"]
+    skip = meta.get("warmup", 0)
+    scored = [b for b in blocks if b["block"] >= skip]
+    Ls = [b["L_ms"] for b in scored]
+    ps = [b["psnr"] for b in scored if not math.isnan(b["psnr"])]
+    s = {
+        "blocks": len(scored),
+        "L_p50": pct(Ls, 50),
+        "L_p95": pct(Ls, 95),
+        "L_max": max(Ls) if Ls else float("nan"),
+        "psnr_mean": statistics.fmean(ps) if ps else float("nan"),
+        "psnr_min": min(ps) if ps else float("nan"),
+        "R_mean": statistics.fmean([b["rate"] for b in scored]) if scored else float("nan"),
+        "discarded": sum(b["discarded"] for b in scored),
+        "lost": sum(b["lost"] for b in scored),
+        "sent": sum(b["sent"] for b in scored),
+        "queue_p95": pct([b["queue_ms"] for b in scored], 95),
+        "stalls": sum(1 for b in scored if b["L_ms"] > STALL_FACTOR * l_unc),
+        "loss_blocks": sum(1 for b in scored if b["lost"] > 0),
+    }
+    planned = sum(b["planned"] for b in scored)
+    s["discard_pct"] = 100.0 * s["discarded"] / planned if planned else float("nan")
+    s["loss_pct"] = 100.0 * s["lost"] / s["sent"] if s["sent"] else float("nan")
+    if onset is not None:
+        stop = end if end is not None else n_blocks
+        s["onset_L"] = settle_index(blocks, onset, stop, lambda b: b["L_ms"] <= L_TARGET_FACTOR * l_unc)
+        s["onset_clean"] = settle_index(
+            blocks,
+            onset,
+            stop,
+            lambda b: b["loss"] <= CLEAN_LOSS and b["queue_ms"] <= CLEAN_QUEUE_MS
+            and b["L_ms"] <= L_TARGET_FACTOR * l_unc,
+        )
+        cong = [b for b in blocks if onset <= b["block"] < stop]
+        cp = [b["psnr"] for b in cong if not math.isnan(b["psnr"])]
+        s["psnr_congested"] = statistics.fmean(cp) if cp else float("nan")
+    if end is not None:
+        s["end_R0"] = settle_index(blocks, end, n_blocks, lambda b: b["rate"] <= R_ZERO)
+        after = [b for b in blocks if b["block"] >= end]
+        ap = [b["psnr"] for b in after if not math.isnan(b["psnr"])]
+        s["psnr_after"] = statistics.fmean(ap) if ap else float("nan")
+    return s
+
+
+def pool(client_summaries):
+    """Summary of several clients of one run: means of the figures, worst of the worst cases."""
+    if len(client_summaries) == 1:
+        return dict(client_summaries[0])
+    out = {}
+    for k in client_summaries[0]:
+        vals = [c[k] for c in client_summaries]
+        if k in ("psnr_min",):
+            out[k] = min(vals)
+        elif k in ("onset_L", "onset_clean", "end_R0"):
+            out[k] = None if any(v is None for v in vals) else max(vals)
+        elif k in ("blocks", "discarded", "lost", "sent", "stalls", "loss_blocks"):
+            out[k] = sum(vals)
+        else:
+            out[k] = statistics.fmean(vals)
+    means = [c["psnr_mean"] for c in client_summaries]
+    out["psnr_spread"] = max(means) - min(means)
+    # Jain's fairness index over the clients' delivered packets (1 = equal shares).
+    got = [c["sent"] - c["lost"] for c in client_summaries]
+    out["jain"] = sum(got) ** 2 / (len(got) * sum(g * g for g in got)) if any(got) else float("nan")
+    return out
+
+
+def blocks_text(v):
+    return "never" if v is None else str(v)
+
+
+def gnuplot_runs(results, scenario, meta, runs, plots_dir):
+    """One PNG per scenario: R, L and PSNR over blocks, one line per policy (client 0)."""
+    os.makedirs(plots_dir, exist_ok=True)
+    data_files = []
+    for name, clients in runs:
+        path = os.path.join(results, scenario, name, "plot.dat")
+        with open(path, "w") as f:
+            for b in clients[0]:
+                psnr = "nan" if math.isnan(b["psnr"]) else f"{b['psnr']:.3f}"
+                f.write(f"{b['block']} {b['rate']:.4f} {b['L_ms']:.3f} {psnr} {b['queue_ms']:.3f}\n")
+        data_files.append((name, path))
+    png = os.path.join(plots_dir, f"{scenario}.png")
+    marks = []
+    for key in ("onset", "end"):
+        if meta.get(key) is not None:
+            marks.append(meta[key])
+    for t in meta.get("marks", []):
+        marks.append(t)
+    arrows = "".join(
+        f"set arrow from {m},graph 0 to {m},graph 1 nohead dt 2 lc rgb 'gray40'\n" for m in marks
+    )
+
+    def plot_cmd(col):
+        return "plot " + ", ".join(
+            f"'{p}' using 1:{col} with lines lw 1.5 title '{n}'" for n, p in data_files
+        )
+
+    script = f"""
+set terminal pngcairo size 1000,900 font ',9'
+set output '{png}'
+set multiplot layout 4,1 title '{scenario}: {meta.get("title", "")}'
+set key outside right
+set grid
+{arrows}
+set ylabel 'R'
+set yrange [0:0.7]
+{plot_cmd(2)}
+set ylabel 'L (ms)'
+set yrange [*:*]
+{plot_cmd(3)}
+set ylabel 'PSNR (dB)'
+set yrange [10:62]
+{plot_cmd(4)}
+set ylabel 'queue delay (ms)'
+set xlabel 'block (1 s)'
+set yrange [0:*]
+{plot_cmd(5)}
+unset multiplot
+"""
+    try:
+        subprocess.run(["gnuplot"], input=script.encode(), check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"gnuplot failed for {scenario}: {e}", file=sys.stderr)
+        return None
+    return png
+
+
+COLUMNS = [
+    ("policy", "policy", None),
+    ("L_p50", "L p50 ms", 1),
+    ("L_p95", "L p95 ms", 1),
+    ("queue_p95", "queue p95 ms", 1),
+    ("psnr_mean", "PSNR mean", 2),
+    ("psnr_min", "PSNR worst", 1),
+    ("psnr_congested", "PSNR cong.", 2),
+    ("psnr_after", "PSNR after", 2),
+    ("R_mean", "R mean", 3),
+    ("discard_pct", "pre-disc %", 1),
+    ("loss_pct", "net loss %", 1),
+    ("loss_blocks", "loss blocks", 0),
+    ("stalls", "stalls", 0),
+    ("onset_L", "onset→L≤1.2x", 0),
+    ("onset_clean", "onset→clean", 0),
+    ("end_R0", "end→R≈0", 0),
+    ("jain", "Jain", 3),
+    ("psnr_spread", "PSNR spread", 2),
+]
+
+
+def cell(s, key, digits):
+    if key == "policy":
+        return s["policy"]
+    if key not in s:
+        return "–"
+    v = s[key]
+    if key in ("onset_L", "onset_clean", "end_R0"):
+        return blocks_text(v)
+    if digits == 0 and isinstance(v, (int, float)) and not math.isnan(v):
+        return str(int(round(v)))
+    return fmt(v, digits)
+
+
+def main():
+    results = sys.argv[1] if len(sys.argv) > 1 else "bench/results"
+    plots_dir = os.path.join(results, "plots")
+    scenarios = sorted(
+        d for d in os.listdir(results) if os.path.exists(os.path.join(results, d, "scenario.json"))
+    )
+    metas = {s: json.load(open(os.path.join(results, s, "scenario.json"))) for s in scenarios}
+    scenarios.sort(key=lambda s: metas[s].get("order", 99))
+    # The uncongested reception period: median L of R = 0 in the open bed.
+    l_unc = None
+    for s in scenarios:
+        if metas[s].get("baseline"):
+            clients = load_run(os.path.join(results, s, "none"))
+            if clients:
+                l_unc = statistics.median(b["L_ms"] for b in clients[0])
+    if l_unc is None:
+        l_unc = 1000.0
+        print("no baseline run (open/none): taking 1000 ms as the uncongested L", file=sys.stderr)
+
+    all_rows = []
+    md = [
+        "# Test-bed results",
+        "",
+        f"Uncongested L (median L of R = 0 in the open bed): **{l_unc:.1f} ms**; stall = block with "
+        f"L > {STALL_FACTOR:g}x that; convergence counts blocks until the condition holds "
+        f"{SETTLE_RUN} blocks in a row (onset→clean also needs network loss ≤ {CLEAN_LOSS:.0%} and "
+        f"queueing delay ≤ {CLEAN_QUEUE_MS:g} ms); 'never' = not within the run.",
+        "",
+    ]
+    blocks_out = open(os.path.join(results, "blocks.csv"), "w", newline="")
+    bw = csv.writer(blocks_out)
+    bw.writerow(["scenario", "policy", "client", "block", "rate", "L_ms", "psnr_db", "planned",
+                 "sent", "pre_discarded", "received", "network_lost", "network_loss",
+                 "queue_delay_ms"])
+    for scen in scenarios:
+        meta = metas[scen]
+        runs = []
+        for name in meta["policies"]:
+            d = os.path.join(results, scen, name)
+            if not os.path.isdir(d):
+                continue
+            clients = load_run(d)
+            if not clients or not clients[0]:
+                print(f"{scen}/{name}: no client data", file=sys.stderr)
+                continue
+            runs.append((name, clients))
+            for ci, blocks in enumerate(clients):
+                for b in blocks:
+                    bw.writerow([scen, name, ci, b["block"], f"{b['rate']:.4f}", f"{b['L_ms']:.3f}",
+                                 f"{b['psnr']:.3f}", b["planned"], b["sent"], b["discarded"],
+                                 b["received"], b["lost"], f"{b['loss']:.4f}", f"{b['queue_ms']:.3f}"])
+            per_client = [summarise(c, meta, l_unc) for c in clients]
+            s = pool(per_client)
+            s["policy"] = name
+            s["scenario"] = scen
+            all_rows.append(s)
+        rows = [r for r in all_rows if r["scenario"] == scen]
+        if not rows:
+            continue
+        cols = [c for c in COLUMNS if any(c[0] in r for r in rows) or c[0] == "policy"]
+        md.append(f"## {scen}: {meta.get('title', '')}")
+        md.append("")
+        if meta.get("description"):
+            md.append(meta["description"])
+            md.append("")
+        md.append("| " + " | ".join(c[1] for c in cols) + " |")
+        md.append("|" + "---|" * len(cols))
+        for r in rows:
+            md.append("| " + " | ".join(cell(r, c[0], c[2]) for c in cols) + " |")
+        md.append("")
+        # Targets of issue 5 for the improved policy, where the scenario has them.
+        if meta.get("targets"):
+            fixed = [r for r in rows if r["policy"].startswith("fixed-") and not r["policy"].endswith("uniform")]
+            none = next((r for r in rows if r["policy"] == "none"), None)
+            best_fixed = max(fixed, key=lambda r: r["psnr_mean"]) if fixed else None
+            for r in rows:
+                if not r["policy"].startswith("adaptive"):
+                    continue
+                checks = []
+                if "onset_L" in r:
+                    v = r["onset_L"]
+                    checks.append((f"L ≤ {L_TARGET_FACTOR}x uncongested within {TARGET_BLOCKS} blocks of onset",
+                                   v is not None and v <= TARGET_BLOCKS, blocks_text(v) + " blocks"))
+                if best_fixed:
+                    checks.append((f"mean PSNR ≥ best fixed R ({best_fixed['policy']}, {best_fixed['psnr_mean']:.2f} dB)",
+                                   r["psnr_mean"] >= best_fixed["psnr_mean"], f"{r['psnr_mean']:.2f} dB"))
+                if none:
+                    checks.append((f"mean PSNR ≥ no discard + {PSNR_MARGIN_DB:g} dB ({none['psnr_mean'] + PSNR_MARGIN_DB:.2f} dB)",
+                                   r["psnr_mean"] >= none["psnr_mean"] + PSNR_MARGIN_DB, f"{r['psnr_mean']:.2f} dB"))
+                if "end_R0" in r:
+                    v = r["end_R0"]
+                    checks.append((f"R ≈ 0 within {TARGET_BLOCKS} blocks after the end",
+                                   v is not None and v <= TARGET_BLOCKS, blocks_text(v) + " blocks"))
+                md.append(f"Targets, **{r['policy']}**:")
+                md.append("")
+                for what, ok, got in checks:
+                    md.append(f"- {'met' if ok else '**missed**'}: {what}: {got}")
+                md.append("")
+        png = gnuplot_runs(results, scen, meta, [(n, c) for n, c in runs if n in meta.get("plot", meta["policies"])], plots_dir)
+        if png:
+            md.append(f"![{scen}](plots/{os.path.basename(png)})")
+            md.append("")
+    blocks_out.close()
+
+    with open(os.path.join(results, "summary.csv"), "w", newline="") as f:
+        keys = ["scenario", "policy"] + [c[0] for c in COLUMNS[1:]]
+        w = csv.writer(f)
+        w.writerow(keys)
+        for r in all_rows:
+            w.writerow([r.get(k, "") if not isinstance(r.get(k), float) else f"{r[k]:.4f}" for k in keys])
+    with open(os.path.join(results, "summary.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The test-bed clip: like scripts/make-sample.sh (testsrc2 640x360 at 30 fps, H.264 High, closed
+# GOP of 30 frames = one 1 s block, 2 non-reference B-frames, 440 Hz AAC-LC 96 kbit/s) but encoded
+# the way a real-time sender encodes: a VBV buffer of two frames (100 kbit at 1.5 Mbit/s), which
+# caps each I-frame at about 11 kB.
+#
+# Why: the server paces per frame (all packets of a frame leave together). With the sample's
+# unconstrained VBV an I-frame is ~16.5 kB, i.e. ~115 ms of a bottleneck at 2/3 of the stream
+# rate, more than the 100 ms tbf queue of DESIGN.md §6 holds: every block then loses the tail of
+# its I-frame whatever R is, and no discard policy can help. RTC encoders cap frame sizes with a
+# small VBV for exactly this reason; with it the I-frame fits the queue when the queue is empty.
+#
+#   bench/testbed/make-clip.sh OUT [SECONDS]      (idempotent: an existing OUT is kept)
+set -euo pipefail
+out="${1:?usage: $0 OUT [SECONDS]}"
+seconds="${2:-90}"
+[[ -s "$out" ]] && exit 0
+mkdir -p "$(dirname "$out")"
+tmp="$(dirname "$out")/.tmp.$$.$(basename "$out")"
+trap 'rm -f "$tmp"' EXIT
+ffmpeg -nostdin -hide_banner -loglevel error -y \
+  -f lavfi -i "testsrc2=size=640x360:rate=30:duration=${seconds}" \
+  -f lavfi -i "sine=frequency=440:sample_rate=48000:duration=${seconds}" \
+  -map 0:v -map 1:a \
+  -c:v libx264 -preset veryfast -profile:v high -pix_fmt yuv420p \
+  -b:v 1500k -maxrate 1500k -bufsize 100k \
+  -x264-params "keyint=30:min-keyint=30:scenecut=0:bframes=2:b-pyramid=none:b-adapt=0" \
+  -c:a aac -b:a 96k -ac 2 -ar 48000 -f mp4 \
+  "$tmp"
+mv -f "$tmp" "$out"
