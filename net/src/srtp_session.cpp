@@ -72,18 +72,6 @@ SrtpResult fail(SrtpError error, int status = 0) {
   return SrtpResult{0, error, status};
 }
 
-std::string_view suite_label(SrtpSuite suite) {
-  switch (suite) {
-    case SrtpSuite::AesCm128HmacSha1_80:
-      return "AES_CM_128_HMAC_SHA1_80";
-    case SrtpSuite::AesCm128HmacSha1_32:
-      return "AES_CM_128_HMAC_SHA1_32";
-    case SrtpSuite::AeadAes128Gcm:
-      return "AEAD_AES_128_GCM";
-  }
-  return "unknown suite";
-}
-
 }  // namespace
 
 SrtpLibraryGuard::SrtpLibraryGuard() {
@@ -151,8 +139,7 @@ std::string_view srtp_status_text(int library_status) {
 }
 
 std::size_t srtp_key_salt_size(SrtpSuite suite) {
-  // RFC 4568 §6.2: 128-bit key + 112-bit salt; RFC 7714 §12: 128-bit key + 96-bit salt.
-  return suite == SrtpSuite::AeadAes128Gcm ? 16 + 12 : 16 + 14;
+  return key_salt_size(suite);
 }
 
 std::size_t srtp_rtp_tag_size(SrtpSuite suite) {
@@ -175,7 +162,7 @@ SrtpSession::SrtpSession(SrtpDirection direction, SrtpSuite suite,
                          std::span<const std::uint8_t> key_salt)
     : direction_(direction), suite_(suite) {
   if (key_salt.size() != srtp_key_salt_size(suite)) {
-    throw std::runtime_error("SRTP " + std::string(suite_label(suite)) + " needs " +
+    throw std::runtime_error("SRTP " + std::string(suite_name(suite)) + " needs " +
                              std::to_string(srtp_key_salt_size(suite)) +
                              " bytes of key||salt, got " + std::to_string(key_salt.size()));
   }
@@ -209,7 +196,7 @@ SrtpSession::SrtpSession(SrtpDirection direction, SrtpSuite suite,
   const srtp_err_status_t rc = srtp_create(&session, &policy);
   if (rc != srtp_err_status_ok) {
     SrtpLibrary::release();
-    throw std::runtime_error("srtp_create(" + std::string(suite_label(suite)) +
+    throw std::runtime_error("srtp_create(" + std::string(suite_name(suite)) +
                              ") failed: " + std::string(srtp_status_text(rc)));
   }
   ctx_ = session;

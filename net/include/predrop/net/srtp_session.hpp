@@ -56,7 +56,8 @@ struct [[nodiscard]] SrtpResult {
 /// Text of a libsrtp status code, e.g. "authentication failure (srtp_err_status_auth_fail)".
 std::string_view srtp_status_text(int library_status);
 
-/// Size in bytes of the key||salt a suite needs (30 for AES-CM, 28 for AES-GCM).
+/// Size in bytes of the key||salt a suite needs (30 for AES-CM, 28 for AES-GCM); the same as
+/// key_salt_size() of sdes_key.hpp, kept here so SRTP users need not know the SDES header.
 std::size_t srtp_key_salt_size(SrtpSuite suite);
 
 /// Size in bytes of the SRTP authentication tag the suite appends to RTP (10, 4 or 16).
