@@ -24,6 +24,13 @@ constexpr std::string_view kPublic =
     "OPTIONS, DESCRIBE, SETUP, PLAY, PAUSE, TEARDOWN, GET_PARAMETER";
 // A client of ours announces that it sends PDFB reports; other players get the fixed rate.
 constexpr std::string_view kFeedbackHeader = "X-Predrop-Feedback";
+// Connections past max_connections: each waits at most this long for the request it is to be
+// refused (503), and at most this many such connections are open at once; beyond that a new
+// connection is closed at once, so that a flood cannot hoard file descriptors.
+constexpr std::uint64_t kOverLimitIdleMs = 2000;
+std::size_t over_limit_allowance(std::size_t max_connections) {
+  return std::max<std::size_t>(16, max_connections / 8);
+}
 
 std::uint32_t random_u32() {
   static std::mt19937 gen{std::random_device{}()};
@@ -35,6 +42,10 @@ struct StreamServer::Connection {
   std::unique_ptr<net::TcpConnection> tcp;
   RtspRequestParser parser;
   bool over_limit = false;
+  // Monotonic time since when an incomplete request has sat in the parser (0 = none): a request
+  // must be complete within the idle timeout of its first byte (slow-loris clients that trickle
+  // a byte at a time never reset the clock).
+  std::uint64_t partial_since_us = 0;
   // SDES keys handed out in DESCRIBE on this connection, per stream: SETUP uses the same key.
   std::map<std::string, net::SrtpKeyMaterial, std::less<>> keys;
   std::vector<std::string> sessions;  // set up on this connection
@@ -124,6 +135,9 @@ void StreamServer::start() {
     rtcp_socket_ = std::move(rtcp.value());
   }
   if (!rtcp_socket_) throw std::runtime_error("no free RTP/RTCP port pair found");
+  batch_ = std::make_unique<net::SendBatch>(
+      *rtp_socket_, net::rtp_header_size(net::RtpExtensionIds{kStageExtId, kAbsSendTimeExtId}) +
+                        options_.max_payload_size + net::kSrtpMaxTrailer);
 
   auto listener = net::TcpListener::listen(
       loop_, options_.rtsp_listen,
@@ -204,6 +218,7 @@ void StreamServer::stop() {
   if (pacer_) pacer_.reset();
   if (housekeeper_) housekeeper_.reset();
   if (listener_) listener_.reset();
+  batch_.reset();
   rtp_socket_.reset();
   rtcp_socket_.reset();
 }
@@ -293,14 +308,21 @@ void StreamServer::on_connection(std::unique_ptr<net::TcpConnection> tcp) {
   for (auto it = connections_.begin(); it != connections_.end();) {
     it = it->second->tcp->is_open() ? std::next(it) : connections_.erase(it);
   }
+  std::uint64_t idle_ms = static_cast<std::uint64_t>(options_.rtsp_idle_timeout_s) * 1000;
   if (connections_.size() >= options_.max_connections) {
     // Over the limit: the first request gets 503 and the connection closes (RFC 2326 §11.3.6).
-    c->over_limit = true;
     ++stats_.connections_refused;
+    if (connections_.size() >=
+        options_.max_connections + over_limit_allowance(options_.max_connections)) {
+      c->tcp->close();
+      return;
+    }
+    c->over_limit = true;
+    idle_ms = std::min(idle_ms, kOverLimitIdleMs);
   } else {
     ++stats_.connections_accepted;
   }
-  c->tcp->set_idle_timeout(static_cast<std::uint64_t>(options_.rtsp_idle_timeout_s) * 1000);
+  c->tcp->set_idle_timeout(idle_ms);
   auto st = c->tcp->start([this, raw](std::span<const std::uint8_t> d) { on_data(*raw, d); },
                           [this, raw](const core::Status&) { close_connection(*raw); });
   if (!st) return;
@@ -344,6 +366,11 @@ void StreamServer::on_data(Connection& c, std::span<const std::uint8_t> data) {
     }
     std::string reply = handle(c, request);
     (void)c.tcp->write(std::move(reply));
+  }
+  if (c.parser.buffered() == 0) {
+    c.partial_since_us = 0;
+  } else if (c.partial_since_us == 0) {
+    c.partial_since_us = net::EventLoop::now_us();
   }
 }
 
@@ -453,6 +480,13 @@ std::string StreamServer::handle(Connection& c, RtspRequest& req) {
         sessions_.emplace(fresh->id, std::move(fresh));
         ++stats_.sessions_created;
         c.sessions.push_back(entry->id);
+        // A connection that carries a session is the player's control channel: players ping
+        // every session timeout / 2 (FFmpeg), which the plain idle timeout would race, so it
+        // lives as long as the session may.
+        c.tcp->set_idle_timeout(
+            static_cast<std::uint64_t>(
+                std::max(options_.rtsp_idle_timeout_s, options_.session_timeout_s + 10)) *
+            1000);
       }
       for (std::uint32_t id : entry->track_ids) {
         if (id == track) return serialize(error_response(459, req.cseq, "track already set up"));
@@ -550,6 +584,9 @@ void StreamServer::on_rtcp_datagram(std::span<const std::uint8_t> data,
 
 void StreamServer::tick() {
   const std::uint64_t now = net::EventLoop::now_us();
+  // Every session's due packets go into one shared batch: full sendmmsg calls instead of one
+  // short call per session (the scope flushes the rest when it closes).
+  net::SendBatchScope scope(*batch_);
   for (auto& [id, e] : sessions_) {
     if (e->session) e->session->pump(now);
   }
@@ -557,8 +594,15 @@ void StreamServer::tick() {
 
 void StreamServer::housekeeping() {
   const std::uint64_t now = net::EventLoop::now_us();
+  const std::uint64_t request_deadline_us =
+      static_cast<std::uint64_t>(options_.rtsp_idle_timeout_s) * 1'000'000;
   for (auto it = connections_.begin(); it != connections_.end();) {
-    it = it->second->tcp->is_open() ? std::next(it) : connections_.erase(it);
+    Connection& c = *it->second;
+    if (c.tcp->is_open() && c.partial_since_us != 0 && request_deadline_us != 0 &&
+        now > c.partial_since_us + request_deadline_us) {
+      c.tcp->close();  // a request trickled in for longer than the idle timeout
+    }
+    it = c.tcp->is_open() ? std::next(it) : connections_.erase(it);
   }
   const std::uint64_t timeout = static_cast<std::uint64_t>(options_.session_timeout_s) * 1'000'000;
   std::vector<std::string> expired;

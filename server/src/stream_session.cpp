@@ -186,10 +186,14 @@ std::size_t StreamSession::pump(std::uint64_t now_us) {
         const media::RtpPacket& p = block_packet(block_, cursor_);
         if (config_.paced && start + static_cast<std::uint64_t>(p.send_offset_us) > now_us) break;
         const int track = track_of_stream_[p.stream];
+        // Due time: the packet's place in the paced schedule, or the block start in burst mode;
+        // the transmitter counts packets sent too long after it as late.
+        const std::uint64_t due =
+            start + (config_.paced ? static_cast<std::uint64_t>(p.send_offset_us) : 0);
         staging_[k++] = net::OutgoingPacket{
             static_cast<std::uint8_t>(track), p.marker,
             p.rtp_timestamp + loops_ * loop_timestamp_[static_cast<std::size_t>(track)],
-            media_->payload(p)};
+            media_->payload(p), due};
         ++cursor_;
       }
       if (k == 0) break;

@@ -7,8 +7,16 @@
 // the encryption and the send differ (DESIGN.md §5). Sequence numbers are renumbered over the
 // packets actually sent, so a receiver's RTCP loss figures show network loss only.
 //
-// Threading: loop thread. Memory: everything is allocated at construction (and the discard mask
-// grows only when a stage is larger than any before); the per-packet path allocates nothing.
+// Batching: by default each send() call ends with one sendmmsg of what it produced. While a
+// SendBatchScope is open on the thread, every transmitter on that scope's socket writes its
+// packets straight into the scope's shared SendBatch instead, so that many sessions paced by one
+// timer tick share full sendmmsg batches (the server opens one around each pacing tick).
+//
+// Threading: loop thread. Memory: everything is allocated at construction or first use (the
+// discard mask grows only when a stage is larger than any before; the private batch slab is
+// allocated the first time a packet goes out without a shared batch); the per-packet path
+// allocates nothing.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -41,6 +49,10 @@ struct TransmitterConfig {
   std::vector<TrackConfig> tracks;
   std::size_t max_payload_size = 1400;
   std::string cname = "predrop";
+  /// A packet sent more than this after its due time (OutgoingPacket::due_us) is late, and so is
+  /// its stage. 20 ms is below one frame period at 30 fps: a later packet would go out after the
+  /// next picture's own send time.
+  std::uint64_t late_after_us = 20'000;
 };
 
 /// One packet of the shared, packetized content.
@@ -49,6 +61,7 @@ struct OutgoingPacket {
   bool marker = false;
   std::uint32_t timestamp = 0;  ///< Media clock, before the track's offset.
   std::span<const std::uint8_t> payload;
+  std::uint64_t due_us = 0;  ///< When the schedule wanted it sent (monotonic); 0 = untracked.
 };
 
 /// What begin_stage() decided.
@@ -76,7 +89,61 @@ struct TransmitterStats {
   std::uint64_t packets_sent = 0;       ///< Handed to the kernel.
   std::uint64_t send_drops = 0;         ///< Refused by the kernel (queue full) or errors.
   std::uint64_t protect_errors = 0;
-  std::uint64_t oversize = 0;  ///< Payloads larger than max_payload_size (not sent).
+  std::uint64_t oversize = 0;      ///< Payloads larger than max_payload_size (not sent).
+  std::uint64_t late_packets = 0;  ///< Sent more than late_after_us after their due time.
+  std::uint64_t late_stages = 0;   ///< Stages with at least one late packet.
+  std::uint64_t max_lag_us = 0;    ///< Largest send time - due time seen.
+};
+
+class StageTransmitter;
+
+/// A sendmmsg batch that the transmitters of one socket share while a SendBatchScope is open:
+/// packets are written (header, payload, SRTP) directly into its slots, and the whole batch goes
+/// to the kernel when it is full or when the scope closes. Loop thread only.
+class SendBatch {
+ public:
+  /// `slot_size` bytes per packet slot (a transmitter whose packets may be larger keeps its
+  /// private batch); `capacity` slots, at most UdpEndpoint::kMaxSendBatch.
+  SendBatch(UdpEndpoint& socket, std::size_t slot_size,
+            std::size_t capacity = UdpEndpoint::kMaxSendBatch);
+  ~SendBatch();
+  SendBatch(const SendBatch&) = delete;
+  SendBatch& operator=(const SendBatch&) = delete;
+
+  /// Hands every queued datagram to the kernel and credits each owner's counters.
+  void flush();
+  /// Datagrams queued and not yet flushed.
+  std::size_t size() const { return datagrams_.size(); }
+  /// sendmmsg calls made so far (for benchmarks).
+  std::uint64_t flushes() const { return flushes_; }
+  UdpEndpoint& socket() { return socket_; }
+  std::size_t slot_size() const { return slot_size_; }
+
+ private:
+  friend class StageTransmitter;
+  std::uint8_t* next_slot() { return slab_.get() + datagrams_.size() * slot_size_; }
+  void push(std::size_t len, const SocketAddress* to, StageTransmitter* owner);
+
+  UdpEndpoint& socket_;
+  std::size_t slot_size_;
+  std::size_t capacity_;
+  std::unique_ptr<std::uint8_t[]> slab_;
+  std::vector<OutDatagram> datagrams_;
+  std::vector<StageTransmitter*> owners_;
+  std::uint64_t flushes_ = 0;
+};
+
+/// While alive, transmitters on `batch`'s socket (on this thread) queue into `batch`; the
+/// destructor flushes it and restores the scope that was open before (scopes nest).
+class SendBatchScope {
+ public:
+  explicit SendBatchScope(SendBatch& batch);
+  ~SendBatchScope();
+  SendBatchScope(const SendBatchScope&) = delete;
+  SendBatchScope& operator=(const SendBatchScope&) = delete;
+
+ private:
+  SendBatch* previous_;
 };
 
 /// Egress chain for one peer.
@@ -94,7 +161,9 @@ class StageTransmitter {
   StagePlan begin_stage(std::uint32_t stage, double rate, std::span<const std::uint8_t> importance);
   /// Sends `packets`, which are the current stage's packets first .. first + size - 1, skipping
   /// the discarded ones; stamps abs-send-time with `now_us` (monotonic). Returns how many were
-  /// handed to the kernel. Batches are flushed before returning.
+  /// handed to the kernel, or, inside a SendBatchScope for this socket, how many were queued
+  /// into the shared batch (stats().packets_sent counts them when the batch is flushed).
+  /// Without a scope the private batch is flushed before returning.
   std::size_t send(std::span<const OutgoingPacket> packets, std::size_t first,
                    std::uint64_t now_us);
   /// Sends an RTCP SR (+ SDES CNAME) for every track that has an RTCP destination.
@@ -108,7 +177,9 @@ class StageTransmitter {
   const TransmitterStats& stats() const { return stats_; }
 
  private:
+  friend class SendBatch;
   void flush();
+  void build_templates();
 
   UdpEndpoint& socket_;
   TransmitterConfig config_;
@@ -118,11 +189,21 @@ class StageTransmitter {
   std::vector<std::uint8_t> drop_;  // Discard mask of the current stage.
   StagePlan plan_;
   std::size_t sent_in_stage_ = 0;
-  // Batch slab: kBatch slots of slot_size_ bytes, and their datagram descriptors.
+  bool stage_late_ = false;
+  // Per track, the header of the current stage with everything but the per-packet fields
+  // (marker, sequence, timestamp, stage index, abs-send-time) already in place.
+  std::vector<std::array<std::uint8_t, 32>> templates_;
+  std::size_t header_size_;
+  std::size_t stage_offset_ = 0;  // Offset of the stage element's data (0 = not negotiated).
+  std::size_t abs_offset_ = 0;    // Offset of the abs-send-time data (0 = not negotiated).
+  bool templates_ok_ = false;     // False: ids the template cannot hold; write_rtp_packet is used.
+  // Private batch slab: kBatch slots of slot_size_ bytes, and their datagram descriptors.
   static constexpr std::size_t kBatch = 32;
   std::size_t slot_size_;
   std::unique_ptr<std::uint8_t[]> slab_;
   std::vector<OutDatagram> batch_;
+  std::size_t in_shared_ = 0;    // Datagrams of ours queued in a shared batch, not yet flushed.
+  SendBatch* shared_ = nullptr;  // The batch holding them.
   TransmitterStats stats_;
 };
 

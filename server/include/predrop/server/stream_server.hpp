@@ -21,6 +21,7 @@
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/sdes_key.hpp"
 #include "predrop/net/socket_address.hpp"
+#include "predrop/net/stage_transmitter.hpp"
 #include "predrop/net/tcp.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 #include "predrop/server/stream_session.hpp"
@@ -132,6 +133,9 @@ class StreamServer {
   std::unique_ptr<net::TcpListener> listener_;
   std::unique_ptr<net::UdpEndpoint> rtp_socket_;
   std::unique_ptr<net::UdpEndpoint> rtcp_socket_;
+  // One sendmmsg batch that every session's packets share during a pacing tick (before the
+  // socket in destruction order: it flushes into it).
+  std::unique_ptr<net::SendBatch> batch_;
   std::unique_ptr<net::Timer> pacer_;
   std::unique_ptr<net::Timer> housekeeper_;
   std::map<Connection*, std::unique_ptr<Connection>> connections_;

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Reproduces every table of bench/perf/README.md: builds the release preset, makes the test
+# clips, runs the per-packet microbenchmarks, the whole-server egress runs (machine limits and
+# ffmpeg side by side) and the load tests against a real predrop-server process.
+#
+#   bench/perf/run.sh [quick]
+#
+# Results go to build/release/bench-results/<time>/ (console logs, CSV, JSON). "quick" shortens
+# every run (for a smoke check; the README's figures come from a full run). Loopback only; every
+# process it starts is stopped on exit, also when interrupted.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+build="$root/build/release"
+out="$build/bench-results/$(date +%Y%m%d-%H%M%S)"
+quick="${1:-}"
+mkdir -p "$out"
+
+pids=()
+cleanup() {
+  for p in "${pids[@]:-}"; do
+    [[ -n "$p" ]] && kill "$p" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT INT TERM
+
+echo "== build (release preset) =="
+cmake --preset release -S "$root" > "$out/configure.log"
+cmake --build "$build" -j2 --target predrop-server predrop-load predrop_packet_path_bench \
+  predrop_egress_bench > "$out/build.log"
+
+echo "== clips =="
+clip="$build/bench/clip-1mbit.mp4"
+sample="$build/media/sample.mp4"
+"$root/scripts/make-sample.sh" "$sample" 6 aac
+if [[ ! -s "$clip" ]]; then
+  # ~1 Mbit/s in all: H.264 900 kbit/s (GOP 30, 2 disposable B-frames) + AAC 96 kbit/s, 10 s.
+  ffmpeg -nostdin -hide_banner -loglevel error -y \
+    -f lavfi -i "testsrc2=size=640x360:rate=30:duration=10" \
+    -f lavfi -i "sine=frequency=440:sample_rate=48000:duration=10" \
+    -map 0:v -map 1:a -c:v libx264 -preset veryfast -profile:v high -pix_fmt yuv420p \
+    -b:v 900k -maxrate 1000k -bufsize 1000k \
+    -x264-params "keyint=30:min-keyint=30:scenecut=0:bframes=2:b-pyramid=none:b-adapt=0" \
+    -c:a aac -b:a 96k -ac 2 -ar 48000 "$clip"
+fi
+
+min_time=1.0
+egress_s=10
+machine_s=1
+load_hold=30
+if [[ "$quick" == "quick" ]]; then
+  min_time=0.2
+  egress_s=3
+  machine_s=0.3
+  load_hold=8
+fi
+
+echo "== per-packet microbenchmarks =="
+"$build/bench/predrop_packet_path_bench" --benchmark_min_time="$min_time" \
+  --benchmark_out="$out/packet_path.json" --benchmark_out_format=json | tee "$out/packet_path.txt"
+
+echo "== whole-server egress =="
+egress="$build/bench/predrop_egress_bench"
+for suite in AES_CM_128_HMAC_SHA1_80 AEAD_AES_128_GCM; do
+  for nss in "" "--nss-time-tables"; do
+    echo "-- $suite paced ${nss:-(libsrtp as shipped)}"
+    "$egress" --media "$clip" --suite "$suite" --pacing paced --sessions 100 --sessions 300 \
+      --sessions 1000 --ramp 2 --warmup 3 --seconds "$egress_s" --machine-seconds "$machine_s" \
+      $nss --csv "$out/egress.csv" | tee -a "$out/egress.txt"
+  done
+  echo "-- $suite burst (saturation)"
+  "$egress" --media "$clip" --suite "$suite" --pacing burst --sessions 300 --ramp 1 --warmup 3 \
+    --seconds "$egress_s" --machine-seconds "$machine_s" --skip-ffmpeg --csv "$out/egress.csv" \
+    | tee -a "$out/egress.txt"
+done
+echo "-- plain RTP (no SRTP) vs ffmpeg plain"
+"$egress" --media "$clip" --suite none --pacing burst --sessions 300 --ramp 1 --warmup 3 \
+  --seconds "$egress_s" --machine-seconds "$machine_s" --csv "$out/egress.csv" \
+  | tee -a "$out/egress.txt"
+
+echo "== load tests (predrop-server + predrop-load) =="
+port=$((20000 + RANDOM % 20000))
+mport=$((port + 1))
+run_server() {  # $1 = extra config lines
+  cat > "$out/server.toml" <<EOF
+[server]
+mode = "stream"
+rtsp_listen = "127.0.0.1:$port"
+max_sessions = ${MAX_SESSIONS:-2000}
+max_rtsp_connections = 4000
+metrics_listen = "127.0.0.1:$mport"
+srtp = "${SUITE:-AES_CM_128_HMAC_SHA1_80}"
+log_level = "warn"
+[server.streams]
+sample = "$sample"
+clip = "$clip"
+[blocks]
+duration_ms = 1000
+pacing = "paced"
+rtp_payload_bytes = 1200
+[control]
+policy = "basic"
+EOF
+  "$build/server/predrop-server" -c "$out/server.toml" --loop > "$out/server.log" 2>&1 &
+  server_pid=$!
+  pids+=("$server_pid")
+  for _ in $(seq 50); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "server did not start" >&2
+  return 1
+}
+stop_server() {
+  kill "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+}
+load="$build/client/predrop-load"
+common=(--metrics "127.0.0.1:$mport" --summary-csv "$out/load-summary.csv" --hold "$load_hold")
+cd "$out"
+
+run_server
+"$load" "$root/configs/load/smoke.toml" --url "rtsp://127.0.0.1:$port/sample" "${common[@]}" \
+  --csv "$out/load-smoke.csv" | tee "$out/load-smoke.txt"
+sed "s#build/perf/media/sample.mp4#$sample#" "$root/configs/load/churn.toml" > "$out/churn.toml"
+"$load" "$out/churn.toml" --url "rtsp://127.0.0.1:$port/sample" "${common[@]}" \
+  --csv "$out/load-churn.csv" | tee "$out/load-churn.txt"
+stop_server
+
+for suite in AES_CM_128_HMAC_SHA1_80 AEAD_AES_128_GCM; do
+  for n in 300 1000; do
+    SUITE=$suite run_server
+    "$load" "$root/configs/load/capacity-1000.toml" --url "rtsp://127.0.0.1:$port/clip" \
+      "${common[@]}" --clients "$n" --label "capacity-$n-$suite" \
+      --csv "$out/load-capacity-$n-$suite.csv" | tee "$out/load-capacity-$n-$suite.txt"
+    stop_server
+  done
+done
+
+MAX_SESSIONS=64 run_server
+"$load" "$root/configs/load/limits.toml" --url "rtsp://127.0.0.1:$port/sample" \
+  --metrics none --summary-csv "$out/load-summary.csv" | tee "$out/load-limits.txt"
+stop_server
+
+echo
+echo "results in $out"

@@ -1,0 +1,416 @@
+// The streaming server's limits and its robustness on loopback, with real TCP/UDP sockets and one
+// real libuv loop: the session limit (453), the connection limit (503 to the first request, then
+// close; a flood past it is closed at once), idle and half-open RTSP connections timing out (a
+// connection that carries a session does not), garbage requests (400) and unknown session ids
+// (454) answered while a session keeps streaming, and a streaming session unaffected by churn
+// and by a flood of new connections. Timeouts are set to about a second; nothing sleeps and no
+// wall-clock speed is asserted.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "predrop/client/measuring_client.hpp"
+#include "predrop/client/rtsp_client.hpp"
+#include "predrop/media/media_file.hpp"
+#include "predrop/net/event_loop.hpp"
+#include "predrop/net/tcp.hpp"
+#include "predrop/server/rtsp_transport.hpp"
+#include "predrop/server/stream_server.hpp"
+
+namespace predrop {
+namespace {
+
+using server::RtspMethod;
+using server::RtspResponse;
+
+std::shared_ptr<const media::MediaFile> sample() {
+  static std::shared_ptr<const media::MediaFile> m = [] {
+    media::PacketizeOptions po;
+    po.block = {media::BlockSize::Unit::kDuration, 1'000'000};
+    auto f = media::MediaFile::open(PREDROP_TEST_SAMPLE, po);
+    EXPECT_TRUE(f.ok());
+    return f.ok() ? f.value() : nullptr;
+  }();
+  return m;
+}
+
+// A raw TCP peer: sends whatever bytes it is given and records what comes back and whether the
+// server closed the connection.
+struct RawPeer {
+  std::unique_ptr<net::TcpConnection> tcp;
+  std::string received;
+  bool connected = false;
+  bool closed = false;  // the server hung up (EOF, reset or error)
+  std::function<void()> on_change;
+
+  void connect(net::EventLoop& loop, const net::SocketAddress& to, std::string first = {}) {
+    auto c = net::TcpConnection::connect(loop, to, [this, first](const core::Status& st) {
+      if (!st) {
+        closed = true;
+        if (on_change) on_change();
+        return;
+      }
+      connected = true;
+      (void)tcp->start(
+          [this](std::span<const std::uint8_t> d) {
+            received.append(reinterpret_cast<const char*>(d.data()), d.size());
+            if (on_change) on_change();
+          },
+          [this](const core::Status&) {
+            closed = true;
+            if (on_change) on_change();
+          });
+      if (!first.empty()) (void)tcp->write(first);
+      if (on_change) on_change();
+    });
+    ASSERT_TRUE(c.ok());
+    tcp = std::move(c.value());
+  }
+  void send(std::string bytes) {
+    if (tcp && connected && !closed) (void)tcp->write(std::move(bytes));
+  }
+};
+
+class ServerLimits : public ::testing::Test {
+ protected:
+  server::StreamServerOptions options() {
+    server::StreamServerOptions o;
+    o.rtsp_listen = net::SocketAddress::loopback_v4(0);
+    o.bind_ip = "127.0.0.1";
+    o.streams.push_back({"sample", sample()});
+    o.policy.policy = "basic";
+    o.block_attribute = "duration_us=1000000;payload=1200";
+    return o;
+  }
+  std::string url(const server::StreamServer& srv) const {
+    return "rtsp://127.0.0.1:" + std::to_string(srv.rtsp_address().port()) + "/sample";
+  }
+
+  // DESCRIBE then SETUP of track 0 on a new RTSP connection; `done` gets the SETUP status (or 0
+  // if the exchange failed before it).
+  void setup_session(server::StreamServer& srv,
+                     std::function<void(int, client::RtspClient&)> done) {
+    auto holder = std::make_shared<std::unique_ptr<client::RtspClient>>();
+    auto c = client::RtspClient::connect(
+        loop_, srv.rtsp_address(), [this, &srv, holder, done](const core::Status& st) {
+          if (!st) return done(0, **holder);
+          (*holder)->send(RtspMethod::kDescribe, url(srv), {}, [this, &srv, holder, done](auto r) {
+            if (!r || r->status != 200) return done(0, **holder);
+            server::TransportSpec spec;
+            spec.protocol = "RTP/SAVP";
+            spec.client_port =
+                server::PortPair{next_port_, static_cast<std::uint16_t>(next_port_ + 1)};
+            next_port_ = static_cast<std::uint16_t>(next_port_ + 2);
+            server::RtspHeaders h;
+            h.set("Transport", server::format_transport(spec));
+            (*holder)->send(RtspMethod::kSetup, url(srv) + "/trackID=0", h,
+                            [holder, done](auto s) { done(s ? s->status : 0, **holder); });
+          });
+        });
+    ASSERT_TRUE(c.ok());
+    *holder = std::move(c.value());
+    clients_.push_back(holder);
+  }
+
+  net::EventLoop loop_;
+  std::vector<std::shared_ptr<std::unique_ptr<client::RtspClient>>> clients_;
+  std::uint16_t next_port_ = 47000;  // sink ports nobody listens on: the server never sends there
+};
+
+TEST_F(ServerLimits, SessionLimitAnswers453AndFreesWithTeardown) {
+  auto o = options();
+  o.max_sessions = 2;
+  server::StreamServer srv(loop_, o);
+  srv.start();
+  std::vector<int> statuses;
+  std::optional<int> after_teardown;
+  std::function<void()> next;
+  int step = 0;
+  next = [&] {
+    if (step < 3) {
+      ++step;
+      setup_session(srv, [&](int status, client::RtspClient&) {
+        statuses.push_back(status);
+        next();
+      });
+      return;
+    }
+    // The first session ends: a new one fits again.
+    client::RtspClient& first = **clients_[0];
+    first.send(RtspMethod::kTeardown, url(srv), {}, [&](auto r) {
+      EXPECT_TRUE(r.ok() && r->status == 200);
+      setup_session(srv, [&](int status, client::RtspClient&) {
+        after_teardown = status;
+        srv.stop();
+      });
+    });
+  };
+  next();
+  loop_.run();
+  ASSERT_EQ(statuses.size(), 3u);
+  EXPECT_EQ(statuses[0], 200);
+  EXPECT_EQ(statuses[1], 200);
+  EXPECT_EQ(statuses[2], 453);
+  EXPECT_EQ(after_teardown, 200);
+  EXPECT_EQ(srv.stats().sessions_refused, 1u);
+  EXPECT_EQ(srv.stats().sessions_created, 3u);
+  clients_.clear();
+  EXPECT_TRUE(loop_.close().ok());
+}
+
+TEST_F(ServerLimits, ConnectionLimitAnswers503ThenCloses) {
+  auto o = options();
+  o.max_connections = 2;
+  server::StreamServer srv(loop_, o);
+  srv.start();
+  std::vector<std::unique_ptr<RawPeer>> peers;
+  auto check = [&] {
+    // Two accepted connections answered OPTIONS; the third got 503 and was closed.
+    if (peers.size() < 3) return;
+    for (std::size_t i = 0; i < 2; ++i) {
+      if (peers[i]->received.find("\r\n\r\n") == std::string::npos) return;
+    }
+    if (!peers[2]->closed) return;
+    srv.stop();
+    loop_.stop();
+  };
+  const std::string options_request = "OPTIONS " + url(srv) + " RTSP/1.0\r\nCSeq: 1\r\n\r\n";
+  for (int i = 0; i < 2; ++i) {
+    peers.push_back(std::make_unique<RawPeer>());
+    peers.back()->on_change = check;
+    peers.back()->connect(loop_, srv.rtsp_address(), options_request);
+  }
+  // The third connects once the first two are in (the server counts at accept time).
+  net::Timer third(loop_, [&] {
+    if (srv.connection_count() < 2 || peers.size() == 3) return;
+    peers.push_back(std::make_unique<RawPeer>());
+    peers.back()->on_change = check;
+    peers.back()->connect(loop_, srv.rtsp_address(), options_request);
+  });
+  third.start(5, 5);
+  loop_.run();
+  third.stop();
+  ASSERT_EQ(peers.size(), 3u);
+  EXPECT_NE(peers[0]->received.find("RTSP/1.0 200"), std::string::npos);
+  EXPECT_NE(peers[1]->received.find("RTSP/1.0 200"), std::string::npos);
+  EXPECT_NE(peers[2]->received.find("RTSP/1.0 503"), std::string::npos) << peers[2]->received;
+  EXPECT_TRUE(peers[2]->closed);
+  EXPECT_FALSE(peers[0]->closed);
+  EXPECT_EQ(srv.stats().connections_refused, 1u);
+  peers.clear();
+  EXPECT_TRUE(loop_.close().ok());
+}
+
+TEST_F(ServerLimits, FloodPastTheLimitIsClosedAndExpires) {
+  auto o = options();
+  o.max_connections = 4;  // allowance past the limit: 16 connections waiting for their 503
+  server::StreamServer srv(loop_, o);
+  srv.start();
+  constexpr std::size_t kFlood = 60;
+  std::vector<std::unique_ptr<RawPeer>> peers;
+  std::size_t closed = 0;
+  auto count = [&] {
+    std::size_t n = 0;
+    for (auto& p : peers)
+      n += p->closed ? 1 : 0;
+    closed = n;
+    // Every connection past the limit ends: the excess at once, the waiting ones after 2 s.
+    if (peers.size() == kFlood && closed >= kFlood - 4) {
+      srv.stop();
+      loop_.stop();
+    }
+  };
+  // Connections that never send a byte.
+  for (std::size_t i = 0; i < kFlood; ++i) {
+    peers.push_back(std::make_unique<RawPeer>());
+    peers.back()->on_change = count;
+    peers.back()->connect(loop_, srv.rtsp_address());
+  }
+  loop_.run();
+  EXPECT_GE(closed, kFlood - 4);
+  EXPECT_GE(srv.stats().connections_refused, kFlood - 4);
+  EXPECT_LE(srv.stats().connections_accepted, 4u);
+  peers.clear();
+  EXPECT_TRUE(loop_.close().ok());
+}
+
+TEST_F(ServerLimits, IdleAndHalfOpenConnectionsTimeOutButSessionConnectionsStay) {
+  auto o = options();
+  o.rtsp_idle_timeout_s = 1;
+  o.session_timeout_s = 60;
+  server::StreamServer srv(loop_, o);
+  srv.start();
+  RawPeer silent;     // connects and says nothing
+  RawPeer trickling;  // starts a request and trickles a byte now and then, never finishing
+  silent.connect(loop_, srv.rtsp_address());
+  trickling.connect(loop_, srv.rtsp_address(), "OPTIONS " + url(srv) + " RTSP/1.0\r\nCSeq: 1\r\n");
+  net::Timer trickle(loop_, [&] { trickling.send("X"); });
+  trickle.start(300, 300);
+  std::optional<int> session_status;
+  client::RtspClient* with_session = nullptr;
+  setup_session(srv, [&](int status, client::RtspClient& c) {
+    session_status = status;
+    with_session = &c;
+  });
+  std::optional<int> ping_status;
+  // Once both idle peers are gone (at least 1 s later), the quiet session connection must still
+  // answer a keep-alive on the same connection.
+  net::Timer poll(loop_, [&] {
+    if (!silent.closed || !trickling.closed || with_session == nullptr || ping_status) return;
+    ping_status = 0;
+    with_session->send(RtspMethod::kGetParameter, url(srv), {}, [&](auto r) {
+      ping_status = r ? r->status : -1;
+      srv.stop();
+      loop_.stop();
+    });
+  });
+  poll.start(50, 50);
+  loop_.run();
+  trickle.stop();
+  poll.stop();
+  EXPECT_TRUE(silent.closed);
+  EXPECT_TRUE(trickling.closed);
+  EXPECT_EQ(trickling.received, "") << "no reply to a request that never completed";
+  EXPECT_EQ(session_status, 200);
+  EXPECT_EQ(ping_status, 200);
+  clients_.clear();
+  EXPECT_TRUE(loop_.close().ok());
+}
+
+// Plays a real session (SRTP, paced, per-block feedback) with the measuring client while
+// `disturb` runs against the same server; every block must arrive whole and be reported.
+class StreamingUnderDisturbance : public ServerLimits {
+ protected:
+  void play(server::StreamServer& srv, std::uint32_t blocks, std::function<void()> disturb) {
+    client::ClientOptions co;
+    co.url = url(srv);
+    co.reference = PREDROP_TEST_SAMPLE;
+    co.max_blocks = blocks;
+    bool disturbing = false;
+    client::MeasuringClient c(
+        loop_, co,
+        [&](const client::BlockResult& r) {
+          results_.push_back(r);
+          if (!disturbing) {
+            disturbing = true;
+            disturb();
+          }
+        },
+        [&](const core::Status& st, const client::ClientSummary& s) {
+          status_ = st;
+          summary_ = s;
+          srv.stop();
+          loop_.stop();
+        });
+    c.start();
+    loop_.run();
+  }
+  void expect_every_block_whole(std::uint32_t blocks) {
+    ASSERT_TRUE(status_.has_value());
+    ASSERT_TRUE(status_->ok()) << status_->error().message;
+    ASSERT_EQ(results_.size(), blocks);
+    EXPECT_EQ(summary_.srtp_failures, 0u);
+    for (const auto& r : results_) {
+      EXPECT_EQ(r.received, r.sent) << "block " << r.stage;
+      EXPECT_GT(r.sent, 0u);
+    }
+  }
+  std::vector<client::BlockResult> results_;
+  std::optional<core::Status> status_;
+  client::ClientSummary summary_;
+};
+
+TEST_F(StreamingUnderDisturbance, GarbageAndUnknownSessionsAnsweredWhileStreaming) {
+  auto o = options();
+  server::StreamServer srv(loop_, o);
+  srv.start();
+  constexpr std::uint32_t kBlocks = 4;
+  std::vector<std::unique_ptr<RawPeer>> peers;
+  auto peer = [&](std::string bytes) {
+    peers.push_back(std::make_unique<RawPeer>());
+    peers.back()->connect(loop_, srv.rtsp_address(), std::move(bytes));
+  };
+  play(srv, kBlocks, [&] {
+    // A TLS ClientHello start (NUL bytes included), then CRLFs.
+    static const char kTls[] = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 binary\r\n\r\n";
+    peer(std::string(kTls, sizeof kTls - 1));
+    peer("HELLO WORLD\r\n\r\n");
+    peer("GET_PARAMETER " + url(srv) + " RTSP/1.0\r\nCSeq: 7\r\nSession: DEADBEEF0000\r\n\r\n");
+    peer("PLAY " + url(srv) + " RTSP/1.0\r\nCSeq: 8\r\nSession: 0123456789AB\r\n\r\n");
+    peer("TEARDOWN " + url(srv) + " RTSP/1.0\r\nCSeq: 9\r\nSession: ;;;\r\n\r\n");
+    peer(std::string(20000, 'A'));  // one endless line
+  });
+  expect_every_block_whole(kBlocks);
+  ASSERT_EQ(peers.size(), 6u);
+  auto is_error_reply = [](const std::string& r) {
+    return r.rfind("RTSP/1.0 4", 0) == 0 || r.rfind("RTSP/1.0 5", 0) == 0;
+  };
+  EXPECT_TRUE(is_error_reply(peers[0]->received)) << peers[0]->received;
+  EXPECT_TRUE(is_error_reply(peers[1]->received)) << peers[1]->received;
+  EXPECT_NE(peers[2]->received.find("RTSP/1.0 454"), std::string::npos) << peers[2]->received;
+  EXPECT_NE(peers[2]->received.find("CSeq: 7"), std::string::npos);
+  EXPECT_NE(peers[3]->received.find("RTSP/1.0 454"), std::string::npos) << peers[3]->received;
+  EXPECT_NE(peers[4]->received.find("RTSP/1.0 454"), std::string::npos) << peers[4]->received;
+  EXPECT_TRUE(is_error_reply(peers[5]->received)) << peers[5]->received;
+  EXPECT_GE(srv.stats().bad_requests, 3u);
+  peers.clear();
+  EXPECT_TRUE(loop_.close().ok());
+}
+
+TEST_F(StreamingUnderDisturbance, ChurnAndConnectionFloodLeaveTheSessionWhole) {
+  auto o = options();
+  o.max_connections = 32;
+  o.max_sessions = 16;
+  server::StreamServer srv(loop_, o);
+  srv.start();
+  constexpr std::uint32_t kBlocks = 5;
+  constexpr int kChurn = 40;
+  constexpr std::size_t kFlood = 120;
+  int churned = 0;
+  int refused = 0;
+  std::vector<std::unique_ptr<RawPeer>> flood;
+  // Churn: sessions set up, played and torn down one after the other, several at a time.
+  std::function<void()> churn_one = [&] {
+    if (churned >= kChurn) return;
+    ++churned;
+    setup_session(srv, [&](int status, client::RtspClient& c) {
+      if (status != 200) {
+        ++refused;
+        c.close();
+        churn_one();
+        return;
+      }
+      c.send(RtspMethod::kPlay, url(srv), {}, [&](auto) {
+        c.send(RtspMethod::kTeardown, url(srv), {}, [&](auto) {
+          c.close();
+          churn_one();
+        });
+      });
+    });
+  };
+  play(srv, kBlocks, [&] {
+    for (int i = 0; i < 4; ++i)
+      churn_one();
+    // A flood of connections: most past the limit, half of them silent, half asking OPTIONS.
+    for (std::size_t i = 0; i < kFlood; ++i) {
+      flood.push_back(std::make_unique<RawPeer>());
+      flood.back()->connect(
+          loop_, srv.rtsp_address(),
+          i % 2 == 0 ? "OPTIONS " + url(srv) + " RTSP/1.0\r\nCSeq: 1\r\n\r\n" : std::string());
+    }
+  });
+  expect_every_block_whole(kBlocks);
+  EXPECT_GT(churned, 4);
+  EXPECT_GT(srv.stats().connections_refused, 0u);
+  EXPECT_GE(srv.stats().sessions_created, 5u);
+  flood.clear();
+  clients_.clear();
+  EXPECT_TRUE(loop_.close().ok());
+}
+
+}  // namespace
+}  // namespace predrop
