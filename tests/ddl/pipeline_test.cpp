@@ -160,16 +160,26 @@ class Pipeline : public ::testing::Test {
 };
 FashionMnist* Pipeline::data_ = nullptr;
 
+// Under AddressSanitizer the same job runs about 20 times slower; a shorter run still checks the
+// bookkeeping exactly and learning clearly above chance (10 classes: 10 %).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kStages = 60;
+constexpr double kMinAccuracy = 0.45;
+#else
+constexpr int kStages = 250;
+constexpr double kMinAccuracy = 0.70;
+#endif
+
 }  // namespace
 
 TEST_F(Pipeline, ZeroPolicyTrainsAndKeepsWorkersInSync) {
-  const Outcome o = run(*data_, MissingPolicy::kZero, 250);
+  const Outcome o = run(*data_, MissingPolicy::kZero, kStages);
   std::printf(
       "zero: accuracy %.4f, up missing %llu (pre-discarded %llu, lost %llu), down filled %llu\n",
       o.accuracy, static_cast<unsigned long long>(o.up_missing),
       static_cast<unsigned long long>(o.up_expected_missing),
       static_cast<unsigned long long>(o.up_lost), static_cast<unsigned long long>(o.down_filled));
-  EXPECT_GT(o.accuracy, 0.70);
+  EXPECT_GT(o.accuracy, kMinAccuracy);
   EXPECT_EQ(o.up_missing, o.up_expected_missing);  // every missing chunk was a pre-discard
   EXPECT_EQ(o.up_lost, 0u);
   EXPECT_GT(o.down_filled, 0u);
@@ -177,9 +187,9 @@ TEST_F(Pipeline, ZeroPolicyTrainsAndKeepsWorkersInSync) {
 }
 
 TEST_F(Pipeline, OwnPolicyTrainsAndWorkersDrift) {
-  const Outcome o = run(*data_, MissingPolicy::kOwn, 250);
+  const Outcome o = run(*data_, MissingPolicy::kOwn, kStages);
   std::printf("own: accuracy %.4f, down filled %llu\n", o.accuracy,
               static_cast<unsigned long long>(o.down_filled));
-  EXPECT_GT(o.accuracy, 0.70);
+  EXPECT_GT(o.accuracy, kMinAccuracy);
   EXPECT_FALSE(o.workers_identical);
 }
