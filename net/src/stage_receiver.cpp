@@ -54,6 +54,10 @@ void StageReceiver::on_datagram(std::span<const std::uint8_t> data, std::uint64_
     ++stats_.impaired;
     return;
   }
+  // The payload goes on first: the packet that completes a stage must be consumed (decoded,
+  // aggregated) before the stage is reported as complete.
+  ++stats_.delivered;
+  if (on_packet_) on_packet_(*view, arrival_us);
   if (view->stage) {
     core::PacketArrival a;
     a.stage = view->stage->stage_id;
@@ -70,8 +74,6 @@ void StageReceiver::on_datagram(std::span<const std::uint8_t> data, std::uint64_
   } else {
     ++stats_.without_stage;
   }
-  ++stats_.delivered;
-  if (on_packet_) on_packet_(*view, arrival_us);
 }
 
 }  // namespace predrop::net
