@@ -86,13 +86,31 @@ for ((r = 0; r < workers; r++)); do
   worker_pids+=($!)
   pids+=($!)
 done
+# A worker that fails ends the job: the others would wait for it at the start.
 status=0
-for p in "${worker_pids[@]}"; do wait "$p" || status=1; done
+running=("${worker_pids[@]}")
+while [[ ${#running[@]} -gt 0 && $status -eq 0 ]]; do
+  still=()
+  for p in "${running[@]}"; do
+    if kill -0 "$p" 2>/dev/null; then still+=("$p"); elif ! wait "$p"; then status=1; fi
+  done
+  running=(${still[@]+"${still[@]}"})
+  [[ ${#running[@]} -gt 0 ]] && sleep 0.2
+done
+if [[ $status -ne 0 ]]; then
+  for p in "${worker_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  kill -TERM "$relay_pid" 2>/dev/null || true
+fi
 wait "$relay_pid" || status=1
 pids=()
-for ((r = 0; r < workers; r++)); do
+for ((r = 1; r < workers; r++)); do
   tail -n 1 "$out/worker-$r.out"
-  grep -h "predrop-ddl-worker:" "$out/worker-$r.log" || true
 done
+if [[ $status -ne 0 ]]; then
+  for ((r = 0; r < workers; r++)); do
+    echo "--- worker $r: $out/worker-$r.log"
+    tail -n 3 "$out/worker-$r.log"
+  done
+fi
 grep -h "job over" "$out/relay.log" | sed 's/^.*\] //'
 exit $status

@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
   app.add_option("--fixed-rate", fixed_rate, "R of the fixed egress policy");
   app.add_option("--bind", bind_text, "Local address (default 0.0.0.0:0)");
   app.add_option("--csv", csv_path, "Write a per-stage CSV trace");
-  app.add_option("--print-every", print_every, "Print every n-th stage (0: none)");
+  app.add_option("--print-every", print_every, "Print every n-th stage (0: none)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
   CLI11_PARSE(app, argc, argv);
 
