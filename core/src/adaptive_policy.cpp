@@ -140,6 +140,15 @@ Decision AdaptivePolicy::decide(const StageReport& r) {
     }
   }
 
+  const bool queue_was_standing = last_queue_us_ > params_.queue_high_us;
+  last_queue_us_ = queue;
+  if (loss > params_.loss_threshold && queue_was_standing && queue <= params_.queue_high_us) {
+    // The previous stage left a full queue and this one ended with it draining: R_used carries
+    // the path, and the loss was that old queue's (the stage's first burst met it). Raising R
+    // for it would overshoot (seen on the bed: 0.40 instead of 0.35 after onset).
+    clean_run_ = 0;
+    return {rate_, DecisionKind::kAdapt, "loss while the old queue drained: hold"};
+  }
   if (loss > params_.loss_threshold) {
     const double capacity = (1.0 - used) * (1.0 - loss);
     const double margin = standing_queue ? params_.drain_margin : params_.margin;

@@ -75,8 +75,8 @@ TEST(AdaptivePolicy, JumpsToReceivedFractionUnderLoss) {
   // 30 Mbit/s into 20 Mbit/s: a third lost at R = 0.
   auto d = p.on_report(stage(0, 0.0, 1.0 / 3.0, 18.0, 100000));
   ASSERT_TRUE(d.ok());
-  // Capacity 2/3 of the stream; with a standing queue the drain margin 0.85 applies.
-  EXPECT_NEAR(d->rate, 1.0 - (2.0 / 3.0) * 0.85, 1e-3);  // 667 of 1000 packets arrived
+  // Capacity 2/3 of the stream; with a standing queue the drain margin 0.90 applies.
+  EXPECT_NEAR(d->rate, 1.0 - (2.0 / 3.0) * 0.90, 1e-3);  // 667 of 1000 packets arrived
   // Without a standing queue (loss in a burst), the normal margin.
   AdaptivePolicy q(AdaptiveParams{}, 0.0);
   EXPECT_NEAR(q.on_report(stage(0, 0.0, 0.25, 18.0, 0)).value().rate, 1.0 - 0.75 * 0.93, 1e-3);
@@ -100,6 +100,20 @@ TEST(AdaptivePolicy, NeverLowersRateOnALateCongestionReport) {
   ASSERT_NEAR(p.on_report(stage(0, 0.0, 0.30)).value().rate, 1.0 - 0.7 * 0.93, 1e-3);
   // The next report is about a stage sent at R = 0 with less loss (onset mid-stage): R stays.
   EXPECT_NEAR(p.on_report(stage(1, 0.0, 0.10)).value().rate, 1.0 - 0.7 * 0.93, 1e-3);
+}
+
+TEST(AdaptivePolicy, LossWhileTheOldQueueDrainsDoesNotRaise) {
+  AdaptivePolicy p(AdaptiveParams{}, 0.0);
+  // Onset: a third lost with a full queue at the end of the stage.
+  const double r1 = p.on_report(stage(0, 0.0, 0.30, 20.0, 120000)).value().rate;
+  ASSERT_GT(r1, 0.3);
+  // The first stage at r1 still loses 7 % (its I-frame met the old queue) but ends with the queue
+  // draining: r1 carries the path, R stays.
+  auto d = p.on_report(stage(1, r1, 0.07, 21.0, 800));
+  EXPECT_DOUBLE_EQ(d->rate, r1);
+  EXPECT_EQ(d->reason, "loss while the old queue drained: hold");
+  // The same loss with the queue still standing at the end is congestion: R goes up.
+  EXPECT_GT(p.on_report(stage(2, r1, 0.07, 21.0, 90000)).value().rate, r1);
 }
 
 TEST(AdaptivePolicy, ConvergesOnABottleneckPulsesRarelyAndComesBackDown) {

@@ -10,6 +10,8 @@
 //     c = (1 - R_used)(1 - loss) of the stream, so R jumps to 1 - c * margin at once (GCC's
 //     "0.85 x received rate" idea, draft-ietf-rmcat-gcc-02 §5.5) instead of creeping by Rp1.
 //     A quality drop that comes with loss is therefore congestion, never over-discarding.
+//     Loss in a stage that ends with the queue below `queue_high_us` right after a stage that
+//     left it standing is that old queue draining (the stage's first burst met it): hold.
 //  2. Reception period stretched beyond the base L by more than `t2` (burst senders, DDL): the
 //     path delivers (1 - R_used) L_base / L of the stream; R jumps to match.
 //  3. Queueing delay above `queue_high_us` without loss: a queue is building; R up by `rp1`.
@@ -53,7 +55,7 @@ struct AdaptiveParams {
   double loss_threshold = 0.02;   ///< Network loss above this is congestion (GCC: 2 %).
   double clean_loss = 0.0;        ///< Network loss at or below this counts as a clean stage.
   double margin = 0.93;           ///< Aim this fraction of the measured capacity.
-  double drain_margin = 0.85;     ///< ... while a queue is standing, to drain it.
+  double drain_margin = 0.90;     ///< ... while a queue is standing, to drain it.
   double queue_high_us = 30'000;  ///< Queueing delay that means a queue is building.
   double queue_low_us = 10'000;   ///< Queueing delay at or below which a stage is clean.
   Threshold t2 = Threshold::fraction(0.10);  ///< L stretch against the base L that counts.
@@ -112,6 +114,7 @@ class AdaptivePolicy final : public RateController {
   /// Lowest R the creep may reach in this congestion episode (a creep below it met loss).
   double floor_ = 0.0;
   unsigned missing_run_ = 0;
+  double last_queue_us_ = 0.0;  ///< Queueing delay of the previous report.
   std::vector<double> base_ring_;
   std::size_t base_head_ = 0;
   std::size_t base_count_ = 0;
