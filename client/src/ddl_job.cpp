@@ -506,6 +506,14 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(table.deadline_closes),
       static_cast<unsigned long long>(rs.evicted), static_cast<unsigned long long>(table.increases),
       static_cast<unsigned long long>(table.decreases));
+  std::printf(
+      "relay: %llu datagrams failed SRTP/SRTCP, %llu from unknown addresses, %llu too early, "
+      "%llu rejected, %llu send drops\n",
+      static_cast<unsigned long long>(rs.srtp_failures),
+      static_cast<unsigned long long>(rs.foreign_datagrams),
+      static_cast<unsigned long long>(rs.chunks_too_early),
+      static_cast<unsigned long long>(rs.chunks_rejected),
+      static_cast<unsigned long long>(rs.send_drops));
   std::printf("workers: %llu aggregate chunks lost in the network, %llu filled (%s)\n",
               static_cast<unsigned long long>(table.lost),
               static_cast<unsigned long long>(table.filled),

@@ -46,7 +46,11 @@ std::uint32_t random_ssrc() {
 }
 
 ddl::DeadlineConfig deadline_config(std::uint32_t stage_deadline_ms) {
-  if (stage_deadline_ms == 0) return ddl::DeadlineConfig{};
+  if (stage_deadline_ms == 0) {
+    ddl::DeadlineConfig c;
+    c.min_deadline_us = ddl_wire::kAdaptiveDeadlineFloorUs;
+    return c;
+  }
   return ddl::DeadlineConfig::fixed(std::uint64_t{stage_deadline_ms} * 1000);
 }
 
@@ -509,12 +513,7 @@ class DdlWorker::Impl {
     row.performance = prev_probe_loss_ - probe_loss;
     prev_probe_loss_ = probe_loss;
     const bool last = s + 1 >= o_.stages;
-    if (last || (o_.eval_every != 0 && (s + 1) % o_.eval_every == 0)) {
-      row.test_accuracy =
-          (test_subset_.size() != 0 ? net_.evaluate(test_subset_) : net_.evaluate(data_->test))
-              .accuracy;
-      summary_.final_accuracy = row.test_accuracy;
-    }
+    const bool evaluate = last || (o_.eval_every != 0 && (s + 1) % o_.eval_every == 0);
 
     // Report the aggregate's stage to the relay: L, counts, queueing delay, P (PDFB, SRTCP).
     core::StageMeasurement m;
@@ -558,14 +557,27 @@ class DdlWorker::Impl {
     summary_.stages = s + 1;
     summary_.chunks_filled += row.filled;
     summary_.chunks_lost += row.lost;
-    if (on_stage_) on_stage_(row);
-    if (state_ != State::kRunning) return;
     if (last) {
+      if (evaluate) evaluate_test(row);
+      if (on_stage_) on_stage_(row);
       send_bye();
       finish(core::Ok{});
       return;
     }
+    // The next gradient goes out before the test evaluation (tens to hundreds of ms), so that
+    // evaluating overlaps the others' work instead of making this worker a straggler that the
+    // relay's deadline leaves out. The parameters stay those after this stage's step until the
+    // next aggregate arrives, so the evaluation is the same either way.
     begin_stage(s + 1);
+    if (evaluate && state_ == State::kRunning) evaluate_test(row);
+    if (on_stage_) on_stage_(row);
+  }
+
+  void evaluate_test(DdlWorkerStageRow& row) {
+    row.test_accuracy =
+        (test_subset_.size() != 0 ? net_.evaluate(test_subset_) : net_.evaluate(data_->test))
+            .accuracy;
+    summary_.final_accuracy = row.test_accuracy;
   }
 
   void on_uplink_report(const net::PdfbFeedback& fb) {

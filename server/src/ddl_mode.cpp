@@ -49,7 +49,11 @@ std::uint32_t random_u32() {
 }
 
 ddl::DeadlineConfig deadline_config(std::optional<std::uint32_t> ms) {
-  if (!ms) return ddl::DeadlineConfig{};
+  if (!ms) {
+    ddl::DeadlineConfig c;
+    c.min_deadline_us = wire::kAdaptiveDeadlineFloorUs;
+    return c;
+  }
   return ddl::DeadlineConfig::fixed(std::uint64_t{*ms} * 1000);
 }
 
@@ -635,13 +639,16 @@ class DdlRelay::Impl {
       if (!pp || pp->gone) continue;
       settle_missing(*pp, s);
     }
-    // Workers that went silent.
+    // Workers that went silent: for some stages *and* for some time, because with stages of a
+    // few ms a worker busy for a moment (a test evaluation, a preemption) misses several.
     for (auto& pp : peers_) {
       if (!pp || pp->gone || pp->missed_stages < o_.evict_after_stages) continue;
-      remove_peer(
-          *pp, DdlRelayEvent::Kind::kEvicted,
-          "evicted: nothing received from it for " + std::to_string(pp->missed_stages) + " stages",
-          now);
+      const std::uint64_t silent = now > pp->last_heard_us ? now - pp->last_heard_us : 0;
+      if (silent < std::uint64_t{o_.evict_min_silence_ms} * 1000) continue;
+      remove_peer(*pp, DdlRelayEvent::Kind::kEvicted,
+                  "evicted: nothing received from it for " + std::to_string(pp->missed_stages) +
+                      " stages (" + std::to_string(silent / 1000) + " ms)",
+                  now);
       if (!running_) return;
     }
   }

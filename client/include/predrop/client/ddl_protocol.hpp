@@ -178,6 +178,13 @@ std::string format_job_key(const JobKey& key);
 /// A fresh random key for `suite` (plain when nullopt).
 JobKey generate_job_key(std::optional<net::SrtpSuite> suite);
 
+/// The adaptive stage deadline both ends use (docs/ddl-mode.md): ddl::DeadlineConfig's rule
+/// (D = 2 x median reception period, clamped), with a floor of 25 ms instead of 5 ms. Stages on
+/// loopback take a few ms, and on a shared machine a worker or the relay is routinely preempted
+/// for longer than 2 x that; a 5 ms floor turned such hiccups into deadline closes and late
+/// chunks. 25 ms is a few scheduler time slices.
+inline constexpr std::uint64_t kAdaptiveDeadlineFloorUs = 25'000;
+
 /// Name of the environment variable both programs read the job key from.
 inline constexpr const char* kKeyEnvironment = "PREDROP_DDL_KEY";
 

@@ -9,8 +9,10 @@
 // L and P per stage over SRTCP PDFB; the relay feeds each report to that worker's controller.
 //
 // Membership: the job starts when `workers` workers have joined; later joiners are refused. A
-// worker that leaves (BYE) or is not heard from for `evict_after_stages` closed stages is removed
-// and the job goes on with the others. Details and wire formats: docs/ddl-mode.md.
+// worker that leaves (BYE), or is not heard from for `evict_after_stages` closed stages and at
+// least `evict_min_silence_ms`, is removed and the job goes on with the others. (Until then the
+// stages close at their deadline without it, so nobody waits longer than the deadline.) Details and
+// wire formats: docs/ddl-mode.md.
 //
 // Threading: loop thread. The per-packet path (unprotect, parse, aggregate, protect, send)
 // allocates nothing and logs nothing; joins, evictions and stage ends may.
@@ -44,11 +46,12 @@ struct DdlRelayOptions {
   core::PolicyConfig policy;  ///< One controller per worker.
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
   std::uint64_t discard_seed = 1;
-  client::ddl_wire::JobKey key;             ///< Shared SRTP key (suite nullopt: plain).
-  std::uint32_t report_timeout_stages = 2;  ///< A report is missing this many stages later.
-  std::uint32_t evict_after_stages = 3;     ///< Remove a worker silent for this many stages.
-  std::uint32_t peer_timeout_ms = 60'000;   ///< Remove a worker silent for this long.
-  int socket_buffer_bytes = 4 << 20;        ///< SO_RCVBUF/SO_SNDBUF (capped by the kernel).
+  client::ddl_wire::JobKey key;               ///< Shared SRTP key (suite nullopt: plain).
+  std::uint32_t report_timeout_stages = 2;    ///< A report is missing this many stages later.
+  std::uint32_t evict_after_stages = 3;       ///< Remove a worker silent for this many stages ...
+  std::uint32_t evict_min_silence_ms = 1000;  ///< ... and for at least this long.
+  std::uint32_t peer_timeout_ms = 60'000;     ///< Remove a worker silent for this long.
+  int socket_buffer_bytes = 4 << 20;          ///< SO_RCVBUF/SO_SNDBUF (capped by the kernel).
 };
 
 /// One worker's part of a closed stage.
