@@ -4,16 +4,18 @@
 # ffmpeg side by side) and the load tests against a real predrop-server process.
 #
 #   bench/perf/run.sh [quick]
+#   SECTIONS="egress load" bench/perf/run.sh      # a subset of: micro egress load
 #
-# Results go to build/release/bench-results/<time>/ (console logs, CSV, JSON). "quick" shortens
+# Results go to build/perf-release/bench-results/<time>/ (console logs, CSV, JSON). "quick" shortens
 # every run (for a smoke check; the README's figures come from a full run). Loopback only; every
 # process it starts is stopped on exit, also when interrupted.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-build="$root/build/release"
+build="$root/build/perf-release"
 out="$build/bench-results/$(date +%Y%m%d-%H%M%S)"
 quick="${1:-}"
+sections=" ${SECTIONS:-micro egress load} "
 mkdir -p "$out"
 
 pids=()
@@ -25,7 +27,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 echo "== build (release preset) =="
-cmake --preset release -S "$root" > "$out/configure.log"
+cmake --preset release -S "$root" -B "$build" > "$out/configure.log"
 cmake --build "$build" -j2 --target predrop-server predrop-load predrop_packet_path_bench \
   predrop_egress_bench > "$out/build.log"
 
@@ -55,10 +57,14 @@ if [[ "$quick" == "quick" ]]; then
   load_hold=8
 fi
 
+if [[ "$sections" == *" micro "* ]]; then
 echo "== per-packet microbenchmarks =="
 "$build/bench/predrop_packet_path_bench" --benchmark_min_time="$min_time" \
+  --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
   --benchmark_out="$out/packet_path.json" --benchmark_out_format=json | tee "$out/packet_path.txt"
+fi
 
+if [[ "$sections" == *" egress "* ]]; then
 echo "== whole-server egress =="
 egress="$build/bench/predrop_egress_bench"
 for suite in AES_CM_128_HMAC_SHA1_80 AEAD_AES_128_GCM; do
@@ -77,7 +83,9 @@ echo "-- plain RTP (no SRTP) vs ffmpeg plain"
 "$egress" --media "$clip" --suite none --pacing burst --sessions 300 --ramp 1 --warmup 3 \
   --seconds "$egress_s" --machine-seconds "$machine_s" --csv "$out/egress.csv" \
   | tee -a "$out/egress.txt"
+fi
 
+[[ "$sections" == *" load "* ]] || { echo "results in $out"; exit 0; }
 echo "== load tests (predrop-server + predrop-load) =="
 port=$((20000 + RANDOM % 20000))
 mport=$((port + 1))

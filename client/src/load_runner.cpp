@@ -65,6 +65,7 @@ const char* phase_name(Phase p) {
 struct MetricsSnapshot {
   std::uint64_t fetched_us = 0;
   std::unordered_map<std::string, double> reports;  // session id -> reports_total
+  std::unordered_map<std::string, double> sent;     // session id -> packets_sent_total
   double packets_sent = 0;
   double late_blocks = 0;
   bool late_known = false;
@@ -102,6 +103,7 @@ MetricsSnapshot parse_metrics(const std::string& body, std::uint64_t at) {
       m.reports[session] = value;
     } else if (name == "predrop_session_packets_sent_total") {
       m.packets_sent += value;
+      if (!session.empty()) m.sent[session] = value;
     } else if (name == "predrop_session_late_blocks_total" || name == "predrop_late_blocks_total") {
       m.late_blocks += value;
       m.late_known = true;
@@ -166,6 +168,11 @@ struct LoadRunner::Impl {
   std::string metrics_body;
   std::uint64_t metrics_started_us = 0;
   MetricsSnapshot last_metrics;
+  // Packets the server sent, summed over per-session increments, so that sessions that ended
+  // (and vanished from /metrics) keep counting.
+  std::unordered_map<std::string, double> sent_seen;
+  double sent_total = 0;
+  bool sent_known = false;
   std::optional<net::SocketAddress> metrics_addr;
   std::FILE* csv = nullptr;
   std::uint64_t last_progress_us = 0, last_progress_packets = 0, last_progress_bytes = 0;
@@ -344,7 +351,7 @@ struct LoadRunner::Impl {
     hold_t0 = now;
     std::tie(hold_packets0, hold_bytes0) = traffic();
     if (server_pid > 0) cpu0 = process_cpu_seconds(server_pid);
-    metrics_pkts0 = last_metrics.ok ? last_metrics.packets_sent : -1;
+    metrics_pkts0 = sent_known ? sent_total : -1;
     summary.playing_after_ramp = playing();
     next_join_us = now + (sc.join_per_s > 0 ? exp_interval_us(sc.join_per_s) : 0);
     next_leave_us = now + (sc.leave_per_s > 0 ? exp_interval_us(sc.leave_per_s) : 0);
@@ -355,7 +362,7 @@ struct LoadRunner::Impl {
     hold_t1 = now;
     std::tie(hold_packets1, hold_bytes1) = traffic();
     if (server_pid > 0) cpu1 = process_cpu_seconds(server_pid);
-    metrics_pkts1 = last_metrics.ok ? last_metrics.packets_sent : -1;
+    metrics_pkts1 = sent_known ? sent_total : -1;
   }
 
   void begin_drain() {
@@ -461,6 +468,12 @@ struct LoadRunner::Impl {
       error("metrics reply");
       return;
     }
+    for (const auto& [session, value] : m.sent) {
+      auto [it, fresh] = sent_seen.try_emplace(session, 0.0);
+      if (value > it->second) sent_total += value - it->second;
+      it->second = value;
+    }
+    sent_known = true;
     for (const auto& [session, count] : m.reports) {
       auto it = by_session.find(session);
       if (it == by_session.end()) continue;
