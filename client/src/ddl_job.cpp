@@ -98,12 +98,16 @@ class Table {
                 "close");
   }
 
-  void add(const server::DdlRelayStageRow& r) { entry(r.stage).relay = r; }
+  // Parts of a stage already printed (e.g. the missing-report note of a vanished worker) are
+  // dropped rather than printed again as a stage of their own.
+  void add(const server::DdlRelayStageRow& r) {
+    if (r.stage >= next_) entry(r.stage).relay = r;
+  }
   void add(const server::DdlRelayReportRow& r) {
-    if (r.rank < workers_) entry(r.stage).reports[r.rank] = r;
+    if (r.rank < workers_ && r.stage >= next_) entry(r.stage).reports[r.rank] = r;
   }
   void add(const client::DdlWorkerStageRow& r) {
-    if (r.rank < workers_) entry(r.stage).rows[r.rank] = r;
+    if (r.rank < workers_ && r.stage >= next_) entry(r.stage).rows[r.rank] = r;
   }
   void worker_gone(std::uint16_t rank) {
     if (rank < workers_) alive_[rank] = false;
@@ -115,6 +119,7 @@ class Table {
       auto it = stages_.begin();
       if (!all && !complete(it->second)) break;
       emit(it->first, it->second);
+      next_ = it->first + 1;
       stages_.erase(it);
     }
   }
@@ -245,6 +250,7 @@ class Table {
   unsigned print_every_;
   std::vector<bool> alive_;
   std::map<std::uint32_t, Entry> stages_;
+  std::uint32_t next_ = 0;  // stages below this were printed
 };
 
 }  // namespace
@@ -467,7 +473,7 @@ int main(int argc, char** argv) {
       relay_status = rd->status;
     } else if (auto* ev = std::get_if<server::DdlRelayEvent>(&e)) {
       if (ev->kind == server::DdlRelayEvent::Kind::kEvicted) {
-        std::printf("relay: rank %u %s\n", unsigned{ev->rank}, ev->text.c_str());
+        std::printf("relay: rank %u evicted: %s\n", unsigned{ev->rank}, ev->text.c_str());
       }
     }
     table.flush(false);

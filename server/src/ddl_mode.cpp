@@ -432,7 +432,7 @@ class DdlRelay::Impl {
   void remove_peer(Peer& p, DdlRelayEvent::Kind kind, const std::string& why, std::uint64_t now) {
     if (p.gone) return;
     if (kind == DdlRelayEvent::Kind::kEvicted) {
-      send_answer(p, wire::JoinStatus::kRemoved, why);
+      send_answer(p, wire::JoinStatus::kRemoved, "evicted: " + why);
       ++stats_.evicted;
     } else {
       ++stats_.left;
@@ -646,7 +646,7 @@ class DdlRelay::Impl {
       const std::uint64_t silent = now > pp->last_heard_us ? now - pp->last_heard_us : 0;
       if (silent < std::uint64_t{o_.evict_min_silence_ms} * 1000) continue;
       remove_peer(*pp, DdlRelayEvent::Kind::kEvicted,
-                  "evicted: nothing received from it for " + std::to_string(pp->missed_stages) +
+                  "nothing received from it for " + std::to_string(pp->missed_stages) +
                       " stages (" + std::to_string(silent / 1000) + " ms)",
                   now);
       if (!running_) return;
@@ -741,7 +741,7 @@ class DdlRelay::Impl {
     for (auto& pp : peers_) {
       if (!pp || pp->gone || now - pp->last_heard_us < limit) continue;
       remove_peer(*pp, DdlRelayEvent::Kind::kEvicted,
-                  "evicted: silent for " + std::to_string(o_.peer_timeout_ms) + " ms", now);
+                  "silent for " + std::to_string(o_.peer_timeout_ms) + " ms", now);
       if (!running_) return;
     }
   }
