@@ -195,7 +195,7 @@ core::Result<StreamServerOptions> make_stream_options(const ServerConfig& c,
 
 std::string render_metrics(const StreamServer& server) {
   std::string out;
-  char line[512];
+  char line[1024];
   const ServerStats& s = server.stats();
   auto counter = [&](const char* name, const char* help, std::uint64_t v) {
     std::snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name,
@@ -227,7 +227,9 @@ std::string render_metrics(const StreamServer& server) {
       "# TYPE predrop_session_packets_sent_total counter\n"
       "# TYPE predrop_session_packets_discarded_total counter\n"
       "# TYPE predrop_session_reports_total counter\n"
-      "# TYPE predrop_session_reports_missing_total counter\n";
+      "# TYPE predrop_session_reports_missing_total counter\n"
+      "# HELP predrop_session_late_blocks_total Blocks with a packet sent past its due time.\n"
+      "# TYPE predrop_session_late_blocks_total counter\n";
   for (const StreamSession* ss : server.sessions()) {
     const char* id = ss->id().c_str();
     const auto& st = ss->stats();
@@ -239,14 +241,16 @@ std::string render_metrics(const StreamServer& server) {
                   "predrop_session_packets_sent_total{session=\"%s\"} %llu\n"
                   "predrop_session_packets_discarded_total{session=\"%s\"} %llu\n"
                   "predrop_session_reports_total{session=\"%s\"} %llu\n"
-                  "predrop_session_reports_missing_total{session=\"%s\"} %llu\n",
+                  "predrop_session_reports_missing_total{session=\"%s\"} %llu\n"
+                  "predrop_session_late_blocks_total{session=\"%s\"} %llu\n",
                   id, static_cast<int>(ss->controller().name().size()),
                   ss->controller().name().data(), ss->controller().rate(), id,
                   st.last_reception_period_us / 1e6, id, st.last_performance, id,
                   static_cast<unsigned long long>(tx.packets_sent), id,
                   static_cast<unsigned long long>(tx.packets_discarded), id,
                   static_cast<unsigned long long>(st.reports), id,
-                  static_cast<unsigned long long>(st.reports_missing));
+                  static_cast<unsigned long long>(st.reports_missing), id,
+                  static_cast<unsigned long long>(tx.late_stages));
     out += line;
   }
   return out;
