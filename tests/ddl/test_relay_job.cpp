@@ -403,7 +403,7 @@ TEST_F(DdlJob, LateJoinerAndWrongKeyGetClearErrors) {
     o.relay = relay.local_address();
     o.bind = net::SocketAddress::loopback_v4(0);
     o.key = k;
-    o.stages = 40;
+    o.stages = 60;
     o.train_subset = 2000;
     o.test_subset = 500;
     o.eval_every = 0;
@@ -436,7 +436,8 @@ TEST_F(DdlJob, LateJoinerAndWrongKeyGetClearErrors) {
   ASSERT_FALSE(wrong->ok());
   EXPECT_NE(wrong->error().message.find("no answer from the relay"), std::string::npos)
       << wrong->error().message;
-  EXPECT_EQ(relay.stats().refused, 1u);
+  // A slow loop may let the late worker's 250 ms retry go out before the refusal is read.
+  EXPECT_GE(relay.stats().refused, 1u);
   EXPECT_GE(relay.stats().srtp_failures, 1u);
 }
 
