@@ -140,9 +140,12 @@ Decision AdaptivePolicy::decide(const StageReport& r) {
     }
   }
 
-  const bool queue_was_standing = last_queue_us_ > params_.queue_high_us;
+  // The previous stage left a standing queue and this one ends with it clearly lower: the queue
+  // is draining at R_used (a queue that R_used cannot drain stays at the tbf limit).
+  const bool draining = last_queue_us_ > params_.queue_high_us &&
+                        (queue <= params_.queue_high_us || queue < 0.5 * last_queue_us_);
   last_queue_us_ = queue;
-  if (loss > params_.loss_threshold && queue_was_standing && queue <= params_.queue_high_us) {
+  if (loss > params_.loss_threshold && draining) {
     // The previous stage left a full queue and this one ended with it draining: R_used carries
     // the path, and the loss was that old queue's (the stage's first burst met it). Raising R
     // for it would overshoot (seen on the bed: 0.40 instead of 0.35 after onset).
@@ -156,7 +159,12 @@ Decision AdaptivePolicy::decide(const StageReport& r) {
     floor_ = std::max(floor_, std::min(params_.rmax, used + params_.creep_step));
     return raise(1.0 - capacity * margin, "network loss: R sized from the received fraction");
   }
-  const bool stretched = base > 0 && params_.t2.increase_exceeds(r.reception_period_us, base);
+  // L is the delay signal only where the receiver cannot measure queueing (burst senders such as
+  // the DDL relay report no one-way delay). In paced streaming L follows the block's frame
+  // timing, not the path: on the bed it varies by 10 % between clean blocks (a block whose first
+  // packets were lost starts late), and reading that as a stretch ratcheted R up to rmax.
+  const bool stretched =
+      !r.queue_delay_us && base > 0 && params_.t2.increase_exceeds(r.reception_period_us, base);
   if (stretched) {
     const double capacity = (1.0 - used) * base / r.reception_period_us;
     return raise(1.0 - capacity * params_.margin, "reception period stretched: R sized from L");

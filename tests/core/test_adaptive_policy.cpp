@@ -112,8 +112,12 @@ TEST(AdaptivePolicy, LossWhileTheOldQueueDrainsDoesNotRaise) {
   auto d = p.on_report(stage(1, r1, 0.07, 21.0, 800));
   EXPECT_DOUBLE_EQ(d->rate, r1);
   EXPECT_EQ(d->reason, "loss while the old queue drained: hold");
-  // The same loss with the queue still standing at the end is congestion: R goes up.
-  EXPECT_GT(p.on_report(stage(2, r1, 0.07, 21.0, 90000)).value().rate, r1);
+  // The same loss with the queue standing at the end is congestion: R goes up.
+  EXPECT_GT(p.on_report(stage(2, r1, 0.07, 21.0, 110000)).value().rate, r1);
+  // A queue that halved is draining even above queue_high_us (seen on the bed: 116 -> 32 ms).
+  AdaptivePolicy q(AdaptiveParams{}, 0.0);
+  const double q1 = q.on_report(stage(0, 0.0, 0.30, 20.0, 116000)).value().rate;
+  EXPECT_DOUBLE_EQ(q.on_report(stage(1, q1, 0.066, 20.0, 32000)).value().rate, q1);
 }
 
 TEST(AdaptivePolicy, ConvergesOnABottleneckPulsesRarelyAndComesBackDown) {
@@ -167,12 +171,25 @@ TEST(AdaptivePolicy, QueueBuildingRaisesRateBeforeLoss) {
   EXPECT_DOUBLE_EQ(d->rate, 0.05);
 }
 
-TEST(AdaptivePolicy, StretchedReceptionPeriodSizesRate) {
+TEST(AdaptivePolicy, StretchedReceptionPeriodSizesRateWhereNoQueueIsMeasured) {
   AdaptivePolicy p(AdaptiveParams{}, 0.0);
-  ASSERT_TRUE(p.on_report(stage(0, 0.0, 0.0, 1.0, 0, 100000)).ok());
+  auto burst = [](std::uint32_t s, double l_us) {
+    StageReport r = stage(s, 0.0, 0.0, 1.0, 0, l_us);
+    r.queue_delay_us.reset();  // a burst sender's receiver (DDL) reports no queueing delay
+    return r;
+  };
+  ASSERT_TRUE(p.on_report(burst(0, 100000)).ok());
   // A burst that took twice as long: the path carries half; margin 0.93.
-  auto d = p.on_report(stage(1, 0.0, 0.0, 1.0, 0, 200000));
+  auto d = p.on_report(burst(1, 200000));
   EXPECT_NEAR(d->rate, 1.0 - 0.5 * 0.93, 1e-9);
+}
+
+TEST(AdaptivePolicy, PacedReportsWithQueueDelayIgnoreLStretch) {
+  AdaptivePolicy p(AdaptiveParams{}, 0.0);
+  // Paced 1 s blocks: one clean block was short (its first packets were lost), the next is
+  // 12 % longer with an empty queue. That is frame timing, not congestion.
+  ASSERT_TRUE(p.on_report(stage(0, 0.0, 0.0, 60.0, 200, 884000)).ok());
+  EXPECT_DOUBLE_EQ(p.on_report(stage(1, 0.0, 0.0, 60.0, 300, 990000)).value().rate, 0.0);
 }
 
 TEST(AdaptivePolicy, QualityFloorLowersRateWithoutLoss) {

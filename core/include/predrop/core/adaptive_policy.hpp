@@ -10,10 +10,12 @@
 //     c = (1 - R_used)(1 - loss) of the stream, so R jumps to 1 - c * margin at once (GCC's
 //     "0.85 x received rate" idea, draft-ietf-rmcat-gcc-02 §5.5) instead of creeping by Rp1.
 //     A quality drop that comes with loss is therefore congestion, never over-discarding.
-//     Loss in a stage that ends with the queue below `queue_high_us` right after a stage that
-//     left it standing is that old queue draining (the stage's first burst met it): hold.
-//  2. Reception period stretched beyond the base L by more than `t2` (burst senders, DDL): the
-//     path delivers (1 - R_used) L_base / L of the stream; R jumps to match.
+//     Loss in a stage that ends with the queue below `queue_high_us` (or below half of the
+//     previous stage's) right after a stage that left it standing is that old queue draining
+//     (the stage's first burst met it): hold.
+//  2. Reception period stretched beyond the base L by more than `t2`, in reports without a
+//     queueing delay (burst senders, DDL): the path delivers (1 - R_used) L_base / L of the
+//     stream; R jumps to match. Paced streams report the queueing delay and skip this signal.
 //  3. Queueing delay above `queue_high_us` without loss: a queue is building; R up by `rp1`.
 //  4. Quality below `quality_floor` with no network loss: the discards themselves hurt, R goes
 //     down by `rp2` (a target, not a stage-to-stage difference, so content changes do not fire).
