@@ -89,14 +89,20 @@ def load_run(run_dir):
 
 
 def settle_index(blocks, start, stop, good):
-    """Blocks from `start` until `good` holds for SETTLE_RUN blocks in a row (before `stop`)."""
+    """Blocks from `start` until `good` holds for SETTLE_RUN blocks in a row, or from some block
+    to the end of the window [start, stop) when the window (e.g. the gap before the next
+    congestion episode) ends sooner."""
     run = 0
+    last = None
     for b in blocks:
         if b["block"] < start or b["block"] >= stop:
             continue
         run = run + 1 if good(b) else 0
+        last = b["block"]
         if run >= SETTLE_RUN:
             return b["block"] - SETTLE_RUN + 1 - start
+    if run > 0 and last is not None and last == stop - 1:
+        return last - run + 1 - start
     return None
 
 
@@ -220,7 +226,7 @@ def gnuplot_runs(results, scenario, meta, runs, plots_dir):
         return "plot " + ", ".join(parts)
 
     script = f"""
-set terminal pngcairo size 1000,900 font ',9'
+set terminal png size 1000,900 font ',9'
 set output '{png}'
 set multiplot layout 4,1 title '{scenario}: {meta.get("title", "")}'
 set key outside right
@@ -394,7 +400,7 @@ def ddl_section(results, scen, meta, plots_dir):
     r_plot = ", ".join(f"'{rr}' using 1:2 with lines lw 1.5 title '{n}'" for n, _, rr in files)
     l_plot = ", ".join(f"'{rr}' using 1:3 with lines lw 1 title '{n}'" for n, _, rr in files)
     script = f"""
-set terminal pngcairo size 1000,800 font ',9'
+set terminal png size 1000,800 font ',9'
 set output '{png}'
 set multiplot layout 3,1 title '{scen}: {meta.get("title", "")}'
 set key outside right
@@ -539,7 +545,8 @@ def main():
         w = csv.writer(f)
         w.writerow(keys)
         for r in all_rows:
-            w.writerow([r.get(k, "") if not isinstance(r.get(k), float) else f"{r[k]:.4f}" for k in keys])
+            w.writerow([("never" if k in r and r[k] is None else r.get(k, "")) if not isinstance(r.get(k), float)
+                        else f"{r[k]:.4f}" for k in keys])
     # Condensed tables for bench/README.md: the columns a reader needs first.
     head = ["| scenario | policy | L p50 / p95 ms | queue p95 ms | PSNR mean dB | PSNR congested | PSNR worst "
             "| R mean | pre-disc % | net loss % | stalls | onset→clean | end→R≈0 |", "|" + "---|" * 13]

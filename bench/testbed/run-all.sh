@@ -5,12 +5,14 @@
 #   bench/testbed/run-all.sh [--publish]
 #
 # Installs what it needs when missing (apt-get: iperf3 gnuplot-nox iproute2 python3), builds the
-# release preset (predrop-server, predrop-client), makes the bed clip, runs the scenarios one
-# after another (about 40 minutes), writes bench/results/{summary.md,summary.csv,blocks.csv,
+# release preset (predrop-server, predrop-client, predrop-ddl-worker), makes the bed clip, runs the
+# scenarios one after another (about 55 minutes), writes bench/results/{summary.md,summary.csv,blocks.csv,
 # plots/*.png} and prints the tables. --publish copies the summary and plots to bench/reports/.
+# The ddl scenario needs the Fashion-MNIST files (/usr/share/datasets/fashion-mnist) and is
+# skipped with a message without them.
 #
 # Environment:
-#   SCENARIOS="open steady onoff cross shared"   subset of scenarios to run
+#   SCENARIOS="open steady onoff cross shared ddl"   subset of scenarios to run
 #   POLICIES="none adaptive"                      subset of policies (default: each scenario's set)
 #   PREDROP_BIN=DIR                               use these binaries instead of building
 #   RESULTS=DIR                                   results folder (default bench/results)
@@ -54,6 +56,10 @@ FULL="none fixed-20 fixed-30 fixed-40 fixed-50 basic basic-t1-3db history-k3 his
 SHORT="none fixed-30 basic history-k3-t1-3db-t2-2 adaptive"
 PLOT='["none", "fixed-30", "basic", "history-k3-t1-3db-t2-2", "adaptive"]'
 
+# DDL: 3 workers x 398 chunks of ~1.1 kB per stage on the relay's downlink.
+DDL_BN=50mbit
+DDL_STAGES=200
+
 scenario_args() {
   # Prints: blocks clients rate events... for scenario $1
   case "$1" in
@@ -69,6 +75,7 @@ scenario_policies() {
     open) echo "none basic history-k3 adaptive" ;;
     steady | onoff) echo "$FULL" ;;
     cross | shared) echo "$SHORT" ;;
+    ddl) echo "ddl-none ddl-fixed-30 ddl-fixed-50 ddl-basic ddl-history-k3 ddl-adaptive" ;;
   esac
 }
 scenario_meta() {
@@ -105,6 +112,12 @@ EOF
  "policies": [$list], "plot": [$list]}
 EOF
       ;;
+    ddl) cat <<EOF
+{"order": 6, "kind": "ddl", "title": "DDL: 3 workers, relay downlink through a $DDL_BN bottleneck, $DDL_STAGES stages", "target_accuracy": 0.75,
+ "description": "Fashion-MNIST MLP (784-128-10), batch 32 per worker, test accuracy on 2000 test images every 10 stages. The relay sends each worker the averaged gradient (398 chunks of 256 floats) with R pre-discarded (priority: smallest chunks first); adaptive stage deadline; missing chunks count as zero.",
+ "policies": [$list]}
+EOF
+      ;;
   esac
 }
 
@@ -114,12 +127,13 @@ if [[ -z "${ANALYZE_ONLY:-}" ]]; then
   if [[ -z "${PREDROP_BIN:-}" ]]; then
     log "building the release preset (predrop-server, predrop-client)"
     (cd "$root" && cmake --preset release >/dev/null &&
-      cmake --build --preset release --target predrop-server predrop-client -j2 >/dev/null) ||
+      cmake --build --preset release --target predrop-server predrop-client predrop-ddl-worker -j2 >/dev/null) ||
       { echo "run-all: build failed" >&2; exit 1; }
     bin="$results/bin"
     mkdir -p "$bin"
     ln -sf "$root/build/release/server/predrop-server" "$bin/predrop-server"
     ln -sf "$root/build/release/client/predrop-client" "$bin/predrop-client"
+    ln -sf "$root/build/release/client/predrop-ddl-worker" "$bin/predrop-ddl-worker"
     export PREDROP_BIN="$bin"
   fi
   clip="$results/clip.mp4"
@@ -127,7 +141,23 @@ if [[ -z "${ANALYZE_ONLY:-}" ]]; then
   "$here/make-clip.sh" "$clip" 90 || exit 1
 
   # --- runs -------------------------------------------------------------------------------------
-  for scen in ${SCENARIOS:-open steady onoff cross shared}; do
+  for scen in ${SCENARIOS:-open steady onoff cross shared ddl}; do
+    if [[ "$scen" == ddl && ! -d /usr/share/datasets/fashion-mnist ]]; then
+      log "ddl skipped: Fashion-MNIST not found in /usr/share/datasets/fashion-mnist (dataset-fashion-mnist)"
+      continue
+    fi
+    if [[ "$scen" == ddl ]]; then
+      # DDL: 3 workers behind the bottleneck, the relay's downlink shaped (see run-ddl.sh).
+      mkdir -p "$results/ddl"
+      scenario_meta ddl >"$results/ddl/scenario.json"
+      for pol in ${POLICIES:-$(scenario_policies ddl)}; do
+        log "ddl / $pol"
+        "$here/run-ddl.sh" --out "$results/ddl/$pol" --policy "$here/policies/$pol.toml" \
+          --rate "$DDL_BN" --workers 3 --stages "$DDL_STAGES" -- --eval-every 10 --test-subset 2000 \
+          2>"$results/ddl/$pol.stderr" || log "ddl / $pol failed, see $results/ddl/$pol.stderr"
+      done
+      continue
+    fi
     IFS='|' read -r head ev1 ev2 ev3 <<<"$(scenario_args "$scen")"
     read -r blocks clients rate <<<"$head"
     [[ "$rate" == open ]] && rate=200mbit
@@ -159,7 +189,8 @@ python3 "$here/analyze.py" "$results"
 if ((publish)); then
   reports="$root/bench/reports"
   mkdir -p "$reports/plots"
-  cp "$results/summary.md" "$results/summary.csv" "$reports/"
+  cp "$results/summary.md" "$results/summary.csv" "$results/headline.md" "$reports/"
+  cp "$results"/*-summary.csv "$reports/" 2>/dev/null || true
   cp "$results"/plots/*.png "$reports/plots/"
   log "published to $reports"
 fi
