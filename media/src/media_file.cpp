@@ -375,9 +375,12 @@ void MediaFileBuilder::add_video(const AVPacket& packet) {
   Bytes data(packet.data, static_cast<std::size_t>(std::max(0, packet.size)));
   nals_.clear();
   bool clean = true;
-  const bool annexb = data.size() >= 3 && data[0] == 0 && data[1] == 0 &&
-                      (data[2] == 1 || (data.size() >= 4 && data[2] == 0 && data[3] == 1));
-  if (length_size_ > 0 && !annexb) {
+  // The sample format is the container's word, never the sample's first bytes: with avcC
+  // extradata (MP4, MKV) every sample is length-prefixed, and a 4-byte prefix of a 256..511-byte
+  // NAL unit (00 00 01 xx) looks exactly like an Annex B start code (issue 10, finding 2).
+  // Without avcC (MPEG-TS, raw .h264) samples are Annex B. FFmpeg's h264_mp4toannexb decides the
+  // same way, from extradata alone.
+  if (length_size_ > 0) {
     clean = detail::split_length_prefixed(data, length_size_, nals_);
   } else {
     clean = detail::split_annexb(data, nals_);

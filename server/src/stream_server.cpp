@@ -430,7 +430,7 @@ std::string StreamServer::handle(Connection& c, RtspRequest& req) {
     }
     case RtspMethod::kSetup: {
       auto url = parse_rtsp_url(req.url);
-      if (!url) return serialize(error_response(400, req.cseq, url->stream));
+      if (!url) return serialize(error_response(400, req.cseq, url.error().message));
       const StreamDefinition* stream = find_stream(url->stream);
       if (stream == nullptr) {
         return serialize(error_response(404, req.cseq, "no stream named '" + url->stream + "'"));

@@ -205,6 +205,45 @@ TEST_F(ServerLimits, ConnectionLimitAnswers503ThenCloses) {
   EXPECT_TRUE(loop_.close().ok());
 }
 
+// Regression (issue 10, finding 1): a SETUP whose URL does not parse read the URL's value after
+// the parse failed and ended the process with std::bad_variant_access. Each such request must get
+// a 400 naming the problem, and the server must go on answering on the same connection.
+TEST_F(ServerLimits, SetupWithUnparsableUrlAnswers400AndTheServerGoesOn) {
+  server::StreamServer srv(loop_, options());
+  srv.start();
+  const std::vector<std::string> bad_urls = {"x", "*", "rtsp://", "rtsp://[::1/sample",
+                                             "http://127.0.0.1/sample"};
+  std::string requests;
+  int cseq = 1;
+  for (const auto& u : bad_urls) {
+    requests += "SETUP " + u + " RTSP/1.0\r\nCSeq: " + std::to_string(cseq++) + "\r\n\r\n";
+  }
+  // The same connection, after the bad ones: answered means the process and the parser survived.
+  requests += "OPTIONS " + url(srv) + " RTSP/1.0\r\nCSeq: " + std::to_string(cseq) + "\r\n\r\n";
+  const std::string last_cseq = "CSeq: " + std::to_string(cseq);
+  RawPeer peer;
+  peer.on_change = [&] {
+    if (peer.closed || peer.received.find(last_cseq) != std::string::npos) {
+      srv.stop();
+      loop_.stop();
+    }
+  };
+  peer.connect(loop_, srv.rtsp_address(), requests);
+  loop_.run();
+  std::size_t at = 0;
+  int answers_400 = 0;
+  while ((at = peer.received.find("RTSP/1.0 400", at)) != std::string::npos) {
+    ++answers_400;
+    ++at;
+  }
+  EXPECT_EQ(answers_400, static_cast<int>(bad_urls.size())) << peer.received;
+  EXPECT_NE(peer.received.find("RTSP/1.0 200"), std::string::npos) << peer.received;
+  EXPECT_NE(peer.received.find(last_cseq), std::string::npos);
+  EXPECT_FALSE(peer.closed);
+  peer.tcp.reset();
+  EXPECT_TRUE(loop_.close().ok());
+}
+
 TEST_F(ServerLimits, FloodPastTheLimitIsClosedAndExpires) {
   auto o = options();
   o.max_connections = 4;  // allowance past the limit: 16 connections waiting for their 503
