@@ -111,10 +111,10 @@ std::string make_clip(const Clip& clip) {
   std::string audio_out = "-an";
   if (clip.audio == "aac") {
     audio_in = " -f lavfi -i sine=f=330:d=3";
-    audio_out = "-c:a aac -b:a 48k -shortest";
+    audio_out = "-c:a aac -b:a 48k -t 2";
   } else if (clip.audio == "opus") {
     audio_in = " -f lavfi -i sine=f=500:d=3";
-    audio_out = "-c:a libopus -b:a 32k -shortest";
+    audio_out = "-c:a libopus -b:a 32k -t 2";
   }
   const std::string cmd = kFfmpeg + " -nostdin -hide_banner -loglevel error -y -f lavfi -i \"" +
                           clip.video_source + "\"" + audio_in + " -c:v libx264 -pix_fmt yuv420p " +
