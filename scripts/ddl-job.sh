@@ -3,12 +3,12 @@
 # predrop-ddl-worker processes. The relay generates the job key and prints it
 # (PREDROP_DDL_KEY=a=crypto:...); this script hands it to the workers through the environment,
 # as a job launcher would. For the same job in one process with one merged table per stage, use
-# build/<dir>/client/predrop-ddl-job (docs/ddl-mode.md).
+# build/<dir>/ddl/train/predrop-ddl-job (docs/ddl-mode.md).
 #
 #   scripts/ddl-job.sh [--bin DIR] [--workers N] [--stages S] [--config FILE] [--port P]
 #                      [--out DIR] [-- more predrop-ddl-worker options]
 #
-# --bin      build directory holding server/predrop-server and client/predrop-ddl-worker
+# --bin      build directory holding server/predrop-server and ddl/train/predrop-ddl-worker
 #            (default build/release; scripts/build.sh release makes it)
 # --port     relay UDP port on 127.0.0.1 (default 9300; 0 = any free port)
 # --out      where the logs and CSV traces go (default build/ddl-job)
@@ -36,7 +36,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 server="$bin/server/predrop-server"
-worker="$bin/client/predrop-ddl-worker"
+worker="$bin/ddl/train/predrop-ddl-worker"
 for b in "$server" "$worker"; do
   [[ -x "$b" ]] || { echo "ddl-job.sh: $b not found; build first (scripts/build.sh release)" >&2; exit 2; }
 done

@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-deps.sh
+echo "=== layers (no include runs upward)"
+scripts/check-layers.sh
 
 run_preset() {
   local preset="$1"

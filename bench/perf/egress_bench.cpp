@@ -35,16 +35,16 @@
 #include <thread>
 #include <vector>
 
-#include "predrop/client/load_proc.hpp"
-#include "predrop/client/rtsp_client.hpp"
 #include "predrop/core/log.hpp"
+#include "predrop/load/proc.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/net/event_loop.hpp"
-#include "predrop/net/rtp.hpp"
-#include "predrop/net/sdes_key.hpp"
 #include "predrop/net/srtp_session.hpp"
-#include "predrop/server/rtsp_transport.hpp"
+#include "predrop/rtsp/rtsp_client.hpp"
+#include "predrop/rtsp/rtsp_transport.hpp"
 #include "predrop/server/stream_server.hpp"
+#include "predrop/wire/rtp.hpp"
+#include "predrop/wire/sdes_key.hpp"
 
 extern char** environ;
 
@@ -107,7 +107,7 @@ struct SinkSet {
   std::uint64_t drops() const {
     std::uint64_t d = 0;
     for (const auto& s : sinks)
-      d += client::udp_socket_drops(s->port).value_or(0);
+      d += load::udp_socket_drops(s->port).value_or(0);
     return d;
   }
 };
@@ -139,10 +139,10 @@ double rate_of(double seconds, std::size_t per_step, F&& step) {
   return static_cast<double>(n) / (t - t0);
 }
 
-MachineLimits measure_machine(std::optional<net::SrtpSuite> suite, std::size_t contexts,
+MachineLimits measure_machine(std::optional<wire::SrtpSuite> suite, std::size_t contexts,
                               std::size_t payload, double seconds) {
   MachineLimits m;
-  const std::size_t header = net::rtp_header_size(net::RtpExtensionIds{1, 2});
+  const std::size_t header = wire::rtp_header_size(wire::RtpExtensionIds{1, 2});
   m.datagram = header + payload + (suite ? net::srtp_rtp_tag_size(*suite) : 0);
   constexpr std::size_t kBatch = 64;
   // Packets protected per session in a row: about one frame of a 1 Mbit/s stream at 30 fps.
@@ -167,17 +167,17 @@ MachineLimits measure_machine(std::optional<net::SrtpSuite> suite, std::size_t c
     return r.length;
   };
   if (suite) {
-    ctx.emplace_back(net::SrtpDirection::Outbound, *suite, net::generate_key(*suite));
+    ctx.emplace_back(net::SrtpDirection::Outbound, *suite, wire::generate_key(*suite));
     m.protect_1 = rate_of(seconds, 1, [&] {
       protect_one(slab.data(), 0);
       ++seq;
     });
     ctx.clear();
     for (std::size_t i = 0; i < std::max<std::size_t>(1, contexts); ++i) {
-      ctx.emplace_back(net::SrtpDirection::Outbound, *suite, net::generate_key(*suite));
+      ctx.emplace_back(net::SrtpDirection::Outbound, *suite, wire::generate_key(*suite));
       // A server session also holds an inbound context for its client's SRTCP: idle here, but it
       // lives in the same crypto library tables.
-      idle.emplace_back(net::SrtpDirection::Inbound, *suite, net::generate_key(*suite));
+      idle.emplace_back(net::SrtpDirection::Inbound, *suite, wire::generate_key(*suite));
     }
     // Warm every context up once (libsrtp allocates per new SSRC).
     for (std::size_t c = 0; c < ctx.size(); ++c)
@@ -285,9 +285,9 @@ struct Options {
   bool nss_time_tables = false;
 };
 
-std::optional<net::SrtpSuite> parse_suite(const std::string& s) {
+std::optional<wire::SrtpSuite> parse_suite(const std::string& s) {
   if (s == "none") return std::nullopt;
-  auto suite = net::suite_from_name(s);
+  auto suite = wire::suite_from_name(s);
   if (!suite) throw std::runtime_error("unknown suite " + s);
   return *suite;
 }
@@ -317,7 +317,7 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
 
   ServerRun run;
   run.sessions = sessions;
-  std::vector<std::unique_ptr<client::RtspClient>> clients(sessions);
+  std::vector<std::unique_ptr<rtsp::RtspClient>> clients(sessions);
   // Set up session i: DESCRIBE (for the key), SETUP every track to the sink ports, PLAY, then
   // hang up (sessions outlive their RTSP connection).
   auto start_client = [&](std::size_t i) {
@@ -327,18 +327,18 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
       if (clients[i]) clients[i]->close();
     };
     auto c =
-        client::RtspClient::connect(loop, srv.rtsp_address(), [&, i, fail](const core::Status& st) {
+        rtsp::RtspClient::connect(loop, srv.rtsp_address(), [&, i, fail](const core::Status& st) {
           if (!st) return fail("connect: " + st.error().message);
           clients[i]->send(
-              server::RtspMethod::kDescribe, url, {},
-              [&, i, fail](core::Result<server::RtspResponse> r) {
+              rtsp::RtspMethod::kDescribe, url, {},
+              [&, i, fail](core::Result<rtsp::RtspResponse> r) {
                 if (!r) return fail("DESCRIBE: " + r.error().message);
                 if (r->status != 200) return fail("DESCRIBE: " + std::to_string(r->status));
                 auto setup = std::make_shared<std::function<void(std::size_t)>>();
                 *setup = [&, i, fail, setup](std::size_t t) {
                   if (t == tracks) {
-                    clients[i]->send(server::RtspMethod::kPlay, url, {},
-                                     [&, i, fail](core::Result<server::RtspResponse> p) {
+                    clients[i]->send(rtsp::RtspMethod::kPlay, url, {},
+                                     [&, i, fail](core::Result<rtsp::RtspResponse> p) {
                                        if (!p) return fail("PLAY: " + p.error().message);
                                        if (p->status != 200) {
                                          return fail("PLAY: " + std::to_string(p->status));
@@ -348,15 +348,14 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
                                      });
                     return;
                   }
-                  server::TransportSpec spec;
+                  rtsp::TransportSpec spec;
                   spec.protocol = so.srtp ? "RTP/SAVP" : "RTP/AVP";
                   const auto port = static_cast<std::uint16_t>(sinks.base + 2 * (t % 2));
-                  spec.client_port = server::PortPair{port, static_cast<std::uint16_t>(port + 1)};
-                  server::RtspHeaders h;
-                  h.set("Transport", server::format_transport(spec));
-                  clients[i]->send(server::RtspMethod::kSetup,
-                                   url + "/trackID=" + std::to_string(t), h,
-                                   [fail, setup, t](core::Result<server::RtspResponse> s) {
+                  spec.client_port = rtsp::PortPair{port, static_cast<std::uint16_t>(port + 1)};
+                  rtsp::RtspHeaders h;
+                  h.set("Transport", rtsp::format_transport(spec));
+                  clients[i]->send(rtsp::RtspMethod::kSetup, url + "/trackID=" + std::to_string(t),
+                                   h, [fail, setup, t](core::Result<rtsp::RtspResponse> s) {
                                      if (!s) return fail("SETUP: " + s.error().message);
                                      if (s->status != 200) {
                                        return fail("SETUP: " + std::to_string(s->status));
@@ -394,13 +393,13 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
   std::uint64_t sink0 = 0;
   net::Timer window_start(loop, [&] {
     t0 = totals(srv);
-    cpu0 = client::process_cpu_seconds(::getpid()).value_or(0);
+    cpu0 = load::process_cpu_seconds(::getpid()).value_or(0);
     wall0 = static_cast<double>(net::EventLoop::now_us()) / 1e6;
     sink0 = sinks.drops();
   });
   net::Timer window_end(loop, [&] {
     const Totals t1 = totals(srv);
-    run.cpu_s = client::process_cpu_seconds(::getpid()).value_or(0) - cpu0;
+    run.cpu_s = load::process_cpu_seconds(::getpid()).value_or(0) - cpu0;
     run.seconds = static_cast<double>(net::EventLoop::now_us()) / 1e6 - wall0;
     run.packets = static_cast<double>(t1.sent - t0.sent);
     run.sink_packets = static_cast<double>(sinks.drops() - sink0);
@@ -438,7 +437,7 @@ PeerRun run_ffmpeg(const Options& o, bool srtp, SinkSet& sinks, std::size_t trac
   std::vector<std::string> args = {o.ffmpeg,       "-nostdin", "-hide_banner", "-loglevel", "error",
                                    "-stream_loop", "-1",       "-i",           o.media};
   const std::string key =
-      net::base64_encode(net::generate_key(net::SrtpSuite::AesCm128HmacSha1_80).span());
+      wire::base64_encode(wire::generate_key(wire::SrtpSuite::AesCm128HmacSha1_80).span());
   for (std::size_t t = 0; t < tracks; ++t) {
     const std::string port = std::to_string(sinks.base + 2 * (t % 2));
     for (const std::string& a : {std::string("-map"), "0:" + std::to_string(t), std::string("-c"),
@@ -470,11 +469,11 @@ PeerRun run_ffmpeg(const Options& o, bool srtp, SinkSet& sinks, std::size_t trac
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) return run;
   std::this_thread::sleep_for(std::chrono::duration<double>(std::min(o.warmup, 2.0)));
-  const auto cpu0 = client::process_cpu_seconds(pid);
+  const auto cpu0 = load::process_cpu_seconds(pid);
   const std::uint64_t sink0 = sinks.drops();
   const auto w0 = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
-  const auto cpu1 = client::process_cpu_seconds(pid);
+  const auto cpu1 = load::process_cpu_seconds(pid);
   const std::uint64_t sink1 = sinks.drops();
   const auto w1 = std::chrono::steady_clock::now();
   ::kill(pid, SIGKILL);
@@ -554,7 +553,7 @@ int main(int argc, char** argv) {
   // Mean datagram size as sent: payload + the 32-byte header + the SRTP tag.
   const double mean_datagram =
       static_cast<double>(payload_bytes) / static_cast<double>((*media)->packets().size()) +
-      static_cast<double>(net::rtp_header_size(net::RtpExtensionIds{1, 2})) +
+      static_cast<double>(wire::rtp_header_size(wire::RtpExtensionIds{1, 2})) +
       static_cast<double>(suite ? net::srtp_rtp_tag_size(*suite) : 0);
   std::printf("media %s: %.2f Mbit/s of payload, %zu packets in %.1f s, %zu tracks\n",
               o.media.c_str(), file_mbit, (*media)->packets().size(),
@@ -622,7 +621,7 @@ int main(int argc, char** argv) {
                    static_cast<unsigned long long>(r.send_drops));
     }
   }
-  if (!o.skip_ffmpeg && suite != net::SrtpSuite::AeadAes128Gcm) {
+  if (!o.skip_ffmpeg && suite != wire::SrtpSuite::AeadAes128Gcm) {
     m = measure_machine(suite, 1, o.payload, o.machine_seconds);
     print_limits(m, 1);
     header();
@@ -642,7 +641,7 @@ int main(int argc, char** argv) {
     } else {
       std::printf("ffmpeg peer: could not run %s\n", o.ffmpeg.c_str());
     }
-  } else if (suite == net::SrtpSuite::AeadAes128Gcm) {
+  } else if (suite == wire::SrtpSuite::AeadAes128Gcm) {
     std::printf("%-30s (ffmpeg has no AES-GCM SRTP)\n", "ffmpeg");
   }
   if (csv != nullptr) std::fclose(csv);

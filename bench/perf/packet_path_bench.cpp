@@ -8,7 +8,7 @@
 //                                       sendmmsg every 32 (the "series" machine limit)
 //   our chain:       ChainCompute       discard plan + RTP header with the stage extension +
 //                                       payload copy + protect, no send
-//                    Transmitter        net::StageTransmitter: the same plus sendmmsg
+//                    Transmitter        chain::StageTransmitter: the same plus sendmmsg
 //
 // Items/s is packets/s of one thread. The sink socket is never read: loopback delivery runs in
 // the sender's system call up to the sink's queue, then the kernel drops (the same for every row).
@@ -24,13 +24,13 @@
 #include <optional>
 #include <vector>
 
+#include "predrop/chain/stage_transmitter.hpp"
 #include "predrop/core/discard_planner.hpp"
 #include "predrop/net/event_loop.hpp"
-#include "predrop/net/rtp.hpp"
-#include "predrop/net/sdes_key.hpp"
 #include "predrop/net/srtp_session.hpp"
-#include "predrop/net/stage_transmitter.hpp"
 #include "predrop/net/udp_endpoint.hpp"
+#include "predrop/wire/rtp.hpp"
+#include "predrop/wire/sdes_key.hpp"
 
 namespace {
 
@@ -38,8 +38,8 @@ using namespace predrop;
 
 constexpr std::size_t kBatch = 32;
 
-net::SrtpSuite suite_of(std::int64_t i) {
-  return i == 0 ? net::SrtpSuite::AesCm128HmacSha1_80 : net::SrtpSuite::AeadAes128Gcm;
+wire::SrtpSuite suite_of(std::int64_t i) {
+  return i == 0 ? wire::SrtpSuite::AesCm128HmacSha1_80 : wire::SrtpSuite::AeadAes128Gcm;
 }
 
 // A sink: a bound UDP socket on 127.0.0.1 with a small receive buffer, never read.
@@ -90,7 +90,7 @@ void SrtpProtect(benchmark::State& state) {
   srtp_library();
   const auto suite = suite_of(state.range(0));
   const auto payload = static_cast<std::size_t>(state.range(1));
-  net::SrtpSession s(net::SrtpDirection::Outbound, suite, net::generate_key(suite));
+  net::SrtpSession s(net::SrtpDirection::Outbound, suite, wire::generate_key(suite));
   RtpBuffer b(payload);
   std::uint16_t seq = 0;
   for (auto _ : state) {
@@ -100,7 +100,7 @@ void SrtpProtect(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(payload));
-  state.SetLabel(std::string(net::suite_name(suite)));
+  state.SetLabel(std::string(wire::suite_name(suite)));
 }
 BENCHMARK(SrtpProtect)->ArgsProduct({{0, 1}, {160, 1200}})->ArgNames({"suite", "payload"});
 
@@ -111,7 +111,7 @@ void SrtpProtectContexts(benchmark::State& state) {
   const auto contexts = static_cast<std::size_t>(state.range(1));
   std::vector<net::SrtpSession> s;
   for (std::size_t i = 0; i < contexts; ++i)
-    s.emplace_back(net::SrtpDirection::Outbound, suite, net::generate_key(suite));
+    s.emplace_back(net::SrtpDirection::Outbound, suite, wire::generate_key(suite));
   RtpBuffer b(1200);
   std::uint16_t seq = 0;
   std::size_t next = 0;
@@ -125,7 +125,7 @@ void SrtpProtectContexts(benchmark::State& state) {
     }
   }
   state.SetItemsProcessed(state.iterations());
-  state.SetLabel(std::string(net::suite_name(suite)));
+  state.SetLabel(std::string(wire::suite_name(suite)));
 }
 BENCHMARK(SrtpProtectContexts)
     ->ArgsProduct({{0, 1}, {1, 10, 100, 300, 1000}})
@@ -196,10 +196,10 @@ void ProtectThenSend(benchmark::State& state) {
   srtp_library();
   const auto suite = suite_of(state.range(0));
   const auto payload = static_cast<std::size_t>(state.range(1));
-  net::SrtpSession s(net::SrtpDirection::Outbound, suite, net::generate_key(suite));
+  net::SrtpSession s(net::SrtpDirection::Outbound, suite, wire::generate_key(suite));
   Sink sink;
   const int fd = sender_socket();
-  const std::size_t header = net::rtp_header_size(net::RtpExtensionIds{1, 2});
+  const std::size_t header = wire::rtp_header_size(wire::RtpExtensionIds{1, 2});
   const std::size_t slot = header + payload + net::kSrtpMaxTrailer;
   std::vector<std::uint8_t> slab(kBatch * slot, 0x5a);
   std::array<mmsghdr, kBatch> msgs{};
@@ -228,7 +228,7 @@ void ProtectThenSend(benchmark::State& state) {
   }
   ::close(fd);
   state.SetItemsProcessed(sent);
-  state.SetLabel(std::string(net::suite_name(suite)));
+  state.SetLabel(std::string(wire::suite_name(suite)));
 }
 BENCHMARK(ProtectThenSend)->ArgsProduct({{0, 1}, {1200}})->ArgNames({"suite", "payload"});
 
@@ -248,37 +248,37 @@ void ChainCompute(benchmark::State& state) {
   const double rate = static_cast<double>(state.range(1)) / 100.0;
   constexpr std::size_t kStage = 512;
   constexpr std::size_t kPayload = 1200;
-  net::SrtpSession s(net::SrtpDirection::Outbound, suite, net::generate_key(suite));
+  net::SrtpSession s(net::SrtpDirection::Outbound, suite, wire::generate_key(suite));
   core::DiscardPlanner planner(core::DiscardPolicy::kPriority);
   const auto importance = block_importance(kStage);
   std::vector<std::uint8_t> drop(kStage);
   std::vector<std::uint8_t> payload(kPayload, 0x42);
-  const net::RtpExtensionIds ids{1, 2};
-  std::vector<std::uint8_t> slot(net::rtp_header_size(ids) + kPayload + net::kSrtpMaxTrailer);
+  const wire::RtpExtensionIds ids{1, 2};
+  std::vector<std::uint8_t> slot(wire::rtp_header_size(ids) + kPayload + net::kSrtpMaxTrailer);
   std::int64_t sent = 0;
   std::uint16_t seq = 0;
   std::uint32_t stage = 0;
   for (auto _ : state) {
     planner.plan(rate, importance, drop);
-    net::RtpExtensions ext;
+    wire::RtpExtensions ext;
     ext.ids = ids;
     ext.stage.stage_id = stage++;
     for (std::size_t i = 0; i < kStage; ++i) {
       if (drop[i]) continue;
-      net::RtpHeader h;
+      wire::RtpHeader h;
       h.payload_type = 96;
       h.sequence = seq++;
       h.timestamp = static_cast<std::uint32_t>(i * 3000);
       h.ssrc = 0x1234;
       ext.stage.index = static_cast<std::uint16_t>(i);
-      auto n = net::write_rtp_packet(slot, h, ext, payload);
+      auto n = wire::write_rtp_packet(slot, h, ext, payload);
       auto r = s.protect_rtp(slot, *n);
       benchmark::DoNotOptimize(r);
       ++sent;
     }
   }
   state.SetItemsProcessed(sent);
-  state.SetLabel(std::string(net::suite_name(suite)));
+  state.SetLabel(std::string(wire::suite_name(suite)));
 }
 BENCHMARK(ChainCompute)->ArgsProduct({{0, 1}, {0, 10}})->ArgNames({"suite", "R%"});
 
@@ -300,25 +300,25 @@ void Transmitter(benchmark::State& state) {
   net::UdpOptions uo;
   uo.send_buffer_bytes = 4 << 20;
   auto socket = net::UdpEndpoint::open(loop, net::SocketAddress::loopback_v4(0), uo, {});
-  net::TransmitterConfig tc;
+  chain::TransmitterConfig tc;
   tc.max_payload_size = kPayload;
-  tc.tracks.push_back(net::TrackConfig{0x1234, 96, 0, 0, sink.address, {}});
-  std::vector<std::unique_ptr<net::StageTransmitter>> tx;
+  tc.tracks.push_back(chain::TrackConfig{0x1234, 96, 0, 0, sink.address, {}});
+  std::vector<std::unique_ptr<chain::StageTransmitter>> tx;
   for (std::size_t i = 0; i < sessions; ++i) {
-    tx.push_back(std::make_unique<net::StageTransmitter>(
+    tx.push_back(std::make_unique<chain::StageTransmitter>(
         **socket, tc,
-        net::SrtpSession(net::SrtpDirection::Outbound, suite, net::generate_key(suite)),
+        net::SrtpSession(net::SrtpDirection::Outbound, suite, wire::generate_key(suite)),
         core::DiscardPlanner(core::DiscardPolicy::kPriority)));
   }
-  net::SendBatch batch(**socket,
-                       net::rtp_header_size(tc.extension_ids) + kPayload + net::kSrtpMaxTrailer);
+  chain::SendBatch batch(**socket,
+                         wire::rtp_header_size(tc.extension_ids) + kPayload + net::kSrtpMaxTrailer);
   const auto importance = block_importance(kStage);
   std::vector<std::uint8_t> payload(kPayload, 0x42);
-  std::vector<net::OutgoingPacket> packets(kStage);
+  std::vector<chain::OutgoingPacket> packets(kStage);
   for (std::size_t i = 0; i < kStage; ++i) {
-    packets[i] = net::OutgoingPacket{0, i % kChunk == kChunk - 1,
-                                     static_cast<std::uint32_t>(i / kChunk * 3000),
-                                     std::span<const std::uint8_t>(payload)};
+    packets[i] = chain::OutgoingPacket{0, i % kChunk == kChunk - 1,
+                                       static_cast<std::uint32_t>(i / kChunk * 3000),
+                                       std::span<const std::uint8_t>(payload)};
   }
   std::uint32_t stage = 0;
   std::uint64_t now = 1'000'000;
@@ -327,7 +327,7 @@ void Transmitter(benchmark::State& state) {
       t->begin_stage(stage, rate, importance);
     ++stage;
     for (std::size_t first = 0; first < kStage; first += kChunk) {
-      std::optional<net::SendBatchScope> scope;
+      std::optional<chain::SendBatchScope> scope;
       if (shared) scope.emplace(batch);
       for (auto& t : tx)
         t->send(std::span(packets).subspan(first, kChunk), first, now);
@@ -342,7 +342,7 @@ void Transmitter(benchmark::State& state) {
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(sent));
   state.counters["drops"] = static_cast<double>(drops);
-  state.SetLabel(std::string(net::suite_name(suite)));
+  state.SetLabel(std::string(wire::suite_name(suite)));
   tx.clear();
   socket.value()->close();
   (void)loop.close();

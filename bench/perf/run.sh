@@ -123,7 +123,7 @@ stop_server() {
   kill "$server_pid" 2>/dev/null || true
   wait "$server_pid" 2>/dev/null || true
 }
-load="$build/client/predrop-load"
+load="$build/load/predrop-load"
 common=(--metrics "127.0.0.1:$mport" --summary-csv "$out/load-summary.csv" --hold "$load_hold")
 cd "$out"
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The congestion test bed (DESIGN.md §6): a real bottleneck with a real queue on this machine.
+# The congestion test bed (docs/design.md §6): a real bottleneck with a real queue on this machine.
 #
 #   sender ns  --veth-->  router ns  --veth (tbf on its egress)-->  receiver ns
 #   198.18.0.1            198.18.0.2 | 198.18.1.1                    198.18.1.2
 #
 # The tbf sits on the router's egress toward the receiver, not on the sender's own veth: there,
 # packets waiting in the qdisc would count against the sending socket's buffer and slow the sender
-# down instead of being dropped, which is not what a real network does (DESIGN.md §6).
+# down instead of being dropped, which is not what a real network does (docs/design.md §6).
 # Only addresses of the benchmarking range 198.18.0.0/15 (RFC 2544) are used, only inside the
 # namespaces created here, and every namespace and veth is deleted on exit, also on SIGINT/SIGTERM.
 #
@@ -25,7 +25,7 @@ BED_SND_IP=198.18.0.1
 BED_RTR_IP_S=198.18.0.2
 BED_RTR_IP_R=198.18.1.1
 BED_RCV_IP=198.18.1.2
-# tbf as in DESIGN.md §6; the queue holds `latency` worth of the rate plus the burst.
+# tbf as in docs/design.md §6; the queue holds `latency` worth of the rate plus the burst.
 BED_TBF_BURST="${BED_TBF_BURST:-32kbit}"
 BED_TBF_LATENCY="${BED_TBF_LATENCY:-100ms}"
 # "No bottleneck" is a tbf far above any stream rate used here, so that a bottleneck can appear
@@ -272,7 +272,7 @@ bed_schedule() {
   BED_PIDS+=("$!")
 }
 
-# Calibration: UDP at 0.7x and 1.5x of a 1 Mbit/s bottleneck, as DESIGN.md §6 reports for 20 Mbit/s.
+# Calibration: UDP at 0.7x and 1.5x of a 1 Mbit/s bottleneck, as docs/design.md §6 reports for 20 Mbit/s.
 bed_selftest() {
   command -v iperf3 >/dev/null || bed_skip "iperf3 is not installed (apt-get install -y iperf3)"
   bed_up 1mbit || return 1

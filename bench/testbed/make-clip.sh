@@ -6,7 +6,7 @@
 #
 # Why: the server paces per frame (all packets of a frame leave together). With the sample's
 # unconstrained VBV an I-frame is ~16.5 kB, i.e. ~115 ms of a bottleneck at 2/3 of the stream
-# rate, more than the 100 ms tbf queue of DESIGN.md §6 holds: every block then loses the tail of
+# rate, more than the 100 ms tbf queue of docs/design.md §6 holds: every block then loses the tail of
 # its I-frame whatever R is, and no discard policy can help. RTC encoders cap frame sizes with a
 # small VBV for exactly this reason; with it the I-frame fits the queue when the queue is empty.
 #

@@ -133,7 +133,7 @@ if [[ -z "${ANALYZE_ONLY:-}" ]]; then
     mkdir -p "$bin"
     ln -sf "$root/build/release/server/predrop-server" "$bin/predrop-server"
     ln -sf "$root/build/release/client/predrop-client" "$bin/predrop-client"
-    ln -sf "$root/build/release/client/predrop-ddl-worker" "$bin/predrop-ddl-worker"
+    ln -sf "$root/build/release/ddl/train/predrop-ddl-worker" "$bin/predrop-ddl-worker"
     export PREDROP_BIN="$bin"
   fi
   clip="$results/clip.mp4"

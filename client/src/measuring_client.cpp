@@ -7,19 +7,19 @@
 #include <random>
 #include <utility>
 
-#include "predrop/client/rtsp_client.hpp"
+#include "predrop/chain/feedback.hpp"
+#include "predrop/chain/stage_receiver.hpp"
 #include "predrop/core/log.hpp"
 #include "predrop/media/h264_depacketizer.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/media/psnr.hpp"
 #include "predrop/media/video_decoder.hpp"
-#include "predrop/net/feedback.hpp"
-#include "predrop/net/sdes_key.hpp"
-#include "predrop/net/stage_receiver.hpp"
 #include "predrop/net/udp_endpoint.hpp"
-#include "predrop/server/rtsp_headers.hpp"
-#include "predrop/server/rtsp_transport.hpp"
-#include "predrop/server/sdp.hpp"
+#include "predrop/rtsp/rtsp_client.hpp"
+#include "predrop/rtsp/rtsp_headers.hpp"
+#include "predrop/rtsp/rtsp_transport.hpp"
+#include "predrop/rtsp/sdp.hpp"
+#include "predrop/wire/sdes_key.hpp"
 
 namespace predrop::client {
 
@@ -88,13 +88,13 @@ struct MeasuringClient::Impl {
   net::SocketAddress server_addr;
   std::string url;
   std::string content_base;
-  std::unique_ptr<RtspClient> rtsp;
+  std::unique_ptr<rtsp::RtspClient> rtsp;
   std::vector<Track> tracks;
   std::size_t video_track = SIZE_MAX;
-  std::optional<net::SrtpSuite> suite;
-  net::SrtpKeyMaterial key;
+  std::optional<wire::SrtpSuite> suite;
+  wire::SrtpKeyMaterial key;
   std::optional<net::SrtpSession> feedback_out;
-  net::RtpExtensionIds ext_ids{0, 0};
+  wire::RtpExtensionIds ext_ids{0, 0};
   media::PacketizeOptions packetize;
 
   std::shared_ptr<const media::MediaFile> reference_media;
@@ -102,7 +102,7 @@ struct MeasuringClient::Impl {
   std::unique_ptr<media::ShownFrameScorer> scorer;
   std::unique_ptr<media::VideoDecoder> decoder;
   std::unique_ptr<media::H264Depacketizer> depacketizer;
-  std::unique_ptr<net::StageReceiver> receiver;
+  std::unique_ptr<chain::StageReceiver> receiver;
   std::FILE* save = nullptr;
 
   std::unique_ptr<net::Timer> poll_timer;
@@ -154,8 +154,8 @@ struct MeasuringClient::Impl {
     ClientSummary s = summary;
     if (rtsp && playing && st) {
       // Tear down politely, then report; the connection closes either way.
-      rtsp->send(server::RtspMethod::kTeardown, url, {},
-                 [this, cb, s, st](core::Result<server::RtspResponse>) {
+      rtsp->send(rtsp::RtspMethod::kTeardown, url, {},
+                 [this, cb, s, st](core::Result<rtsp::RtspResponse>) {
                    rtsp->close();
                    if (cb) cb(st, s);
                  });
@@ -168,14 +168,14 @@ struct MeasuringClient::Impl {
   void fail(const std::string& why) { finish(core::make_error(why)); }
 
   void start() {
-    auto parsed = server::parse_rtsp_url(options.url);
+    auto parsed = rtsp::parse_rtsp_url(options.url);
     if (!parsed) return fail("bad URL: " + parsed.error().message);
     const std::string host = parsed->host == "localhost" ? "127.0.0.1" : parsed->host;
     auto addr = net::SocketAddress::from_ip(host, parsed->port);
     if (!addr) return fail("server host must be an IP address: " + addr.error().message);
     server_addr = *addr;
     url = options.url;
-    auto c = RtspClient::connect(
+    auto c = rtsp::RtspClient::connect(
         loop, server_addr,
         [this](const core::Status& st) {
           if (!st)
@@ -190,22 +190,22 @@ struct MeasuringClient::Impl {
   }
 
   void describe() {
-    server::RtspHeaders h;
+    rtsp::RtspHeaders h;
     h.set("Accept", "application/sdp");
-    rtsp->send(server::RtspMethod::kDescribe, url, h, [this](auto r) {
+    rtsp->send(rtsp::RtspMethod::kDescribe, url, h, [this](auto r) {
       if (!r) return fail(r.error().message);
       if (r->status != 200) {
         return fail("DESCRIBE: " + std::to_string(r->status) + " " + r->reason);
       }
       content_base = std::string(r->headers.get("Content-Base").value_or(url));
-      auto sdp = server::parse_sdp(r->body);
+      auto sdp = rtsp::parse_sdp(r->body);
       if (!sdp) return fail("SDP: " + sdp.error().message);
       if (auto st = prepare(*sdp); !st) return fail(st.error().message);
       setup(0);
     });
   }
 
-  core::Status prepare(const server::SdpSession& sdp) {
+  core::Status prepare(const rtsp::SdpSession& sdp) {
     // Block settings: the server says how it cut the file, so that our reference packetization
     // matches its blocks exactly.
     for (const auto& a : sdp.attributes) {
@@ -235,18 +235,18 @@ struct MeasuringClient::Impl {
     }
     for (const auto& m : sdp.media) {
       Track t;
-      t.control_url = server::resolve_control_url(content_base, m.control);
+      t.control_url = rtsp::resolve_control_url(content_base, m.control);
       t.payload_type = m.payload_type;
       t.video = m.kind == "video";
       if (!m.crypto.empty()) {
-        auto suite_found = net::suite_from_name(m.crypto[0].suite);
+        auto suite_found = wire::suite_from_name(m.crypto[0].suite);
         if (!suite_found) return core::make_error("unsupported SRTP suite " + m.crypto[0].suite);
         std::uint8_t buf[64];
-        auto n = net::base64_decode(m.crypto[0].inline_key(), buf);
-        if (!n || *n != net::key_salt_size(*suite_found)) {
+        auto n = wire::base64_decode(m.crypto[0].inline_key(), buf);
+        if (!n || *n != wire::key_salt_size(*suite_found)) {
           return core::make_error("a=crypto key of the wrong size");
         }
-        net::SrtpKeyMaterial k;
+        wire::SrtpKeyMaterial k;
         std::copy(buf, buf + *n, k.bytes.begin());
         k.size = *n;
         if (suite && (*suite != *suite_found || k.span().size() != key.span().size() ||
@@ -257,8 +257,8 @@ struct MeasuringClient::Impl {
         key = k;
       }
       for (const auto& e : m.extmaps) {
-        if (e.uri == net::kStageExtensionUri) ext_ids.stage = static_cast<std::uint8_t>(e.id);
-        if (e.uri == net::kAbsSendTimeUri) ext_ids.abs_send_time = static_cast<std::uint8_t>(e.id);
+        if (e.uri == wire::kStageExtensionUri) ext_ids.stage = static_cast<std::uint8_t>(e.id);
+        if (e.uri == wire::kAbsSendTimeUri) ext_ids.abs_send_time = static_cast<std::uint8_t>(e.id);
       }
       if (t.video && video_track == SIZE_MAX) video_track = tracks.size();
       tracks.push_back(std::move(t));
@@ -286,10 +286,10 @@ struct MeasuringClient::Impl {
       save = std::fopen(options.save_video.c_str(), "wb");
       if (save == nullptr) return core::make_error("cannot write " + options.save_video);
     }
-    net::ReceiverConfig rc;
+    chain::ReceiverConfig rc;
     rc.extension_ids = ext_ids;
     if (!options.impairments.empty()) {
-      rc.impairment = [this](const net::RtpPacketView& v, std::uint64_t& arrival) {
+      rc.impairment = [this](const wire::RtpPacketView& v, std::uint64_t& arrival) {
         return impair(v, arrival);
       };
     }
@@ -298,14 +298,14 @@ struct MeasuringClient::Impl {
       srtp_in.emplace(net::SrtpDirection::Inbound, *suite, key);
       feedback_out.emplace(net::SrtpDirection::Outbound, *suite, key);
     }
-    receiver = std::make_unique<net::StageReceiver>(
-        rc, std::move(srtp_in), [this](const net::RtpPacketView& v, std::uint64_t) { on_rtp(v); },
+    receiver = std::make_unique<chain::StageReceiver>(
+        rc, std::move(srtp_in), [this](const wire::RtpPacketView& v, std::uint64_t) { on_rtp(v); },
         [this](const core::StageMeasurement& m) { on_stage(m); });
     reporter_ssrc = static_cast<std::uint32_t>(std::random_device{}());
     return core::Ok{};
   }
 
-  bool impair(const net::RtpPacketView& v, std::uint64_t& arrival) {
+  bool impair(const wire::RtpPacketView& v, std::uint64_t& arrival) {
     if (!v.stage) return true;
     for (const auto& imp : options.impairments) {
       if (imp.stage != v.stage->stage_id) continue;
@@ -352,19 +352,19 @@ struct MeasuringClient::Impl {
     if (i == tracks.size()) return play();
     Track& t = tracks[i];
     if (auto st = open_ports(t); !st) return fail(st.error().message);
-    server::RtspHeaders h;
-    server::TransportSpec spec;
+    rtsp::RtspHeaders h;
+    rtsp::TransportSpec spec;
     spec.protocol = suite ? "RTP/SAVP" : "RTP/AVP";
     spec.client_port =
-        server::PortPair{t.rtp->local_address().port(), t.rtcp->local_address().port()};
-    h.set("Transport", server::format_transport(spec));
+        rtsp::PortPair{t.rtp->local_address().port(), t.rtcp->local_address().port()};
+    h.set("Transport", rtsp::format_transport(spec));
     if (options.feedback) h.set("X-Predrop-Feedback", "1");
-    rtsp->send(server::RtspMethod::kSetup, t.control_url, h, [this, i](auto r) {
+    rtsp->send(rtsp::RtspMethod::kSetup, t.control_url, h, [this, i](auto r) {
       if (!r) return fail(r.error().message);
       if (r->status != 200) return fail("SETUP: " + std::to_string(r->status) + " " + r->reason);
       auto tr = r->headers.get("Transport");
       if (!tr) return fail("SETUP reply without Transport");
-      auto specs = server::parse_transport(*tr);
+      auto specs = rtsp::parse_transport(*tr);
       if (!specs || specs->empty() || !(*specs)[0].server_port) {
         return fail("SETUP reply: no server_port");
       }
@@ -375,13 +375,13 @@ struct MeasuringClient::Impl {
   }
 
   void play() {
-    server::RtspHeaders h;
+    rtsp::RtspHeaders h;
     h.set("Range", "npt=0.000-");
-    rtsp->send(server::RtspMethod::kPlay, url, h, [this](auto r) {
+    rtsp->send(rtsp::RtspMethod::kPlay, url, h, [this](auto r) {
       if (!r) return fail(r.error().message);
       if (r->status != 200) return fail("PLAY: " + std::to_string(r->status) + " " + r->reason);
       if (auto info = r->headers.get("RTP-Info")) {
-        if (auto entries = server::parse_rtp_info(*info)) {
+        if (auto entries = rtsp::parse_rtp_info(*info)) {
           for (const auto& e : *entries) {
             for (auto& t : tracks) {
               const bool same_url = e.url == t.control_url ||
@@ -412,15 +412,15 @@ struct MeasuringClient::Impl {
       const std::uint64_t ka_ms =
           std::max<std::uint32_t>(5, rtsp->session_timeout_s() / 2) * 1000ull;
       keepalive_timer = std::make_unique<net::Timer>(
-          loop, [this] { rtsp->send(server::RtspMethod::kGetParameter, url, {}, [](auto) {}); });
+          loop, [this] { rtsp->send(rtsp::RtspMethod::kGetParameter, url, {}, [](auto) {}); });
       keepalive_timer->start(ka_ms, ka_ms);
       core::log(core::LogLevel::kInfo, "client", "playing %s (session %s, SRTP %s)", url.c_str(),
                 rtsp->session().c_str(),
-                suite ? std::string(net::suite_name(*suite)).c_str() : "off");
+                suite ? std::string(wire::suite_name(*suite)).c_str() : "off");
     });
   }
 
-  void on_rtp(const net::RtpPacketView& v) {
+  void on_rtp(const wire::RtpPacketView& v) {
     Track& video = tracks[video_track];
     if (v.header.payload_type != video.payload_type) return;
     if (!video.have_base) {
@@ -481,10 +481,10 @@ struct MeasuringClient::Impl {
   void report(const core::StageMeasurement& m, const media::Block& b, double psnr) {
     const Track& video = tracks[video_track];
     if (options.feedback) {
-      auto fb = net::make_feedback(m, psnr, net::PdfbMetric::kPsnrDb, video.ssrc);
+      auto fb = chain::make_feedback(m, psnr, wire::PdfbMetric::kPsnrDb, video.ssrc);
       std::uint8_t buf[256];
       auto n =
-          net::encode_feedback(buf, reporter_ssrc, fb, feedback_out ? &*feedback_out : nullptr);
+          chain::encode_feedback(buf, reporter_ssrc, fb, feedback_out ? &*feedback_out : nullptr);
       if (n) {
         auto to = net::SocketAddress::from_ip(server_addr.ip_string(), video.server_rtcp_port);
         if (to) video.rtcp->send(std::span<const std::uint8_t>(buf, *n), *to);

@@ -138,47 +138,47 @@ std::string_view srtp_status_text(int library_status) {
   return kText[static_cast<std::size_t>(library_status)];
 }
 
-std::size_t srtp_key_salt_size(SrtpSuite suite) {
-  return key_salt_size(suite);
+std::size_t srtp_key_salt_size(wire::SrtpSuite suite) {
+  return wire::key_salt_size(suite);
 }
 
-std::size_t srtp_rtp_tag_size(SrtpSuite suite) {
+std::size_t srtp_rtp_tag_size(wire::SrtpSuite suite) {
   switch (suite) {
-    case SrtpSuite::AesCm128HmacSha1_80:
+    case wire::SrtpSuite::AesCm128HmacSha1_80:
       return 10;
-    case SrtpSuite::AesCm128HmacSha1_32:
+    case wire::SrtpSuite::AesCm128HmacSha1_32:
       return 4;
-    case SrtpSuite::AeadAes128Gcm:
+    case wire::SrtpSuite::AeadAes128Gcm:
       return 16;
   }
   return 16;
 }
 
-std::size_t srtcp_trailer_size(SrtpSuite suite) {
-  return kSrtcpIndexSize + (suite == SrtpSuite::AeadAes128Gcm ? 16 : 10);
+std::size_t srtcp_trailer_size(wire::SrtpSuite suite) {
+  return kSrtcpIndexSize + (suite == wire::SrtpSuite::AeadAes128Gcm ? 16 : 10);
 }
 
-SrtpSession::SrtpSession(SrtpDirection direction, SrtpSuite suite,
+SrtpSession::SrtpSession(SrtpDirection direction, wire::SrtpSuite suite,
                          std::span<const std::uint8_t> key_salt)
     : direction_(direction), suite_(suite) {
   if (key_salt.size() != srtp_key_salt_size(suite)) {
-    throw std::runtime_error("SRTP " + std::string(suite_name(suite)) + " needs " +
+    throw std::runtime_error("SRTP " + std::string(wire::suite_name(suite)) + " needs " +
                              std::to_string(srtp_key_salt_size(suite)) +
                              " bytes of key||salt, got " + std::to_string(key_salt.size()));
   }
   srtp_policy_t policy;
   std::memset(&policy, 0, sizeof(policy));
   switch (suite) {
-    case SrtpSuite::AesCm128HmacSha1_80:
+    case wire::SrtpSuite::AesCm128HmacSha1_80:
       srtp_crypto_policy_set_aes_cm_128_hmac_sha1_80(&policy.rtp);
       srtp_crypto_policy_set_aes_cm_128_hmac_sha1_80(&policy.rtcp);
       break;
-    case SrtpSuite::AesCm128HmacSha1_32:
+    case wire::SrtpSuite::AesCm128HmacSha1_32:
       // RFC 4568 §6.2.2 / RFC 3711 §5.2: SRTCP keeps the 80-bit tag with this suite.
       srtp_crypto_policy_set_aes_cm_128_hmac_sha1_32(&policy.rtp);
       srtp_crypto_policy_set_aes_cm_128_hmac_sha1_80(&policy.rtcp);
       break;
-    case SrtpSuite::AeadAes128Gcm:
+    case wire::SrtpSuite::AeadAes128Gcm:
       srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtp);
       srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtcp);
       break;
@@ -196,7 +196,7 @@ SrtpSession::SrtpSession(SrtpDirection direction, SrtpSuite suite,
   const srtp_err_status_t rc = srtp_create(&session, &policy);
   if (rc != srtp_err_status_ok) {
     SrtpLibrary::release();
-    throw std::runtime_error("srtp_create(" + std::string(suite_name(suite)) +
+    throw std::runtime_error("srtp_create(" + std::string(wire::suite_name(suite)) +
                              ") failed: " + std::string(srtp_status_text(rc)));
   }
   ctx_ = session;

@@ -8,13 +8,14 @@
 #include <memory>
 #include <string>
 
+#include "predrop/config/config.hpp"
 #include "predrop/core/log.hpp"
 #include "predrop/core/policy_factory.hpp"
+#include "predrop/ddl/relay.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/server/block_trace_csv.hpp"
-#include "predrop/server/config.hpp"
 #include "predrop/server/metrics_endpoint.hpp"
 #include "predrop/server/server_setup.hpp"
 #include "predrop/server/stream_server.hpp"
@@ -23,7 +24,7 @@ using namespace predrop;
 
 namespace {
 
-int run_stream(const server::ServerConfig& config, const server::CliOverrides& cli) {
+int run_stream(const config::ServerConfig& config, const server::CliOverrides& cli) {
   auto options = server::make_stream_options(config, cli);
   if (!options) {
     core::log(core::LogLevel::kError, "server", "%s", options.error().message.c_str());
@@ -77,7 +78,7 @@ int run_stream(const server::ServerConfig& config, const server::CliOverrides& c
   }
   core::log(core::LogLevel::kInfo, "server", "RTP/RTCP ports %u/%u, SRTP %s, policy %s",
             srv.rtp_port(), srv.rtp_port() + 1,
-            std::string(server::to_string(config.server.srtp)).c_str(),
+            std::string(config::to_string(config.server.srtp)).c_str(),
             config.control.policy.c_str());
   net::SignalWatcher signals(loop, {SIGINT, SIGTERM}, [&](int signum) {
     core::log(core::LogLevel::kInfo, "server", "signal %d: shutting down", signum);
@@ -124,9 +125,9 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", cli.log_level, "trace, debug, info, warn, error, off");
   CLI11_PARSE(app, argc, argv);
 
-  server::ServerConfig config;
+  config::ServerConfig config;
   if (!config_path.empty()) {
-    auto loaded = server::load_config_file(config_path);
+    auto loaded = config::load_config_file(config_path);
     if (!loaded) {
       std::fprintf(stderr, "predrop-server: %s\n", loaded.error().message.c_str());
       return 2;
@@ -140,8 +141,8 @@ int main(int argc, char** argv) {
   core::LogLevel level;
   if (!core::parse_log_level(config.server.log_level, level)) level = core::LogLevel::kInfo;
   core::set_log_level(level);
-  if (config.server.mode == server::ServerMode::kDdl) {
-    return server::run_ddl_mode(config);
+  if (config.server.mode == config::ServerMode::kDdl) {
+    return ddl::run_ddl_mode(config);
   }
   return run_stream(config, cli);
 }

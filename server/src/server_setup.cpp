@@ -7,38 +7,18 @@
 
 namespace predrop::server {
 
-namespace {
-core::Threshold to_threshold(const ThresholdSetting& t) {
-  return t.relative ? core::Threshold::fraction(t.value) : core::Threshold::absolute(t.value);
-}
-
-std::optional<net::SrtpSuite> to_net_suite(SrtpSuite s) {
-  switch (s) {
-    case SrtpSuite::kAesCm128HmacSha1_80:
-      return net::SrtpSuite::AesCm128HmacSha1_80;
-    case SrtpSuite::kAesCm128HmacSha1_32:
-      return net::SrtpSuite::AesCm128HmacSha1_32;
-    case SrtpSuite::kAeadAes128Gcm:
-      return net::SrtpSuite::AeadAes128Gcm;
-    case SrtpSuite::kNone:
-      return std::nullopt;
-  }
-  return std::nullopt;
-}
-}  // namespace
-
-core::Status apply_overrides(ServerConfig& c, const CliOverrides& cli) {
+core::Status apply_overrides(config::ServerConfig& c, const CliOverrides& cli) {
   // The overrides are written back as TOML-equivalent values and validated like the file.
   if (!cli.mode.empty()) {
     if (cli.mode == "stream")
-      c.server.mode = ServerMode::kStream;
+      c.server.mode = config::ServerMode::kStream;
     else if (cli.mode == "ddl")
-      c.server.mode = ServerMode::kDdl;
+      c.server.mode = config::ServerMode::kDdl;
     else
       return core::make_error("--mode must be stream or ddl, not '" + cli.mode + "'");
   }
   if (!cli.listen.empty()) {
-    auto e = parse_endpoint(cli.listen, true);
+    auto e = config::parse_endpoint(cli.listen, true);
     if (!e) return core::make_error("--listen: " + e.error().message);
     c.server.rtsp_listen = *e;
   }
@@ -48,15 +28,15 @@ core::Status apply_overrides(ServerConfig& c, const CliOverrides& cli) {
       return core::make_error("--stream wants NAME=PATH, got '" + s + "'");
     }
     std::string name = s.substr(0, eq);
-    std::erase_if(c.server.streams, [&](const StreamEntry& e) { return e.name == name; });
-    c.server.streams.push_back(StreamEntry{name, s.substr(eq + 1)});
+    std::erase_if(c.server.streams, [&](const config::StreamEntry& e) { return e.name == name; });
+    c.server.streams.push_back(config::StreamEntry{name, s.substr(eq + 1)});
   }
   if (!cli.policy.empty()) c.control.policy = cli.policy;
   if (cli.fixed_rate) c.control.fixed_rate = *cli.fixed_rate;
   if (!cli.srtp.empty()) {
     bool found = false;
-    for (auto s : {SrtpSuite::kAesCm128HmacSha1_80, SrtpSuite::kAesCm128HmacSha1_32,
-                   SrtpSuite::kAeadAes128Gcm, SrtpSuite::kNone}) {
+    for (auto s : {config::SrtpSuite::kAesCm128HmacSha1_80, config::SrtpSuite::kAesCm128HmacSha1_32,
+                   config::SrtpSuite::kAeadAes128Gcm, config::SrtpSuite::kNone}) {
       if (cli.srtp == to_string(s)) {
         c.server.srtp = s;
         found = true;
@@ -66,51 +46,19 @@ core::Status apply_overrides(ServerConfig& c, const CliOverrides& cli) {
   }
   if (!cli.trace_csv.empty()) c.server.trace_csv = cli.trace_csv;
   if (!cli.metrics.empty()) {
-    auto e = parse_endpoint(cli.metrics, true);
+    auto e = config::parse_endpoint(cli.metrics, true);
     if (!e) return core::make_error("--metrics: " + e.error().message);
     c.server.metrics_listen = *e;
   }
   if (!cli.log_level.empty()) c.server.log_level = cli.log_level;
-  if (auto st = validate_config(c); !st) return st;
-  if (c.server.mode == ServerMode::kStream && c.server.streams.empty()) {
+  if (auto st = config::validate_config(c); !st) return st;
+  if (c.server.mode == config::ServerMode::kStream && c.server.streams.empty()) {
     return core::make_error("no streams: add [server.streams] to the config or --stream NAME=PATH");
   }
   return core::Ok{};
 }
 
-core::Result<core::PolicyConfig> make_policy_config(const ControlConfig& control) {
-  core::PolicyConfig p;
-  p.policy = control.policy;
-  p.rule.r0 = control.r0;
-  p.rule.rp = control.rp;
-  p.rule.rp1 = control.rp1;
-  p.rule.rp2 = control.rp2;
-  p.rule.rmax = control.rmax;
-  p.rule.t1 = to_threshold(control.t1);
-  p.rule.t2 = to_threshold(control.t2);
-  p.rule.k = control.k;
-  switch (control.missing_report) {
-    case MissingReportAction::kHold:
-      p.rule.missing = core::MissingReportAction::kHold;
-      break;
-    case MissingReportAction::kIncrease:
-      p.rule.missing = core::MissingReportAction::kIncrease;
-      break;
-    case MissingReportAction::kDecrease:
-      p.rule.missing = core::MissingReportAction::kDecrease;
-      break;
-  }
-  p.fixed_rate = control.fixed_rate;
-  p.adaptive.rmax = control.rmax;
-  p.adaptive.rp1 = control.rp1;
-  p.adaptive.rp2 = control.rp2;
-  // Validate by building one controller now, so a bad combination fails at start-up.
-  auto probe = core::make_rate_controller(p);
-  if (!probe) return probe.error();
-  return p;
-}
-
-core::Result<StreamServerOptions> make_stream_options(const ServerConfig& c,
+core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig& c,
                                                       const CliOverrides& cli) {
   StreamServerOptions o;
   auto listen = net::SocketAddress::from_ip(c.server.rtsp_listen.host, c.server.rtsp_listen.port);
@@ -125,8 +73,8 @@ core::Result<StreamServerOptions> make_stream_options(const ServerConfig& c,
   o.rtsp_listen = *listen;
   o.bind_ip = listen->is_v4() ? "0.0.0.0" : "::";
   if (cli.rtp_port) o.rtp_port = *cli.rtp_port;
-  o.srtp = to_net_suite(c.server.srtp);
-  auto policy = make_policy_config(c.control);
+  o.srtp = config::to_wire_suite(c.server.srtp);
+  auto policy = config::make_policy_config(c.control);
   if (!policy) return core::make_error("control: " + policy.error().message);
   o.policy = *policy;
   o.player_rate = cli.player_rate.value_or(c.control.player_rate);
@@ -134,18 +82,18 @@ core::Result<StreamServerOptions> make_stream_options(const ServerConfig& c,
     return core::make_error("--player-rate must be in [0, 1]");
   }
   switch (c.discard.policy) {
-    case DiscardPolicyName::kUniform:
+    case config::DiscardPolicyName::kUniform:
       o.discard = core::DiscardPolicy::kUniform;
       break;
-    case DiscardPolicyName::kRandom:
+    case config::DiscardPolicyName::kRandom:
       o.discard = core::DiscardPolicy::kRandom;
       break;
-    case DiscardPolicyName::kPriority:
+    case config::DiscardPolicyName::kPriority:
       o.discard = core::DiscardPolicy::kPriority;
       break;
   }
   o.discard_seed = c.discard.seed;
-  o.paced = c.blocks.pacing == Pacing::kPaced;
+  o.paced = c.blocks.pacing == config::Pacing::kPaced;
   o.loop = cli.loop;
   o.max_stages = cli.max_stages.value_or(0);
   o.max_sessions = c.server.max_sessions;

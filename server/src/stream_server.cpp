@@ -8,12 +8,12 @@
 #include <stdexcept>
 #include <utility>
 
-#include "predrop/net/rtcp.hpp"
-#include "predrop/net/rtp.hpp"
-#include "predrop/server/rtsp_headers.hpp"
-#include "predrop/server/rtsp_message.hpp"
-#include "predrop/server/rtsp_transport.hpp"
-#include "predrop/server/sdp.hpp"
+#include "predrop/rtsp/rtsp_headers.hpp"
+#include "predrop/rtsp/rtsp_message.hpp"
+#include "predrop/rtsp/rtsp_transport.hpp"
+#include "predrop/rtsp/sdp.hpp"
+#include "predrop/wire/rtcp.hpp"
+#include "predrop/wire/rtp.hpp"
 
 namespace predrop::server {
 
@@ -40,21 +40,21 @@ std::uint32_t random_u32() {
 
 struct StreamServer::Connection {
   std::unique_ptr<net::TcpConnection> tcp;
-  RtspRequestParser parser;
+  rtsp::RtspRequestParser parser;
   bool over_limit = false;
   // Monotonic time since when an incomplete request has sat in the parser (0 = none): a request
   // must be complete within the idle timeout of its first byte (slow-loris clients that trickle
   // a byte at a time never reset the clock).
   std::uint64_t partial_since_us = 0;
   // SDES keys handed out in DESCRIBE on this connection, per stream: SETUP uses the same key.
-  std::map<std::string, net::SrtpKeyMaterial, std::less<>> keys;
+  std::map<std::string, wire::SrtpKeyMaterial, std::less<>> keys;
   std::vector<std::string> sessions;  // set up on this connection
 };
 
 struct StreamServer::SessionEntry {
   std::string id;
   const StreamDefinition* stream = nullptr;
-  net::SrtpKeyMaterial key;
+  wire::SrtpKeyMaterial key;
   bool feedback = false;
   std::vector<SessionTrack> tracks;
   std::vector<std::uint32_t> track_ids;    // trackID=N of each track, for RTP-Info
@@ -135,8 +135,8 @@ void StreamServer::start() {
     rtcp_socket_ = std::move(rtcp.value());
   }
   if (!rtcp_socket_) throw std::runtime_error("no free RTP/RTCP port pair found");
-  batch_ = std::make_unique<net::SendBatch>(
-      *rtp_socket_, net::rtp_header_size(net::RtpExtensionIds{kStageExtId, kAbsSendTimeExtId}) +
+  batch_ = std::make_unique<chain::SendBatch>(
+      *rtp_socket_, wire::rtp_header_size(wire::RtpExtensionIds{kStageExtId, kAbsSendTimeExtId}) +
                         options_.max_payload_size + net::kSrtpMaxTrailer);
 
   auto listener = net::TcpListener::listen(
@@ -159,7 +159,7 @@ void StreamServer::start() {
     auto entry = std::make_unique<SessionEntry>();
     entry->id = new_session_id();
     entry->stream = stream;
-    if (options_.srtp) entry->key = net::generate_key(*options_.srtp);
+    if (options_.srtp) entry->key = wire::generate_key(*options_.srtp);
     const auto streams = stream->media->streams();
     for (std::size_t i = 0; i < streams.size(); ++i) {
       auto dest = push.destination;
@@ -223,9 +223,9 @@ void StreamServer::stop() {
   rtcp_socket_.reset();
 }
 
-std::string StreamServer::describe(const StreamDefinition& stream, const net::SrtpKeyMaterial* key,
+std::string StreamServer::describe(const StreamDefinition& stream, const wire::SrtpKeyMaterial* key,
                                    std::string_view host) const {
-  SdpSession s;
+  rtsp::SdpSession s;
   s.session_id = std::to_string(random_u32());
   s.origin_address = std::string(host);
   s.name = stream.name;
@@ -241,7 +241,7 @@ std::string StreamServer::describe(const StreamDefinition& stream, const net::Sr
   const auto streams = stream.media->streams();
   for (std::size_t i = 0; i < streams.size(); ++i) {
     const media::StreamInfo& info = streams[i];
-    SdpMedia m;
+    rtsp::SdpMedia m;
     m.kind = info.media();
     m.payload_type = info.payload_type;
     m.rtpmap = info.encoding;
@@ -249,17 +249,19 @@ std::string StreamServer::describe(const StreamDefinition& stream, const net::Sr
     m.control = "trackID=" + std::to_string(i);
     if (options_.srtp && key != nullptr) {
       m.proto = "RTP/SAVP";
-      SdpCrypto crypto;
+      rtsp::SdpCrypto crypto;
       crypto.tag = 1;
-      crypto.suite = std::string(net::suite_name(*options_.srtp));
-      crypto.key_params = "inline:" + net::base64_encode(key->span());
+      crypto.suite = std::string(wire::suite_name(*options_.srtp));
+      crypto.key_params = "inline:" + wire::base64_encode(key->span());
       m.crypto.push_back(std::move(crypto));
     }
-    m.extmaps.push_back(SdpExtmap{kStageExtId, "", std::string(net::kStageExtensionUri), ""});
-    m.extmaps.push_back(SdpExtmap{kAbsSendTimeExtId, "", std::string(net::kAbsSendTimeUri), ""});
+    m.extmaps.push_back(
+        rtsp::SdpExtmap{kStageExtId, "", std::string(wire::kStageExtensionUri), ""});
+    m.extmaps.push_back(
+        rtsp::SdpExtmap{kAbsSendTimeExtId, "", std::string(wire::kAbsSendTimeUri), ""});
     s.media.push_back(std::move(m));
   }
-  auto text = build_sdp(s);
+  auto text = rtsp::build_sdp(s);
   return text ? *text : std::string();
 }
 
@@ -269,7 +271,7 @@ bool StreamServer::start_session(SessionEntry& entry, std::uint64_t now_us) {
   StreamSessionConfig cfg;
   cfg.id = entry.id;
   cfg.tracks = entry.tracks;
-  cfg.extension_ids = net::RtpExtensionIds{kStageExtId, kAbsSendTimeExtId};
+  cfg.extension_ids = wire::RtpExtensionIds{kStageExtId, kAbsSendTimeExtId};
   cfg.srtp_suite = options_.srtp;
   cfg.key = entry.key;
   cfg.discard = options_.discard;
@@ -340,14 +342,14 @@ void StreamServer::close_connection(Connection& c) {
 }
 
 void StreamServer::on_data(Connection& c, std::span<const std::uint8_t> data) {
-  for (auto ev = c.parser.feed(data); ev != RtspParseEvent::kNeedMore; ev = c.parser.next()) {
-    if (ev == RtspParseEvent::kInterleaved) continue;  // RTCP over TCP from a confused client
-    if (ev == RtspParseEvent::kError) {
+  for (auto ev = c.parser.feed(data); ev != rtsp::RtspParseEvent::kNeedMore; ev = c.parser.next()) {
+    if (ev == rtsp::RtspParseEvent::kInterleaved) continue;  // RTCP over TCP from a confused client
+    if (ev == rtsp::RtspParseEvent::kError) {
       ++stats_.bad_requests;
-      const RtspParseError& e = c.parser.error();
-      RtspResponse r = make_response(e.status, e.cseq);
+      const rtsp::RtspParseError& e = c.parser.error();
+      rtsp::RtspResponse r = rtsp::make_response(e.status, e.cseq);
       r.set_body("text/plain", e.message + "\r\n");
-      (void)c.tcp->write(serialize(r));
+      (void)c.tcp->write(rtsp::serialize(r));
       if (e.fatal) {
         // The reply goes out first; housekeeping forgets the connection once it is closed.
         c.tcp->close_after_writes();
@@ -356,11 +358,11 @@ void StreamServer::on_data(Connection& c, std::span<const std::uint8_t> data) {
       continue;
     }
     ++stats_.requests;
-    RtspRequest request = c.parser.take_request();
+    rtsp::RtspRequest request = c.parser.take_request();
     if (c.over_limit) {
-      RtspResponse r = make_response(503, request.cseq);
+      rtsp::RtspResponse r = rtsp::make_response(503, request.cseq);
       r.headers.set("Retry-After", "5");
-      (void)c.tcp->write(serialize(r));
+      (void)c.tcp->write(rtsp::serialize(r));
       c.tcp->close_after_writes();
       return;
     }
@@ -375,89 +377,92 @@ void StreamServer::on_data(Connection& c, std::span<const std::uint8_t> data) {
 }
 
 namespace {
-RtspResponse error_response(int status, std::uint32_t cseq, std::string_view why) {
-  RtspResponse r = make_response(status, cseq);
+rtsp::RtspResponse error_response(int status, std::uint32_t cseq, std::string_view why) {
+  rtsp::RtspResponse r = rtsp::make_response(status, cseq);
   r.set_body("text/plain", std::string(why) + "\r\n");
   return r;
 }
 }  // namespace
 
-std::string StreamServer::handle(Connection& c, RtspRequest& req) {
+std::string StreamServer::handle(Connection& c, rtsp::RtspRequest& req) {
   const std::uint64_t now = net::EventLoop::now_us();
-  RtspResponse r = make_response(200, req.cseq);
+  rtsp::RtspResponse r = rtsp::make_response(200, req.cseq);
   r.headers.set("Server", "predrop");
   // Session header, when the request names one.
   SessionEntry* entry = nullptr;
   if (auto sh = req.headers.get("Session")) {
-    auto parsed = parse_session(*sh);
-    if (!parsed) return serialize(error_response(454, req.cseq, "malformed Session header"));
+    auto parsed = rtsp::parse_session(*sh);
+    if (!parsed) return rtsp::serialize(error_response(454, req.cseq, "malformed Session header"));
     auto it = sessions_.find(parsed->id);
     if (it == sessions_.end()) {
-      return serialize(error_response(454, req.cseq, "no session " + parsed->id));
+      return rtsp::serialize(error_response(454, req.cseq, "no session " + parsed->id));
     }
     entry = it->second.get();
     entry->last_request_us = now;
   }
-  auto session_header = [&](RtspResponse& resp) {
+  auto session_header = [&](rtsp::RtspResponse& resp) {
     if (entry != nullptr) resp.set_session(entry->id, options_.session_timeout_s);
   };
 
   switch (req.method) {
-    case RtspMethod::kOptions:
-    case RtspMethod::kGetParameter: {
+    case rtsp::RtspMethod::kOptions:
+    case rtsp::RtspMethod::kGetParameter: {
       r.headers.set("Public", std::string(kPublic));
       session_header(r);
-      return serialize(r);
+      return rtsp::serialize(r);
     }
-    case RtspMethod::kDescribe: {
-      auto url = parse_rtsp_url(req.url);
-      if (!url) return serialize(error_response(400, req.cseq, url.error().message));
+    case rtsp::RtspMethod::kDescribe: {
+      auto url = rtsp::parse_rtsp_url(req.url);
+      if (!url) return rtsp::serialize(error_response(400, req.cseq, url.error().message));
       const StreamDefinition* stream = find_stream(url->stream);
       if (stream == nullptr) {
-        return serialize(error_response(404, req.cseq, "no stream named '" + url->stream + "'"));
+        return rtsp::serialize(
+            error_response(404, req.cseq, "no stream named '" + url->stream + "'"));
       }
-      net::SrtpKeyMaterial* key = nullptr;
+      wire::SrtpKeyMaterial* key = nullptr;
       if (options_.srtp) {
         auto [it, fresh] = c.keys.try_emplace(stream->name);
-        if (fresh) it->second = net::generate_key(*options_.srtp);
+        if (fresh) it->second = wire::generate_key(*options_.srtp);
         key = &it->second;
       }
       std::string base = req.url;
       if (!base.empty() && base.back() != '/') base += '/';
       r.headers.set("Content-Base", base);
       r.set_body("application/sdp", describe(*stream, key, url->host));
-      return serialize(r);
+      return rtsp::serialize(r);
     }
-    case RtspMethod::kSetup: {
-      auto url = parse_rtsp_url(req.url);
-      if (!url) return serialize(error_response(400, req.cseq, url.error().message));
+    case rtsp::RtspMethod::kSetup: {
+      auto url = rtsp::parse_rtsp_url(req.url);
+      if (!url) return rtsp::serialize(error_response(400, req.cseq, url.error().message));
       const StreamDefinition* stream = find_stream(url->stream);
       if (stream == nullptr) {
-        return serialize(error_response(404, req.cseq, "no stream named '" + url->stream + "'"));
+        return rtsp::serialize(
+            error_response(404, req.cseq, "no stream named '" + url->stream + "'"));
       }
       const std::uint32_t track = url->track.value_or(0);
       if (track >= stream->media->streams().size()) {
-        return serialize(error_response(404, req.cseq, "no such track"));
+        return rtsp::serialize(error_response(404, req.cseq, "no such track"));
       }
       auto transport_value = req.headers.get("Transport");
-      if (!transport_value) return serialize(error_response(400, req.cseq, "Transport missing"));
-      auto offers = parse_transport(*transport_value);
-      if (!offers) return serialize(error_response(461, req.cseq, offers.error().message));
-      auto chosen = select_transport(*offers);
+      if (!transport_value)
+        return rtsp::serialize(error_response(400, req.cseq, "Transport missing"));
+      auto offers = rtsp::parse_transport(*transport_value);
+      if (!offers) return rtsp::serialize(error_response(461, req.cseq, offers.error().message));
+      auto chosen = rtsp::select_transport(*offers);
       if (!chosen || !(*offers)[*chosen].client_port) {
-        return serialize(error_response(461, req.cseq, "only UDP unicast with client_port"));
+        return rtsp::serialize(error_response(461, req.cseq, "only UDP unicast with client_port"));
       }
-      TransportSpec spec = (*offers)[*chosen];
+      rtsp::TransportSpec spec = (*offers)[*chosen];
       if (entry != nullptr && entry->stream != stream) {
-        return serialize(error_response(459, req.cseq, "session belongs to another stream"));
+        return rtsp::serialize(error_response(459, req.cseq, "session belongs to another stream"));
       }
       if (entry != nullptr && entry->session) {
-        return serialize(error_response(455, req.cseq, "SETUP after PLAY is not supported"));
+        return rtsp::serialize(error_response(455, req.cseq, "SETUP after PLAY is not supported"));
       }
       if (entry == nullptr) {
         if (sessions_.size() >= options_.max_sessions) {
           ++stats_.sessions_refused;
-          return serialize(error_response(453, req.cseq, "session limit reached"));
+          return rtsp::serialize(error_response(453, req.cseq, "session limit reached"));
         }
         auto fresh = std::make_unique<SessionEntry>();
         fresh->id = new_session_id();
@@ -468,7 +473,7 @@ std::string StreamServer::handle(Connection& c, RtspRequest& req) {
           // A client that skipped DESCRIBE on this connection gets a key it cannot know; it
           // must DESCRIBE first (every RTSP player does).
           if (it == c.keys.end()) {
-            return serialize(
+            return rtsp::serialize(
                 error_response(455, req.cseq, "DESCRIBE first: the keys are in the SDP"));
           }
           fresh->key = it->second;
@@ -489,71 +494,75 @@ std::string StreamServer::handle(Connection& c, RtspRequest& req) {
             1000);
       }
       for (std::uint32_t id : entry->track_ids) {
-        if (id == track) return serialize(error_response(459, req.cseq, "track already set up"));
+        if (id == track)
+          return rtsp::serialize(error_response(459, req.cseq, "track already set up"));
       }
       const net::SocketAddress peer = c.tcp->peer_address();
       auto dest = net::SocketAddress::from_ip(peer.ip_string(), spec.client_port->rtp);
       auto rtcp_dest = net::SocketAddress::from_ip(peer.ip_string(), spec.client_port->rtcp);
       if (!dest || !rtcp_dest)
-        return serialize(error_response(400, req.cseq, "bad client address"));
+        return rtsp::serialize(error_response(400, req.cseq, "bad client address"));
       const std::uint32_t ssrc = random_u32();
       entry->tracks.push_back(SessionTrack{static_cast<std::uint8_t>(track), *dest, *rtcp_dest,
                                            ssrc, static_cast<std::uint16_t>(random_u32()),
                                            random_u32()});
       entry->track_ids.push_back(track);
-      TransportSpec reply;
+      rtsp::TransportSpec reply;
       reply.protocol = options_.srtp && spec.protocol.find("SAVP") != std::string::npos
                            ? spec.protocol
                            : spec.protocol;
       reply.client_port = spec.client_port;
-      reply.server_port = PortPair{rtp_port(), static_cast<std::uint16_t>(rtp_port() + 1)};
+      reply.server_port = rtsp::PortPair{rtp_port(), static_cast<std::uint16_t>(rtp_port() + 1)};
       reply.ssrc = ssrc;
-      r.headers.set("Transport", format_transport(reply));
+      r.headers.set("Transport", rtsp::format_transport(reply));
       session_header(r);
-      return serialize(r);
+      return rtsp::serialize(r);
     }
-    case RtspMethod::kPlay: {
-      if (entry == nullptr) return serialize(error_response(454, req.cseq, "Session missing"));
+    case rtsp::RtspMethod::kPlay: {
+      if (entry == nullptr)
+        return rtsp::serialize(error_response(454, req.cseq, "Session missing"));
       if (!start_session(*entry, now)) {
-        return serialize(error_response(500, req.cseq, "session could not start"));
+        return rtsp::serialize(error_response(500, req.cseq, "session could not start"));
       }
       entry->session->play(now);
-      std::vector<RtpInfoEntry> info;
+      std::vector<rtsp::RtpInfoEntry> info;
       for (std::size_t t = 0; t < entry->tracks.size(); ++t) {
-        RtpInfoEntry e;
+        rtsp::RtpInfoEntry e;
         e.url = entry->base_url + "/trackID=" + std::to_string(entry->track_ids[t]);
         e.seq = entry->session->next_sequence(t);
         e.rtptime = entry->session->rtp_timestamp_at_start(t);
         info.push_back(std::move(e));
       }
-      r.headers.set("RTP-Info", format_rtp_info(info));
+      r.headers.set("RTP-Info", rtsp::format_rtp_info(info));
       r.headers.set("Range", "npt=0.000-");
       session_header(r);
-      return serialize(r);
+      return rtsp::serialize(r);
     }
-    case RtspMethod::kPause: {
-      if (entry == nullptr) return serialize(error_response(454, req.cseq, "Session missing"));
+    case rtsp::RtspMethod::kPause: {
+      if (entry == nullptr)
+        return rtsp::serialize(error_response(454, req.cseq, "Session missing"));
       if (entry->session) entry->session->pause();
       session_header(r);
-      return serialize(r);
+      return rtsp::serialize(r);
     }
-    case RtspMethod::kTeardown: {
-      if (entry == nullptr) return serialize(error_response(454, req.cseq, "Session missing"));
+    case rtsp::RtspMethod::kTeardown: {
+      if (entry == nullptr)
+        return rtsp::serialize(error_response(454, req.cseq, "Session missing"));
       remove_session(entry->id);
-      return serialize(r);
+      return rtsp::serialize(r);
     }
-    case RtspMethod::kAnnounce:
-    case RtspMethod::kRecord:
-    case RtspMethod::kSetParameter:
-    case RtspMethod::kRedirect: {
-      RtspResponse e = error_response(405, req.cseq, "this server only plays");
+    case rtsp::RtspMethod::kAnnounce:
+    case rtsp::RtspMethod::kRecord:
+    case rtsp::RtspMethod::kSetParameter:
+    case rtsp::RtspMethod::kRedirect: {
+      rtsp::RtspResponse e = error_response(405, req.cseq, "this server only plays");
       e.headers.set("Allow", std::string(kPublic));
-      return serialize(e);
+      return rtsp::serialize(e);
     }
-    case RtspMethod::kUnknown:
+    case rtsp::RtspMethod::kUnknown:
       break;
   }
-  return serialize(error_response(501, req.cseq, "method not implemented"));
+  return rtsp::serialize(error_response(501, req.cseq, "method not implemented"));
 }
 
 void StreamServer::remove_session(const std::string& id) {
@@ -586,7 +595,7 @@ void StreamServer::tick() {
   const std::uint64_t now = net::EventLoop::now_us();
   // Every session's due packets go into one shared batch: full sendmmsg calls instead of one
   // short call per session (the scope flushes the rest when it closes).
-  net::SendBatchScope scope(*batch_);
+  chain::SendBatchScope scope(*batch_);
   for (auto& [id, e] : sessions_) {
     if (e->session) e->session->pump(now);
   }

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "predrop/net/feedback.hpp"
+#include "predrop/chain/feedback.hpp"
 
 namespace predrop::server {
 
@@ -14,7 +14,7 @@ constexpr std::uint64_t kSenderReportIntervalUs = 1'000'000;
 
 std::uint64_t wall_clock_ntp() {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
-  return net::ntp_from_unix_us(static_cast<std::uint64_t>(
+  return wire::ntp_from_unix_us(static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(now).count()));
 }
 }  // namespace
@@ -28,7 +28,7 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
       on_block_(std::move(on_block)) {
   const auto streams = media_->streams();
   track_of_stream_.assign(streams.size(), -1);
-  net::TransmitterConfig tc;
+  chain::TransmitterConfig tc;
   tc.extension_ids = config_.extension_ids;
   tc.max_payload_size = config_.max_payload_size;
   tc.cname = "predrop-" + config_.id;
@@ -36,9 +36,9 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
     const SessionTrack& st = config_.tracks[t];
     if (st.media_stream >= streams.size()) throw std::runtime_error("track for unknown stream");
     track_of_stream_[st.media_stream] = static_cast<int>(t);
-    tc.tracks.push_back(net::TrackConfig{st.ssrc, streams[st.media_stream].payload_type,
-                                         st.initial_sequence, st.timestamp_offset,
-                                         st.rtp_destination, st.rtcp_destination});
+    tc.tracks.push_back(chain::TrackConfig{st.ssrc, streams[st.media_stream].payload_type,
+                                           st.initial_sequence, st.timestamp_offset,
+                                           st.rtp_destination, st.rtcp_destination});
     const auto clock = streams[st.media_stream].clock_rate;
     loop_timestamp_.push_back(static_cast<std::uint32_t>(
         static_cast<std::uint64_t>(media_->duration_us()) * clock / 1'000'000));
@@ -48,7 +48,7 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
     srtp_out.emplace(net::SrtpDirection::Outbound, *config_.srtp_suite, config_.key);
     rtcp_in_.emplace(net::SrtpDirection::Inbound, *config_.srtp_suite, config_.key);
   }
-  transmitter_ = std::make_unique<net::StageTransmitter>(
+  transmitter_ = std::make_unique<chain::StageTransmitter>(
       rtp_socket, std::move(tc), std::move(srtp_out),
       core::DiscardPlanner(config_.discard, config_.discard_seed));
 
@@ -190,7 +190,7 @@ std::size_t StreamSession::pump(std::uint64_t now_us) {
         // the transmitter counts packets sent too long after it as late.
         const std::uint64_t due =
             start + (config_.paced ? static_cast<std::uint64_t>(p.send_offset_us) : 0);
-        staging_[k++] = net::OutgoingPacket{
+        staging_[k++] = chain::OutgoingPacket{
             static_cast<std::uint8_t>(track), p.marker,
             p.rtp_timestamp + loops_ * loop_timestamp_[static_cast<std::size_t>(track)],
             media_->payload(p), due};
@@ -241,7 +241,7 @@ void StreamSession::check_missing_reports(std::uint64_t now_us) {
 }
 
 void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std::uint64_t now_us) {
-  auto compound = net::decode_rtcp(buffer, len, rtcp_in_ ? &*rtcp_in_ : nullptr);
+  auto compound = chain::decode_rtcp(buffer, len, rtcp_in_ ? &*rtcp_in_ : nullptr);
   if (!compound) {
     ++stats_.rtcp_errors;
     return;
@@ -260,8 +260,8 @@ void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std
     handle_report(fb);
 }
 
-void StreamSession::handle_report(const net::PdfbFeedback& feedback) {
-  core::StageReport report = net::to_stage_report(feedback);
+void StreamSession::handle_report(const wire::PdfbFeedback& feedback) {
+  core::StageReport report = chain::to_stage_report(feedback);
   StageRecord* r = record(report.stage);
   if (r == nullptr || report.stage >= stage_ + (stage_open_ ? 1 : 0)) {
     // A report for a stage this session never sent (or long forgotten): count, ignore.

@@ -1,4 +1,4 @@
-// The adaptive policy against scripted report sequences, including the ones where DESIGN.md §2
+// The adaptive policy against scripted report sequences, including the ones where docs/design.md §2
 // says the exact rule fails, and a fluid model of a tail-drop bottleneck for the whole cycle
 // (onset, standing congestion, end).
 #include "predrop/core/adaptive_policy.hpp"

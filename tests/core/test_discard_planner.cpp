@@ -92,7 +92,7 @@ TEST(DiscardPlanner, PriorityNeverDropsNeverDropPackets) {
 }
 
 // Property: over many stages of random sizes and rates, the total discarded equals the sum of
-// R x n to within half a packet, for every policy (DESIGN.md §3 "long-run fraction equals R").
+// R x n to within half a packet, for every policy (docs/design.md §3 "long-run fraction equals R").
 TEST(DiscardPlannerProperty, LongRunFractionEqualsRate) {
   std::mt19937_64 gen(1234);
   for (auto policy : {DiscardPolicy::kUniform, DiscardPolicy::kRandom, DiscardPolicy::kPriority}) {

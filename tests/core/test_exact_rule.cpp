@@ -1,4 +1,4 @@
-// The exact control rule, claim by claim (JP7684261B2 claims 1-7, DESIGN.md §2).
+// The exact control rule, claim by claim (JP7684261B2 claims 1-7, docs/design.md §2).
 #include "predrop/core/exact_rule.hpp"
 
 #include <gtest/gtest.h>
@@ -222,7 +222,7 @@ TEST(ExactRuleEdges, StaleAndDuplicateReportsIgnored) {
   EXPECT_EQ(c.stats().stale, 2u);
 }
 
-// Decision (DESIGN.md §2 "missing reports"): a stage whose report never came keeps R and leaves
+// Decision (docs/design.md §2 "missing reports"): a stage whose report never came keeps R and leaves
 // the history alone; the next report is compared with the newest stage that did report.
 TEST(ExactRuleEdges, MissingReportKeepsRateAndHistory) {
   ExactRule c(params());
@@ -257,7 +257,7 @@ TEST(ExactRuleEdges, FirstArrivingReportActsAsStageZero) {
   EXPECT_DOUBLE_EQ(c.rate(), 0.10);
 }
 
-// The weakness DESIGN.md §2 describes, pinned so nobody "fixes" the exact rule silently: under
+// The weakness docs/design.md §2 describes, pinned so nobody "fixes" the exact rule silently: under
 // a quality drop that is really network loss, the exact rule lowers R.
 TEST(ExactRuleEdges, ExactRuleReadsCongestionLossAsOverDiscarding) {
   ExactRule c(params());

@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "predrop/ddl/aggregator.hpp"
-#include "predrop/ddl/random.hpp"
+#include "predrop/ddl/train/random.hpp"
 
 using namespace predrop::ddl;
+using namespace predrop::ddl::train;
+using namespace predrop::ddl::train;
 using Bytes = std::vector<std::uint8_t>;
 
 namespace {

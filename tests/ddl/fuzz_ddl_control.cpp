@@ -6,20 +6,18 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
-#include "predrop/client/ddl_protocol.hpp"
-
-namespace wire = predrop::client::ddl_wire;
+#include "predrop/ddl/protocol.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  auto m = wire::parse_control(std::span<const std::uint8_t>(data, size));
+  auto m = predrop::ddl::parse_control(std::span<const std::uint8_t>(data, size));
   if (!m.ok()) return 0;
   // A PDFB whose P is not valid may carry any bits there; written again it is 0.
-  wire::ControlMessage& msg = m.value();
+  predrop::ddl::ControlMessage& msg = m.value();
   if (msg.feedback && !msg.feedback->performance_valid) msg.feedback->performance = 0.0;
-  std::vector<std::uint8_t> out(wire::kMaxControlDatagram);
-  auto n = wire::write_control(out, *m);
+  std::vector<std::uint8_t> out(predrop::ddl::kMaxControlDatagram);
+  auto n = predrop::ddl::write_control(out, *m);
   PREDROP_FUZZ_CHECK(n.ok());
-  auto again = wire::parse_control(std::span<const std::uint8_t>(out.data(), *n));
+  auto again = predrop::ddl::parse_control(std::span<const std::uint8_t>(out.data(), *n));
   PREDROP_FUZZ_CHECK(again.ok());
   PREDROP_FUZZ_CHECK(again->sender_ssrc == m->sender_ssrc);
   PREDROP_FUZZ_CHECK(again->join == m->join);

@@ -12,16 +12,16 @@
 #include <string>
 #include <vector>
 
-#include "predrop/ddl/dataset.hpp"
-#include "predrop/ddl/idx.hpp"
+#include "predrop/ddl/train/dataset.hpp"
+#include "predrop/ddl/train/idx.hpp"
 
 namespace fs = std::filesystem;
-using predrop::ddl::IdxImages;
+using predrop::ddl::train::IdxImages;
 using Bytes = std::vector<std::uint8_t>;
 
 namespace {
 
-const fs::path kDir{predrop::ddl::kFashionMnistDir};
+const fs::path kDir{predrop::ddl::train::kFashionMnistDir};
 
 bool have_dataset() {
   return fs::exists(kDir / "t10k-labels-idx1-ubyte.gz");
@@ -120,7 +120,7 @@ class TempDir {
 // The error of loading `bytes` as an image file on disk.
 std::string image_error(const TempDir& dir, const std::string& name, const Bytes& bytes) {
   const fs::path p = dir.write(name, bytes);
-  auto r = predrop::ddl::load_idx_images(p);
+  auto r = predrop::ddl::train::load_idx_images(p);
   EXPECT_FALSE(r.ok()) << name << " should not parse";
   return r.ok() ? std::string() : r.error().message;
 }
@@ -129,7 +129,7 @@ std::string image_error(const TempDir& dir, const std::string& name, const Bytes
 
 TEST(IdxRealFiles, FashionMnistHas60000And10000SamplesWithLabelsInRange) {
   if (!have_dataset()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
-  auto r = predrop::ddl::load_fashion_mnist();
+  auto r = predrop::ddl::train::load_fashion_mnist();
   ASSERT_TRUE(r.ok()) << r.error().message;
   const auto& d = r.value();
   ASSERT_EQ(d.train.size(), 60000u);
@@ -156,15 +156,15 @@ TEST(IdxRealFiles, LabelsParseFromMemoryLikeFromDisk) {
   if (!have_dataset()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   const fs::path p = kDir / "t10k-labels-idx1-ubyte.gz";
   const Bytes gz = read_all(p);
-  auto mem = predrop::ddl::parse_idx_labels(gz, "mem");
-  auto disk = predrop::ddl::load_idx_labels(p);
+  auto mem = predrop::ddl::train::parse_idx_labels(gz, "mem");
+  auto disk = predrop::ddl::train::load_idx_labels(p);
   ASSERT_TRUE(mem.ok() && disk.ok());
   EXPECT_EQ(mem->labels, disk->labels);
   EXPECT_EQ(mem->labels.size(), 10000u);
 }
 
 TEST(IdxParse, PlainImagesBecomeFloatsInUnitRange) {
-  auto r = predrop::ddl::parse_idx_images(images_file(3, 2, 2), "three");
+  auto r = predrop::ddl::train::parse_idx_images(images_file(3, 2, 2), "three");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->count, 3u);
   EXPECT_EQ(r->rows, 2u);
@@ -176,14 +176,14 @@ TEST(IdxParse, PlainImagesBecomeFloatsInUnitRange) {
 
 TEST(IdxParse, GzipSingleAndMultiMemberMatchPlain) {
   const Bytes plain = images_file(5, 28, 28);
-  auto a = predrop::ddl::parse_idx_images(plain, "plain");
-  auto b = predrop::ddl::parse_idx_images(gzip_stored(plain), "gz");
+  auto a = predrop::ddl::train::parse_idx_images(plain, "plain");
+  auto b = predrop::ddl::train::parse_idx_images(gzip_stored(plain), "gz");
   // RFC 1952 §2.2: a gzip file may be several members; the data is their concatenation.
   const Bytes first(plain.begin(), plain.begin() + 1000), second(plain.begin() + 1000, plain.end());
   Bytes two = gzip_stored(first);
   const Bytes m2 = gzip_stored(second);
   two.insert(two.end(), m2.begin(), m2.end());
-  auto c = predrop::ddl::parse_idx_images(two, "two members");
+  auto c = predrop::ddl::train::parse_idx_images(two, "two members");
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
   EXPECT_EQ(a->pixels, b->pixels);
   EXPECT_EQ(a->pixels, c->pixels);
@@ -211,7 +211,7 @@ TEST(IdxCorrupt, TruncatedDataNamesFileAndSizes) {
   Bytes b = images_file(3, 2, 2);
   b.pop_back();
   const fs::path p = dir.write("cut", b);
-  auto r = predrop::ddl::load_idx_images(p);
+  auto r = predrop::ddl::train::load_idx_images(p);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(
       r.error().message,
@@ -276,7 +276,7 @@ TEST(IdxCorrupt, EmptyFile) {
   TempDir dir;
   EXPECT_NE(image_error(dir, "empty", {}).find(": empty file"), std::string::npos);
   const fs::path p = dir.write("empty_labels", {});
-  auto r = predrop::ddl::load_idx_labels(p);
+  auto r = predrop::ddl::train::load_idx_labels(p);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("empty file"), std::string::npos);
 }
@@ -328,44 +328,46 @@ TEST(IdxCorrupt, TrailingGarbageAfterGzip) {
 
 TEST(IdxCorrupt, DecompressionIsCapped) {
   const Bytes plain = images_file(10, 28, 28);  // 7856 bytes
-  auto r = predrop::ddl::parse_idx_images(gzip_stored(plain), "bomb", 4096);
+  auto r = predrop::ddl::train::parse_idx_images(gzip_stored(plain), "bomb", 4096);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("exceeds the limit of 4096 bytes"), std::string::npos)
       << r.error().message;
-  EXPECT_TRUE(predrop::ddl::parse_idx_images(gzip_stored(plain), "exact", plain.size()).ok());
+  EXPECT_TRUE(
+      predrop::ddl::train::parse_idx_images(gzip_stored(plain), "exact", plain.size()).ok());
 }
 
 TEST(IdxCorrupt, MissingFile) {
-  auto r = predrop::ddl::load_idx_images("/nonexistent/predrop/images.gz");
+  auto r = predrop::ddl::train::load_idx_images("/nonexistent/predrop/images.gz");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message,
             "file /nonexistent/predrop/images.gz: cannot open: No such file or directory");
 }
 
 TEST(Dataset, CountMismatchAndLabelRange) {
-  auto img = predrop::ddl::parse_idx_images(images_file(3, 2, 2), "i");
-  auto two = predrop::ddl::parse_idx_labels(labels_file({1, 2}), "l");
+  auto img = predrop::ddl::train::parse_idx_images(images_file(3, 2, 2), "i");
+  auto two = predrop::ddl::train::parse_idx_labels(labels_file({1, 2}), "l");
   ASSERT_TRUE(img.ok() && two.ok());
-  auto r = predrop::ddl::make_dataset(img.value(), two.value(), "x", 10);
+  auto r = predrop::ddl::train::make_dataset(img.value(), two.value(), "x", 10);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("3 images but 2 labels"), std::string::npos);
-  auto bad = predrop::ddl::parse_idx_labels(labels_file({1, 10, 2}), "l");
-  auto r2 = predrop::ddl::make_dataset(img.value(), bad.value(), "x", 10);
+  auto bad = predrop::ddl::train::parse_idx_labels(labels_file({1, 10, 2}), "l");
+  auto r2 = predrop::ddl::train::make_dataset(img.value(), bad.value(), "x", 10);
   ASSERT_FALSE(r2.ok());
   EXPECT_NE(r2.error().message.find("label 10 of sample 1 is not below 10"), std::string::npos);
-  auto good = predrop::ddl::parse_idx_labels(labels_file({1, 9, 2}), "l");
-  auto r3 = predrop::ddl::make_dataset(img.value(), good.value(), "x", 10);
+  auto good = predrop::ddl::train::parse_idx_labels(labels_file({1, 9, 2}), "l");
+  auto r3 = predrop::ddl::train::make_dataset(img.value(), good.value(), "x", 10);
   ASSERT_TRUE(r3.ok());
   EXPECT_EQ(r3->features, 4u);
   EXPECT_EQ(r3->sample(1)[0], 4.0f / 255.0f);
 }
 
 TEST(Dataset, ShardsPartitionTheIndices) {
-  for (auto mode : {predrop::ddl::ShardMode::kStrided, predrop::ddl::ShardMode::kContiguous}) {
+  for (auto mode :
+       {predrop::ddl::train::ShardMode::kStrided, predrop::ddl::train::ShardMode::kContiguous}) {
     std::vector<int> seen(103, 0);
     std::size_t smallest = 1000, largest = 0;
     for (std::uint32_t w = 0; w < 4; ++w) {
-      const auto s = predrop::ddl::shard_indices(103, w, 4, mode);
+      const auto s = predrop::ddl::train::shard_indices(103, w, 4, mode);
       smallest = std::min(smallest, s.size());
       largest = std::max(largest, s.size());
       for (auto i : s)
@@ -374,17 +376,18 @@ TEST(Dataset, ShardsPartitionTheIndices) {
     EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
     EXPECT_LE(largest - smallest, 1u);
   }
-  EXPECT_EQ(predrop::ddl::shard_indices(10, 1, 3, predrop::ddl::ShardMode::kStrided),
+  EXPECT_EQ(predrop::ddl::train::shard_indices(10, 1, 3, predrop::ddl::train::ShardMode::kStrided),
             (std::vector<std::uint32_t>{1, 4, 7}));
-  EXPECT_EQ(predrop::ddl::shard_indices(10, 1, 3, predrop::ddl::ShardMode::kContiguous),
-            (std::vector<std::uint32_t>{3, 4, 5}));
+  EXPECT_EQ(
+      predrop::ddl::train::shard_indices(10, 1, 3, predrop::ddl::train::ShardMode::kContiguous),
+      (std::vector<std::uint32_t>{3, 4, 5}));
 }
 
 TEST(Dataset, BatchSamplerIsSeededAndCoversEachEpoch) {
   std::vector<std::uint32_t> idx(20);
   for (std::uint32_t i = 0; i < 20; ++i)
     idx[i] = 100 + i;
-  predrop::ddl::BatchSampler a(idx, 5, 42), b(idx, 5, 42), c(idx, 5, 43);
+  predrop::ddl::train::BatchSampler a(idx, 5, 42), b(idx, 5, 42), c(idx, 5, 43);
   std::multiset<std::uint32_t> epoch0;
   bool differs = false;
   for (int k = 0; k < 4; ++k) {

@@ -9,17 +9,17 @@
 #include <filesystem>
 #include <vector>
 
-#include "predrop/ddl/dataset.hpp"
-#include "predrop/ddl/mlp.hpp"
-#include "predrop/ddl/random.hpp"
+#include "predrop/ddl/train/dataset.hpp"
+#include "predrop/ddl/train/mlp.hpp"
+#include "predrop/ddl/train/random.hpp"
 
-using predrop::ddl::Mlp;
-using predrop::ddl::MlpShape;
+using predrop::ddl::train::Mlp;
+using predrop::ddl::train::MlpShape;
 
 namespace {
 
 Eigen::MatrixXf random_inputs(std::size_t rows, std::size_t cols, std::uint64_t seed) {
-  predrop::ddl::Rng rng(seed);
+  predrop::ddl::train::Rng rng(seed);
   Eigen::MatrixXf x(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
   for (Eigen::Index j = 0; j < x.cols(); ++j) {
     for (Eigen::Index i = 0; i < x.rows(); ++i)
@@ -54,7 +54,7 @@ TEST(Mlp, GradientMatchesCentralDifferences) {
   const MlpShape shape{6, 5, 4};
   Mlp net(shape, 3);
   // Non-zero biases so their gradients are exercised away from the initial point too.
-  predrop::ddl::Rng rng(11);
+  predrop::ddl::train::Rng rng(11);
   for (auto& v : net.parameters())
     v += rng.uniform(-0.1f, 0.1f);
   const Eigen::MatrixXf x = random_inputs(6, 3, 5);
@@ -107,7 +107,7 @@ TEST(Mlp, BatchGradientIsMeanOfSampleGradients) {
 }
 
 TEST(Sgd, MomentumAndWeightDecayArithmetic) {
-  predrop::ddl::Sgd sgd({0.5f, 0.9f, 0.1f}, 2);
+  predrop::ddl::train::Sgd sgd({0.5f, 0.9f, 0.1f}, 2);
   std::vector<float> p = {1.0f, -2.0f};
   const std::vector<float> g = {0.2f, 0.4f};
   sgd.step(p, g);  // v = g + 0.1 p = {0.3, 0.2}; p -= 0.5 v
@@ -119,25 +119,25 @@ TEST(Sgd, MomentumAndWeightDecayArithmetic) {
 }
 
 TEST(MlpTraining, TwoThousandSamplesReachSeventyPercentTestAccuracy) {
-  if (!std::filesystem::exists(std::filesystem::path(predrop::ddl::kFashionMnistDir))) {
+  if (!std::filesystem::exists(std::filesystem::path(predrop::ddl::train::kFashionMnistDir))) {
     GTEST_SKIP() << "dataset-fashion-mnist not installed";
   }
-  auto data = predrop::ddl::load_fashion_mnist();
+  auto data = predrop::ddl::train::load_fashion_mnist();
   ASSERT_TRUE(data.ok()) << data.error().message;
   // A seeded, class-mixed subset of 2000 training samples.
   std::vector<std::uint32_t> all(data->train.size());
   for (std::uint32_t i = 0; i < all.size(); ++i)
     all[i] = i;
-  predrop::ddl::Rng(1).shuffle(std::span<std::uint32_t>(all));
+  predrop::ddl::train::Rng(1).shuffle(std::span<std::uint32_t>(all));
   all.resize(2000);
-  const predrop::ddl::Dataset train = predrop::ddl::take(data->train, all);
+  const predrop::ddl::train::Dataset train = predrop::ddl::train::take(data->train, all);
 
   Mlp net(MlpShape{}, 2024);
-  predrop::ddl::Sgd sgd({0.05f, 0.9f, 0.0f}, net.parameter_count());
+  predrop::ddl::train::Sgd sgd({0.05f, 0.9f, 0.0f}, net.parameter_count());
   std::vector<std::uint32_t> idx(train.size());
   for (std::uint32_t i = 0; i < idx.size(); ++i)
     idx[i] = i;
-  predrop::ddl::BatchSampler sampler(idx, 32, 99);
+  predrop::ddl::train::BatchSampler sampler(idx, 32, 99);
   Eigen::MatrixXf x;
   std::vector<std::uint8_t> labels;
   std::vector<float> grad(net.parameter_count());
@@ -147,7 +147,7 @@ TEST(MlpTraining, TwoThousandSamplesReachSeventyPercentTestAccuracy) {
   const auto t0 = std::chrono::steady_clock::now();
   double first_loss = 0.0, last_loss = 0.0;
   for (int s = 0; s < steps; ++s) {
-    predrop::ddl::gather_batch(train, sampler.next(), x, labels);
+    predrop::ddl::train::gather_batch(train, sampler.next(), x, labels);
     const double loss = net.loss_and_gradient(x, labels, grad);
     sgd.step(net.parameters(), grad);
     if (s < 20) first_loss += loss / 20;

@@ -15,12 +15,14 @@
 #include "predrop/core/discard_planner.hpp"
 #include "predrop/ddl/aggregator.hpp"
 #include "predrop/ddl/chunk.hpp"
-#include "predrop/ddl/dataset.hpp"
 #include "predrop/ddl/importance.hpp"
-#include "predrop/ddl/mlp.hpp"
 #include "predrop/ddl/stage_receiver.hpp"
+#include "predrop/ddl/train/dataset.hpp"
+#include "predrop/ddl/train/mlp.hpp"
 
 using namespace predrop::ddl;
+using namespace predrop::ddl::train;
+using namespace predrop::ddl::train;
 using predrop::core::DiscardPlanner;
 using predrop::core::DiscardPolicy;
 

@@ -6,13 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "predrop/client/ddl_protocol.hpp"
+#include "predrop/ddl/protocol.hpp"
 #include "predrop/net/srtp_session.hpp"
 
 namespace predrop {
 namespace {
-
-namespace wire = client::ddl_wire;
 
 // RR (no blocks) + PDJN: rank 2, 101 770 parameters, seed 7.
 const std::vector<std::uint8_t> kJoinFixture = {
@@ -29,15 +27,15 @@ const std::vector<std::uint8_t> kJoinFixture = {
 };
 
 TEST(DdlProtocol, JoinMatchesAnnotatedFixture) {
-  wire::ControlMessage m;
+  ddl::ControlMessage m;
   m.sender_ssrc = 0x11223344;
-  m.join = wire::JoinRequest{2, 101770, 7};
+  m.join = ddl::JoinRequest{2, 101770, 7};
   std::vector<std::uint8_t> out(256);
-  auto n = wire::write_control(out, m);
+  auto n = ddl::write_control(out, m);
   ASSERT_TRUE(n.ok()) << n.error().message;
   out.resize(*n);
   EXPECT_EQ(out, kJoinFixture);
-  auto back = wire::parse_control(kJoinFixture);
+  auto back = ddl::parse_control(kJoinFixture);
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(back->sender_ssrc, 0x11223344u);
   ASSERT_TRUE(back->join);
@@ -46,11 +44,11 @@ TEST(DdlProtocol, JoinMatchesAnnotatedFixture) {
 }
 
 TEST(DdlProtocol, AnswerStageClosedFeedbackAndByeRoundTrip) {
-  wire::ControlMessage m;
+  ddl::ControlMessage m;
   m.sender_ssrc = 0xdeadbeef;
-  wire::JoinAnswer a;
-  a.status = wire::JoinStatus::kRefused;
-  a.rank = wire::kAnyRank;
+  ddl::JoinAnswer a;
+  a.status = ddl::JoinStatus::kRefused;
+  a.rank = ddl::kAnyRank;
   a.workers = 4;
   a.joined = 3;
   a.start_stage = 17;
@@ -62,20 +60,20 @@ TEST(DdlProtocol, AnswerStageClosedFeedbackAndByeRoundTrip) {
   a.stage_deadline_ms = 500;
   a.set_reason("the job is already running (stage 17)");
   m.answer = a;
-  m.stage_closed = wire::StageClosed{17, 1, 380, 3};
-  net::PdfbFeedback fb;
-  fb.metric = net::PdfbMetric::kLossDelta;
+  m.stage_closed = ddl::StageClosed{17, 1, 380, 3};
+  wire::PdfbFeedback fb;
+  fb.metric = wire::PdfbMetric::kLossDelta;
   fb.stage_id = 17;
   fb.reception_period_us = 1234;
   fb.packets_received = 396;
   fb.packets_announced = 398;
   m.feedback = fb;
   m.bye = true;
-  std::vector<std::uint8_t> out(wire::kMaxControlDatagram);
-  auto n = wire::write_control(out, m);
+  std::vector<std::uint8_t> out(ddl::kMaxControlDatagram);
+  auto n = ddl::write_control(out, m);
   ASSERT_TRUE(n.ok()) << n.error().message;
   EXPECT_EQ(*n % 4, 0u);
-  auto back = wire::parse_control(std::span(out).first(*n));
+  auto back = ddl::parse_control(std::span(out).first(*n));
   ASSERT_TRUE(back.ok()) << back.error().message;
   ASSERT_TRUE(back->answer && back->stage_closed && back->feedback);
   EXPECT_EQ(*back->answer, a);
@@ -87,7 +85,7 @@ TEST(DdlProtocol, AnswerStageClosedFeedbackAndByeRoundTrip) {
   // A truncated compound is an error, or (cut at a packet boundary) a shorter compound whose
   // messages are all whole: never a partially read message.
   for (std::size_t len = 0; len < *n; ++len) {
-    auto t = wire::parse_control(std::span(out).first(len));
+    auto t = ddl::parse_control(std::span(out).first(len));
     if (!t.ok()) continue;
     EXPECT_EQ(len % 4, 0u);
     if (t->answer) {
@@ -105,15 +103,15 @@ TEST(DdlProtocol, AnswerStageClosedFeedbackAndByeRoundTrip) {
 
 TEST(DdlProtocol, EveryReasonLengthRoundTrips) {
   for (std::size_t len : {0u, 1u, 2u, 3u, 4u, 5u, 254u, 255u, 300u}) {
-    wire::ControlMessage m;
-    wire::JoinAnswer a;
-    a.status = wire::JoinStatus::kRemoved;
+    ddl::ControlMessage m;
+    ddl::JoinAnswer a;
+    a.status = ddl::JoinStatus::kRemoved;
     a.set_reason(std::string(len, 'x'));
     m.answer = a;
-    std::vector<std::uint8_t> out(wire::kMaxControlDatagram);
-    auto n = wire::write_control(out, m);
+    std::vector<std::uint8_t> out(ddl::kMaxControlDatagram);
+    auto n = ddl::write_control(out, m);
     ASSERT_TRUE(n.ok()) << len;
-    auto back = wire::parse_control(std::span(out).first(*n));
+    auto back = ddl::parse_control(std::span(out).first(*n));
     ASSERT_TRUE(back.ok()) << len << ": " << back.error().message;
     EXPECT_EQ(back->answer->reason().size(), std::min<std::size_t>(len, 255));
   }
@@ -122,7 +120,7 @@ TEST(DdlProtocol, EveryReasonLengthRoundTrips) {
 TEST(DdlProtocol, RejectsOtherVersionsSizesAndDuplicates) {
   auto bad = kJoinFixture;
   bad[20] = 2;  // version
-  auto r = wire::parse_control(bad);
+  auto r = ddl::parse_control(bad);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("version 2"), std::string::npos) << r.error().message;
 
@@ -130,20 +128,20 @@ TEST(DdlProtocol, RejectsOtherVersionsSizesAndDuplicates) {
   auto longer = kJoinFixture;
   longer[11] = 0x07;
   longer.insert(longer.end(), {0, 0, 0, 0});
-  EXPECT_FALSE(wire::parse_control(longer).ok());
+  EXPECT_FALSE(ddl::parse_control(longer).ok());
 
   // Two PDJN in one compound.
   auto twice = kJoinFixture;
   twice.insert(twice.end(), kJoinFixture.begin() + 8, kJoinFixture.end());
-  EXPECT_FALSE(wire::parse_control(twice).ok());
+  EXPECT_FALSE(ddl::parse_control(twice).ok());
 
   // Without the leading RR it is not a valid compound.
-  EXPECT_FALSE(wire::parse_control(std::span(kJoinFixture).subspan(8)).ok());
+  EXPECT_FALSE(ddl::parse_control(std::span(kJoinFixture).subspan(8)).ok());
 
   // Unknown APP names are counted and ignored.
   auto other = kJoinFixture;
   other[19] = 'X';
-  auto o = wire::parse_control(other);
+  auto o = ddl::parse_control(other);
   ASSERT_TRUE(o.ok()) << o.error().message;
   EXPECT_FALSE(o->join);
   EXPECT_EQ(o->unknown_app, 1u);
@@ -151,50 +149,50 @@ TEST(DdlProtocol, RejectsOtherVersionsSizesAndDuplicates) {
 
 TEST(DdlProtocol, SrtcpProtectsAndAuthenticates) {
   net::SrtpLibraryGuard guard;
-  const wire::JobKey key = wire::generate_job_key(net::SrtpSuite::AeadAes128Gcm);
-  const wire::JobKey other = wire::generate_job_key(net::SrtpSuite::AeadAes128Gcm);
+  const ddl::JobKey key = ddl::generate_job_key(wire::SrtpSuite::AeadAes128Gcm);
+  const ddl::JobKey other = ddl::generate_job_key(wire::SrtpSuite::AeadAes128Gcm);
   net::SrtpSession out(net::SrtpDirection::Outbound, *key.suite, key.key);
   net::SrtpSession in(net::SrtpDirection::Inbound, *key.suite, key.key);
   net::SrtpSession wrong(net::SrtpDirection::Inbound, *other.suite, other.key);
-  wire::ControlMessage m;
+  ddl::ControlMessage m;
   m.sender_ssrc = 42;
-  m.stage_closed = wire::StageClosed{3, 0, 10, 2};
-  std::vector<std::uint8_t> buf(wire::kMaxControlDatagram);
-  auto n = wire::encode_control(buf, m, &out);
+  m.stage_closed = ddl::StageClosed{3, 0, 10, 2};
+  std::vector<std::uint8_t> buf(ddl::kMaxControlDatagram);
+  auto n = ddl::encode_control(buf, m, &out);
   ASSERT_TRUE(n.ok()) << n.error().message;
   std::vector<std::uint8_t> copy(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(*n));
-  copy.resize(wire::kMaxControlDatagram);
-  EXPECT_FALSE(wire::decode_control(copy, *n, &wrong).ok());
-  auto back = wire::decode_control(buf, *n, &in);
+  copy.resize(ddl::kMaxControlDatagram);
+  EXPECT_FALSE(ddl::decode_control(copy, *n, &wrong).ok());
+  auto back = ddl::decode_control(buf, *n, &in);
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(*back->stage_closed, *m.stage_closed);
 }
 
 TEST(DdlProtocol, JobKeyFormats) {
-  const wire::JobKey k = wire::generate_job_key(net::SrtpSuite::AesCm128HmacSha1_80);
-  const std::string line = wire::format_job_key(k);
+  const ddl::JobKey k = ddl::generate_job_key(wire::SrtpSuite::AesCm128HmacSha1_80);
+  const std::string line = ddl::format_job_key(k);
   EXPECT_EQ(line.rfind("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:", 0), 0u) << line;
-  auto parsed = wire::parse_job_key(line + "\n", std::nullopt);
+  auto parsed = ddl::parse_job_key(line + "\n", std::nullopt);
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
   EXPECT_EQ(parsed->suite, k.suite);
   EXPECT_EQ(parsed->key, k.key);
 
   // A bare base64 key takes the default suite and must have its size.
   const std::string b64 = line.substr(line.find("inline:") + 7);
-  auto bare = wire::parse_job_key(b64, net::SrtpSuite::AesCm128HmacSha1_80);
+  auto bare = ddl::parse_job_key(b64, wire::SrtpSuite::AesCm128HmacSha1_80);
   ASSERT_TRUE(bare.ok()) << bare.error().message;
   EXPECT_EQ(bare->key, k.key);
-  auto wrong_size = wire::parse_job_key(b64, net::SrtpSuite::AeadAes128Gcm);
+  auto wrong_size = ddl::parse_job_key(b64, wire::SrtpSuite::AeadAes128Gcm);
   ASSERT_FALSE(wrong_size.ok());
   EXPECT_NE(wrong_size.error().message.find("needs 28"), std::string::npos)
       << wrong_size.error().message;
-  EXPECT_FALSE(wire::parse_job_key(b64, std::nullopt).ok());
-  EXPECT_FALSE(wire::parse_job_key("not base64!", net::SrtpSuite::AesCm128HmacSha1_80).ok());
+  EXPECT_FALSE(ddl::parse_job_key(b64, std::nullopt).ok());
+  EXPECT_FALSE(ddl::parse_job_key("not base64!", wire::SrtpSuite::AesCm128HmacSha1_80).ok());
 
-  auto none = wire::parse_job_key("none", std::nullopt);
+  auto none = ddl::parse_job_key("none", std::nullopt);
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->suite);
-  EXPECT_EQ(wire::format_job_key(*none), "none");
+  EXPECT_EQ(ddl::format_job_key(*none), "none");
 }
 
 }  // namespace

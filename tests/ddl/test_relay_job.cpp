@@ -1,6 +1,6 @@
-// DDL mode end to end on loopback: the real relay (server::DdlRelay, what predrop-server --mode
-// ddl runs) and real workers (client::DdlWorker, what predrop-ddl-worker runs) on one libuv loop,
-// with real UDP sockets on 127.0.0.1 and real SRTP/SRTCP, training on Fashion-MNIST.
+// DDL mode end to end on loopback: the real relay (ddl::DdlRelay, what predrop-server --mode
+// ddl runs) and real workers (ddl::train::DdlWorker, what predrop-ddl-worker runs) on one libuv
+// loop, with real UDP sockets on 127.0.0.1 and real SRTP/SRTCP, training on Fashion-MNIST.
 //
 //  - a short job trains well above chance;
 //  - injected delay (a receive-side impairment) raises R exactly as the rule says, checked by
@@ -22,21 +22,19 @@
 #include <string>
 #include <vector>
 
-#include "predrop/client/ddl_protocol.hpp"
-#include "predrop/client/ddl_worker.hpp"
 #include "predrop/core/exact_rule.hpp"
+#include "predrop/ddl/protocol.hpp"
+#include "predrop/ddl/relay.hpp"
+#include "predrop/ddl/train/worker.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/srtp_session.hpp"
-#include "predrop/server/ddl_relay.hpp"
 
 namespace predrop {
 namespace {
 
-namespace wire = client::ddl_wire;
-
-std::shared_ptr<const ddl::FashionMnist> dataset() {
-  static std::shared_ptr<const ddl::FashionMnist> data = [] {
-    auto d = client::load_ddl_dataset(std::string(ddl::kFashionMnistDir));
+std::shared_ptr<const ddl::train::FashionMnist> dataset() {
+  static std::shared_ptr<const ddl::train::FashionMnist> data = [] {
+    auto d = ddl::train::load_ddl_dataset(std::string(ddl::train::kFashionMnistDir));
     return d.ok() ? d.value() : nullptr;
   }();
   return data;
@@ -61,27 +59,27 @@ struct JobSpec {
   std::uint32_t eval_every = 0;
   std::uint32_t evict_after_stages = 3;
   std::uint32_t evict_min_silence_ms = 1000;
-  std::function<void(client::DdlWorkerOptions&, std::uint16_t rank)> tweak;
+  std::function<void(ddl::train::DdlWorkerOptions&, std::uint16_t rank)> tweak;
 };
 
 struct JobResult {
-  std::vector<server::DdlRelayStageRow> stages;
-  std::vector<server::DdlRelayReportRow> reports;
-  std::vector<server::DdlRelayEvent> events;
-  std::vector<std::vector<client::DdlWorkerStageRow>> rows;
+  std::vector<ddl::DdlRelayStageRow> stages;
+  std::vector<ddl::DdlRelayReportRow> reports;
+  std::vector<ddl::DdlRelayEvent> events;
+  std::vector<std::vector<ddl::train::DdlWorkerStageRow>> rows;
   std::vector<std::optional<core::Status>> worker_status;
-  std::vector<client::DdlWorkerSummary> summaries;
+  std::vector<ddl::train::DdlWorkerSummary> summaries;
   std::optional<core::Status> relay_status;
-  server::DdlRelayStats relay_stats;
+  ddl::DdlRelayStats relay_stats;
   bool loop_closed_cleanly = false;
 };
 
-class Collector final : public server::DdlRelayListener {
+class Collector final : public ddl::DdlRelayListener {
  public:
   explicit Collector(JobResult& r) : r_(r) {}
-  void on_stage(const server::DdlRelayStageRow& row) override { r_.stages.push_back(row); }
-  void on_report(const server::DdlRelayReportRow& row) override { r_.reports.push_back(row); }
-  void on_event(const server::DdlRelayEvent& e) override { r_.events.push_back(e); }
+  void on_stage(const ddl::DdlRelayStageRow& row) override { r_.stages.push_back(row); }
+  void on_report(const ddl::DdlRelayReportRow& row) override { r_.reports.push_back(row); }
+  void on_event(const ddl::DdlRelayEvent& e) override { r_.events.push_back(e); }
   void on_finished(const core::Status& st) override { r_.relay_status = st; }
 
  private:
@@ -95,10 +93,10 @@ JobResult run_job(const JobSpec& spec) {
   result.rows.resize(spec.workers);
   result.worker_status.resize(spec.workers);
   result.summaries.resize(spec.workers);
-  const wire::JobKey key = wire::generate_job_key(net::SrtpSuite::AeadAes128Gcm);
+  const ddl::JobKey key = ddl::generate_job_key(wire::SrtpSuite::AeadAes128Gcm);
   net::EventLoop loop;
   Collector collector(result);
-  server::DdlRelayOptions ro;
+  ddl::DdlRelayOptions ro;
   ro.listen = net::SocketAddress::loopback_v4(0);
   ro.workers = spec.workers;
   ro.stage_deadline_ms = spec.deadline_ms;
@@ -109,11 +107,11 @@ JobResult run_job(const JobSpec& spec) {
   ro.key = key;
   ro.evict_after_stages = spec.evict_after_stages;
   ro.evict_min_silence_ms = spec.evict_min_silence_ms;
-  auto relay = std::make_unique<server::DdlRelay>(loop, ro, &collector);
+  auto relay = std::make_unique<ddl::DdlRelay>(loop, ro, &collector);
   EXPECT_TRUE(relay->start().ok());
-  std::vector<std::unique_ptr<client::DdlWorker>> workers;
+  std::vector<std::unique_ptr<ddl::train::DdlWorker>> workers;
   for (std::uint16_t w = 0; w < spec.workers; ++w) {
-    client::DdlWorkerOptions o;
+    ddl::train::DdlWorkerOptions o;
     o.relay = relay->local_address();
     o.bind = net::SocketAddress::loopback_v4(0);
     o.key = key;
@@ -124,10 +122,10 @@ JobResult run_job(const JobSpec& spec) {
     o.eval_every = spec.eval_every;
     o.relay_silence_ms = 20'000;
     if (spec.tweak) spec.tweak(o, w);
-    workers.push_back(std::make_unique<client::DdlWorker>(
+    workers.push_back(std::make_unique<ddl::train::DdlWorker>(
         loop, dataset(), o,
-        [&result, w](const client::DdlWorkerStageRow& r) { result.rows[w].push_back(r); },
-        [&result, w](const core::Status& st, const client::DdlWorkerSummary& s) {
+        [&result, w](const ddl::train::DdlWorkerStageRow& r) { result.rows[w].push_back(r); },
+        [&result, w](const core::Status& st, const ddl::train::DdlWorkerSummary& s) {
           result.worker_status[w] = st;
           result.summaries[w] = s;
         }));
@@ -217,9 +215,9 @@ TEST_F(DdlJob, InjectedDelayRaisesRateAsTheRuleSays) {
   spec.deadline_ms = 5000;  // the delay must stretch L, not cut the stage
   spec.policy.policy = "basic";
   spec.policy.rule = rule_for_delay_test();
-  spec.tweak = [](client::DdlWorkerOptions& o, std::uint16_t rank) {
+  spec.tweak = [](ddl::train::DdlWorkerOptions& o, std::uint16_t rank) {
     if (rank != 0) return;
-    o.impairment = [](const net::RtpPacketView& v, std::uint64_t& arrival) {
+    o.impairment = [](const wire::RtpPacketView& v, std::uint64_t& arrival) {
       if (v.stage && (v.stage->stage_id == 4 || v.stage->stage_id == 9) &&
           v.stage->index >= v.stage->count / 2) {
         arrival += 1'000'000;
@@ -231,7 +229,7 @@ TEST_F(DdlJob, InjectedDelayRaisesRateAsTheRuleSays) {
   ASSERT_TRUE(r.relay_status.has_value());
   EXPECT_TRUE(r.relay_status->ok()) << r.relay_status->error().message;
 
-  std::map<std::uint32_t, server::DdlRelayReportRow> rank0;
+  std::map<std::uint32_t, ddl::DdlRelayReportRow> rank0;
   for (const auto& rep : r.reports) {
     if (rep.rank == 0) rank0[rep.stage] = rep;
   }
@@ -285,8 +283,8 @@ TEST_F(DdlJob, ZeroRateAggregateIsTheExactAverage) {
   spec.deadline_ms = 5000;
   spec.policy.policy = "fixed";
   spec.policy.fixed_rate = 0.0;
-  spec.tweak = [&seen](client::DdlWorkerOptions& o, std::uint16_t rank) {
-    o.tap = [&seen, rank](const client::DdlGradientTap& t) {
+  spec.tweak = [&seen](ddl::train::DdlWorkerOptions& o, std::uint16_t rank) {
+    o.tap = [&seen, rank](const ddl::train::DdlGradientTap& t) {
       Seen& s = seen[rank][t.stage];
       s.own.assign(t.own_gradient.begin(), t.own_gradient.end());
       s.applied.assign(t.applied.begin(), t.applied.end());
@@ -340,7 +338,7 @@ TEST_F(DdlJob, VanishedWorkerIsEvictedAndTheOthersGoOn) {
   spec.stages = 80;
   spec.policy.policy = "fixed";
   spec.evict_min_silence_ms = 200;
-  spec.tweak = [](client::DdlWorkerOptions& o, std::uint16_t rank) {
+  spec.tweak = [](ddl::train::DdlWorkerOptions& o, std::uint16_t rank) {
     if (rank == 2) o.vanish_at_stage = kVanish;
   };
   const JobResult r = run_job(spec);
@@ -356,7 +354,7 @@ TEST_F(DdlJob, VanishedWorkerIsEvictedAndTheOthersGoOn) {
   EXPECT_EQ(r.rows[2].size(), kVanish);
   EXPECT_EQ(r.relay_stats.evicted, 1u);
   const auto ev = std::find_if(r.events.begin(), r.events.end(), [](const auto& e) {
-    return e.kind == server::DdlRelayEvent::Kind::kEvicted;
+    return e.kind == ddl::DdlRelayEvent::Kind::kEvicted;
   });
   ASSERT_NE(ev, r.events.end());
   EXPECT_EQ(ev->rank, 2u);
@@ -387,19 +385,19 @@ TEST_F(DdlJob, VanishedWorkerIsEvictedAndTheOthersGoOn) {
 // key gets no answer and gives up with a message naming the likely causes.
 TEST_F(DdlJob, LateJoinerAndWrongKeyGetClearErrors) {
   net::SrtpLibraryGuard srtp;
-  const wire::JobKey key = wire::generate_job_key(net::SrtpSuite::AeadAes128Gcm);
+  const ddl::JobKey key = ddl::generate_job_key(wire::SrtpSuite::AeadAes128Gcm);
   net::EventLoop loop;
   JobResult result;
   Collector collector(result);
-  server::DdlRelayOptions ro;
+  ddl::DdlRelayOptions ro;
   ro.listen = net::SocketAddress::loopback_v4(0);
   ro.workers = 1;
   ro.policy.policy = "fixed";
   ro.key = key;
-  server::DdlRelay relay(loop, ro, &collector);
+  ddl::DdlRelay relay(loop, ro, &collector);
   ASSERT_TRUE(relay.start().ok());
-  auto options = [&](const wire::JobKey& k) {
-    client::DdlWorkerOptions o;
+  auto options = [&](const ddl::JobKey& k) {
+    ddl::train::DdlWorkerOptions o;
     o.relay = relay.local_address();
     o.bind = net::SocketAddress::loopback_v4(0);
     o.key = k;
@@ -411,21 +409,22 @@ TEST_F(DdlJob, LateJoinerAndWrongKeyGetClearErrors) {
     return o;
   };
   std::optional<core::Status> first, late, wrong;
-  std::unique_ptr<client::DdlWorker> late_worker, wrong_worker;
-  client::DdlWorker worker(
+  std::unique_ptr<ddl::train::DdlWorker> late_worker, wrong_worker;
+  ddl::train::DdlWorker worker(
       loop, dataset(), options(key),
-      [&](const client::DdlWorkerStageRow& row) {
+      [&](const ddl::train::DdlWorkerStageRow& row) {
         if (row.stage != 5) return;
-        late_worker = std::make_unique<client::DdlWorker>(
+        late_worker = std::make_unique<ddl::train::DdlWorker>(
             loop, dataset(), options(key), nullptr,
-            [&](const core::Status& st, const client::DdlWorkerSummary&) { late = st; });
+            [&](const core::Status& st, const ddl::train::DdlWorkerSummary&) { late = st; });
         EXPECT_TRUE(late_worker->start().ok());
-        wrong_worker = std::make_unique<client::DdlWorker>(
-            loop, dataset(), options(wire::generate_job_key(net::SrtpSuite::AeadAes128Gcm)),
-            nullptr, [&](const core::Status& st, const client::DdlWorkerSummary&) { wrong = st; });
+        wrong_worker = std::make_unique<ddl::train::DdlWorker>(
+            loop, dataset(), options(ddl::generate_job_key(wire::SrtpSuite::AeadAes128Gcm)),
+            nullptr,
+            [&](const core::Status& st, const ddl::train::DdlWorkerSummary&) { wrong = st; });
         EXPECT_TRUE(wrong_worker->start().ok());
       },
-      [&](const core::Status& st, const client::DdlWorkerSummary&) { first = st; });
+      [&](const core::Status& st, const ddl::train::DdlWorkerSummary&) { first = st; });
   ASSERT_TRUE(worker.start().ok());
   loop.run();
   ASSERT_TRUE(first && late && wrong);

@@ -1,11 +1,11 @@
-// Fuzz target for the TOML server configuration (server/src/config.cpp). Property: a config that
+// Fuzz target for the TOML server configuration (config/src/config.cpp). Property: a config that
 // parse_config accepts also passes validate_config, and every error carries a message.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string_view>
 
-#include "predrop/server/config.hpp"
+#include "predrop/config/config.hpp"
 
 #define FUZZ_CHECK(cond)                                                             \
   do {                                                                               \
@@ -15,7 +15,7 @@
     }                                                                                \
   } while (0)
 
-using namespace predrop::server;
+using namespace predrop::config;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // Configuration files are small; bound the work per input (toml++ is not the target here).

@@ -6,11 +6,11 @@
 #include <span>
 
 #include "fuzz_check.hpp"
-#include "predrop/ddl/dataset.hpp"
-#include "predrop/ddl/idx.hpp"
+#include "predrop/ddl/train/dataset.hpp"
+#include "predrop/ddl/train/idx.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace predrop::ddl;
+  using namespace predrop::ddl::train;
   const std::span<const std::uint8_t> in(data, size);
   constexpr std::size_t kCap = std::size_t{1} << 20;
 

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
-#include "predrop/net/rtcp.hpp"
+#include "predrop/wire/rtcp.hpp"
 
 namespace {
-using namespace predrop::net;
+using namespace predrop::wire;
 
 // Equality with P compared bit for bit, so that a NaN P (allowed when not marked valid) still
 // counts as equal to itself.

@@ -8,17 +8,17 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
-#include "predrop/net/rtp.hpp"
+#include "predrop/wire/rtp.hpp"
 
 namespace {
-using predrop::net::RtpExtensionIds;
+using predrop::wire::RtpExtensionIds;
 
 // The seeds (and the unit fixtures) use stage id 5 and abs-send-time id 3.
 constexpr RtpExtensionIds kIds{.stage = 5, .abs_send_time = 3};
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace predrop::net;
+  using namespace predrop::wire;
   const std::span<const std::uint8_t> in(data, size);
 
   // Ids outside the one-byte range exercise two-byte blocks; only "does not crash" here.

@@ -1,4 +1,4 @@
-// Fuzz target for the RTSP request and response parsers (server/src/rtsp_message.cpp).
+// Fuzz target for the RTSP request and response parsers (rtsp/src/rtsp_message.cpp).
 //
 // Input: byte 0 sets the largest read size (1..256), byte 1 seeds the split pattern, the rest is
 // the TCP byte stream. Properties checked, beyond "no crash, no leak, no UB":
@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "predrop/server/rtsp_message.hpp"
+#include "predrop/rtsp/rtsp_message.hpp"
 
 #define FUZZ_CHECK(cond)                                                             \
   do {                                                                               \
@@ -26,7 +26,7 @@
 
 namespace {
 
-using namespace predrop::server;
+using namespace predrop::rtsp;
 
 struct Event {
   RtspParseEvent kind;

@@ -10,10 +10,10 @@
 #include <string_view>
 
 #include "fuzz_check.hpp"
-#include "predrop/net/sdes_key.hpp"
+#include "predrop/wire/sdes_key.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace predrop::net;
+  using namespace predrop::wire;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
 
   auto attr = parse_crypto_attribute(text);

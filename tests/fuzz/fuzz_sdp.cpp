@@ -1,11 +1,11 @@
-// Fuzz target for the SDP parser and builder (server/src/sdp.cpp). Property: whatever parse_sdp
+// Fuzz target for the SDP parser and builder (rtsp/src/sdp.cpp). Property: whatever parse_sdp
 // accepts, build_sdp can write, and parsing that text gives back the same session.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string_view>
 
-#include "predrop/server/sdp.hpp"
+#include "predrop/rtsp/sdp.hpp"
 
 #define FUZZ_CHECK(cond)                                                             \
   do {                                                                               \
@@ -15,7 +15,7 @@
     }                                                                                \
   } while (0)
 
-using namespace predrop::server;
+using namespace predrop::rtsp;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

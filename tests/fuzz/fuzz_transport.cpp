@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <string_view>
 
-#include "predrop/server/rtsp_headers.hpp"
-#include "predrop/server/rtsp_transport.hpp"
+#include "predrop/rtsp/rtsp_headers.hpp"
+#include "predrop/rtsp/rtsp_transport.hpp"
 
 #define FUZZ_CHECK(cond)                                                             \
   do {                                                                               \
@@ -16,7 +16,7 @@
     }                                                                                \
   } while (0)
 
-using namespace predrop::server;
+using namespace predrop::rtsp;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -9,19 +9,19 @@
 #include <optional>
 #include <vector>
 
+#include "predrop/chain/stage_transmitter.hpp"
 #include "predrop/net/event_loop.hpp"
-#include "predrop/net/rtp.hpp"
-#include "predrop/net/stage_transmitter.hpp"
 #include "predrop/net/udp_endpoint.hpp"
+#include "predrop/wire/rtp.hpp"
 
 namespace predrop {
 namespace {
 
-constexpr net::RtpExtensionIds kIds{1, 2};
+constexpr wire::RtpExtensionIds kIds{1, 2};
 
 struct Received {
-  net::RtpHeader header;
-  net::StageExtension stage;
+  wire::RtpHeader header;
+  wire::StageExtension stage;
   std::size_t payload = 0;
 };
 
@@ -30,7 +30,7 @@ class SendBatchTest : public ::testing::Test {
   void SetUp() override {
     auto rx = net::UdpEndpoint::open(loop_, net::SocketAddress::loopback_v4(0), {},
                                      [this](auto data, const auto&, std::uint64_t) {
-                                       auto v = net::parse_rtp(data, kIds);
+                                       auto v = wire::parse_rtp(data, kIds);
                                        ASSERT_TRUE(v.ok());
                                        ASSERT_TRUE(v->stage.has_value());
                                        got_.push_back({v->header, *v->stage, v->payload.size()});
@@ -48,12 +48,12 @@ class SendBatchTest : public ::testing::Test {
     EXPECT_TRUE(loop_.close().ok());
   }
 
-  std::unique_ptr<net::StageTransmitter> transmitter(std::uint32_t ssrc, std::uint16_t seq0) {
-    net::TransmitterConfig tc;
+  std::unique_ptr<chain::StageTransmitter> transmitter(std::uint32_t ssrc, std::uint16_t seq0) {
+    chain::TransmitterConfig tc;
     tc.extension_ids = kIds;
     tc.max_payload_size = 1200;
-    tc.tracks.push_back(net::TrackConfig{ssrc, 96, seq0, 1000, rx_->local_address(), {}});
-    return std::make_unique<net::StageTransmitter>(
+    tc.tracks.push_back(chain::TrackConfig{ssrc, 96, seq0, 1000, rx_->local_address(), {}});
+    return std::make_unique<chain::StageTransmitter>(
         *tx_, tc, std::nullopt, core::DiscardPlanner(core::DiscardPolicy::kUniform));
   }
 
@@ -64,11 +64,11 @@ class SendBatchTest : public ::testing::Test {
     if (got_.size() < want_) loop_.run();
   }
 
-  std::vector<net::OutgoingPacket> packets(std::size_t n, std::uint64_t due_us = 0) {
-    std::vector<net::OutgoingPacket> p(n);
+  std::vector<chain::OutgoingPacket> packets(std::size_t n, std::uint64_t due_us = 0) {
+    std::vector<chain::OutgoingPacket> p(n);
     for (std::size_t i = 0; i < n; ++i) {
-      p[i] = net::OutgoingPacket{0, i + 1 == n, static_cast<std::uint32_t>(i * 3000),
-                                 std::span<const std::uint8_t>(payload_.data(), 100 + i), due_us};
+      p[i] = chain::OutgoingPacket{0, i + 1 == n, static_cast<std::uint32_t>(i * 3000),
+                                   std::span<const std::uint8_t>(payload_.data(), 100 + i), due_us};
     }
     return p;
   }
@@ -88,9 +88,9 @@ TEST_F(SendBatchTest, TransmittersShareOneSendmmsgInsideAScope) {
   a->begin_stage(7, 0.0, importance);
   b->begin_stage(9, 0.0, importance);
   const auto pa = packets(10);
-  net::SendBatch batch(*tx_, 2048);
+  chain::SendBatch batch(*tx_, 2048);
   {
-    net::SendBatchScope scope(batch);
+    chain::SendBatchScope scope(batch);
     EXPECT_EQ(a->send(pa, 0, 1'000'000), 10u);  // queued
     EXPECT_EQ(b->send(pa, 0, 1'000'000), 10u);
     EXPECT_EQ(batch.size(), 20u);
@@ -137,9 +137,9 @@ TEST_F(SendBatchTest, FullBatchFlushesAndDestroyedTransmitterSendsFirst) {
   a->begin_stage(0, 0.0, importance);
   b->begin_stage(0, 0.0, importance);
   const auto p = packets(50);
-  net::SendBatch batch(*tx_, 2048);
+  chain::SendBatch batch(*tx_, 2048);
   {
-    net::SendBatchScope scope(batch);
+    chain::SendBatchScope scope(batch);
     a->send(p, 0, 1'000'000);
     b->send(p, 0, 1'000'000);  // 100 packets: one full batch of 64 went out already
     EXPECT_EQ(batch.flushes(), 1u);
@@ -153,12 +153,12 @@ TEST_F(SendBatchTest, FullBatchFlushesAndDestroyedTransmitterSendsFirst) {
 }
 
 TEST_F(SendBatchTest, DiscardsAndLatenessAreCounted) {
-  net::TransmitterConfig tc;
+  chain::TransmitterConfig tc;
   tc.extension_ids = kIds;
   tc.late_after_us = 20'000;
-  tc.tracks.push_back(net::TrackConfig{1, 96, 0, 0, rx_->local_address(), {}});
-  net::StageTransmitter t(*tx_, tc, std::nullopt,
-                          core::DiscardPlanner(core::DiscardPolicy::kUniform));
+  tc.tracks.push_back(chain::TrackConfig{1, 96, 0, 0, rx_->local_address(), {}});
+  chain::StageTransmitter t(*tx_, tc, std::nullopt,
+                            core::DiscardPlanner(core::DiscardPolicy::kUniform));
   const std::vector<std::uint8_t> importance(10, 1);
   const std::uint64_t now = 10'000'000;
   t.begin_stage(0, 0.5, importance);  // 5 of 10 discarded

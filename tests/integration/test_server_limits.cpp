@@ -14,18 +14,18 @@
 #include <vector>
 
 #include "predrop/client/measuring_client.hpp"
-#include "predrop/client/rtsp_client.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/tcp.hpp"
-#include "predrop/server/rtsp_transport.hpp"
+#include "predrop/rtsp/rtsp_client.hpp"
+#include "predrop/rtsp/rtsp_transport.hpp"
 #include "predrop/server/stream_server.hpp"
 
 namespace predrop {
 namespace {
 
-using server::RtspMethod;
-using server::RtspResponse;
+using rtsp::RtspMethod;
+using rtsp::RtspResponse;
 
 std::shared_ptr<const media::MediaFile> sample() {
   static std::shared_ptr<const media::MediaFile> m = [] {
@@ -92,21 +92,20 @@ class ServerLimits : public ::testing::Test {
 
   // DESCRIBE then SETUP of track 0 on a new RTSP connection; `done` gets the SETUP status (or 0
   // if the exchange failed before it).
-  void setup_session(server::StreamServer& srv,
-                     std::function<void(int, client::RtspClient&)> done) {
-    auto holder = std::make_shared<std::unique_ptr<client::RtspClient>>();
-    auto c = client::RtspClient::connect(
+  void setup_session(server::StreamServer& srv, std::function<void(int, rtsp::RtspClient&)> done) {
+    auto holder = std::make_shared<std::unique_ptr<rtsp::RtspClient>>();
+    auto c = rtsp::RtspClient::connect(
         loop_, srv.rtsp_address(), [this, &srv, holder, done](const core::Status& st) {
           if (!st) return done(0, **holder);
           (*holder)->send(RtspMethod::kDescribe, url(srv), {}, [this, &srv, holder, done](auto r) {
             if (!r || r->status != 200) return done(0, **holder);
-            server::TransportSpec spec;
+            rtsp::TransportSpec spec;
             spec.protocol = "RTP/SAVP";
             spec.client_port =
-                server::PortPair{next_port_, static_cast<std::uint16_t>(next_port_ + 1)};
+                rtsp::PortPair{next_port_, static_cast<std::uint16_t>(next_port_ + 1)};
             next_port_ = static_cast<std::uint16_t>(next_port_ + 2);
-            server::RtspHeaders h;
-            h.set("Transport", server::format_transport(spec));
+            rtsp::RtspHeaders h;
+            h.set("Transport", rtsp::format_transport(spec));
             (*holder)->send(RtspMethod::kSetup, url(srv) + "/trackID=0", h,
                             [holder, done](auto s) { done(s ? s->status : 0, **holder); });
           });
@@ -117,7 +116,7 @@ class ServerLimits : public ::testing::Test {
   }
 
   net::EventLoop loop_;
-  std::vector<std::shared_ptr<std::unique_ptr<client::RtspClient>>> clients_;
+  std::vector<std::shared_ptr<std::unique_ptr<rtsp::RtspClient>>> clients_;
   std::uint16_t next_port_ = 47000;  // sink ports nobody listens on: the server never sends there
 };
 
@@ -133,17 +132,17 @@ TEST_F(ServerLimits, SessionLimitAnswers453AndFreesWithTeardown) {
   next = [&] {
     if (step < 3) {
       ++step;
-      setup_session(srv, [&](int status, client::RtspClient&) {
+      setup_session(srv, [&](int status, rtsp::RtspClient&) {
         statuses.push_back(status);
         next();
       });
       return;
     }
     // The first session ends: a new one fits again.
-    client::RtspClient& first = **clients_[0];
+    rtsp::RtspClient& first = **clients_[0];
     first.send(RtspMethod::kTeardown, url(srv), {}, [&](auto r) {
       EXPECT_TRUE(r.ok() && r->status == 200);
-      setup_session(srv, [&](int status, client::RtspClient&) {
+      setup_session(srv, [&](int status, rtsp::RtspClient&) {
         after_teardown = status;
         srv.stop();
       });
@@ -290,8 +289,8 @@ TEST_F(ServerLimits, IdleAndHalfOpenConnectionsTimeOutButSessionConnectionsStay)
   net::Timer trickle(loop_, [&] { trickling.send("X"); });
   trickle.start(300, 300);
   std::optional<int> session_status;
-  client::RtspClient* with_session = nullptr;
-  setup_session(srv, [&](int status, client::RtspClient& c) {
+  rtsp::RtspClient* with_session = nullptr;
+  setup_session(srv, [&](int status, rtsp::RtspClient& c) {
     session_status = status;
     with_session = &c;
   });
@@ -416,7 +415,7 @@ TEST_F(StreamingUnderDisturbance, ChurnAndConnectionFloodLeaveTheSessionWhole) {
   std::function<void()> churn_one = [&] {
     if (churned >= kChurn) return;
     ++churned;
-    setup_session(srv, [&](int status, client::RtspClient& c) {
+    setup_session(srv, [&](int status, rtsp::RtspClient& c) {
       if (status != 200) {
         ++refused;
         c.close();

@@ -11,23 +11,23 @@
 #include <string>
 #include <vector>
 
-#include "predrop/client/rtsp_client.hpp"
+#include "predrop/chain/feedback.hpp"
 #include "predrop/core/reception_meter.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/net/event_loop.hpp"
-#include "predrop/net/feedback.hpp"
-#include "predrop/net/sdes_key.hpp"
 #include "predrop/net/udp_endpoint.hpp"
-#include "predrop/server/rtsp_headers.hpp"
-#include "predrop/server/rtsp_transport.hpp"
-#include "predrop/server/sdp.hpp"
+#include "predrop/rtsp/rtsp_client.hpp"
+#include "predrop/rtsp/rtsp_headers.hpp"
+#include "predrop/rtsp/rtsp_transport.hpp"
+#include "predrop/rtsp/sdp.hpp"
 #include "predrop/server/server_setup.hpp"
 #include "predrop/server/stream_server.hpp"
+#include "predrop/wire/sdes_key.hpp"
 
 namespace predrop {
 namespace {
 
-using server::RtspMethod;
+using rtsp::RtspMethod;
 
 std::shared_ptr<const media::MediaFile> sample() {
   media::PacketizeOptions po;
@@ -52,7 +52,7 @@ class HandClient {
     ASSERT_TRUE(rtp.ok() && rtcp.ok());
     rtp_ = std::move(rtp.value());
     rtcp_ = std::move(rtcp.value());
-    auto c = client::RtspClient::connect(loop_, server_, [this](const core::Status& st) {
+    auto c = rtsp::RtspClient::connect(loop_, server_, [this](const core::Status& st) {
       ASSERT_TRUE(st.ok());
       describe();
     });
@@ -65,26 +65,26 @@ class HandClient {
     rtsp_->send(RtspMethod::kDescribe, url_, {}, [this](auto r) {
       ASSERT_TRUE(r.ok());
       ASSERT_EQ(r->status, 200);
-      auto sdp = server::parse_sdp(r->body);
+      auto sdp = rtsp::parse_sdp(r->body);
       ASSERT_TRUE(sdp.ok());
       const auto& crypto = sdp->media.at(0).crypto.at(0);
-      suite_ = *net::suite_from_name(crypto.suite);
+      suite_ = *wire::suite_from_name(crypto.suite);
       std::uint8_t buf[64];
-      auto n = net::base64_decode(crypto.inline_key(), buf);
+      auto n = wire::base64_decode(crypto.inline_key(), buf);
       ASSERT_TRUE(n.ok());
       std::copy(buf, buf + *n, key_.bytes.begin());
       key_.size = *n;
-      server::RtspHeaders h;
-      server::TransportSpec spec;
+      rtsp::RtspHeaders h;
+      rtsp::TransportSpec spec;
       spec.protocol = "RTP/SAVP";
       spec.client_port =
-          server::PortPair{rtp_->local_address().port(), rtcp_->local_address().port()};
-      h.set("Transport", server::format_transport(spec));
+          rtsp::PortPair{rtp_->local_address().port(), rtcp_->local_address().port()};
+      h.set("Transport", rtsp::format_transport(spec));
       h.set("X-Predrop-Feedback", "1");
       rtsp_->send(RtspMethod::kSetup, url_ + "/trackID=0", h, [this](auto s) {
         ASSERT_TRUE(s.ok());
         ASSERT_EQ(s->status, 200);
-        auto specs = server::parse_transport(*s->headers.get("Transport"));
+        auto specs = rtsp::parse_transport(*s->headers.get("Transport"));
         ASSERT_TRUE(specs.ok());
         server_rtcp_port_ = (*specs)[0].server_port->rtcp;
         rtsp_->send(RtspMethod::kPlay, url_, {}, [this](auto p) {
@@ -102,7 +102,7 @@ class HandClient {
   }
 
   // A PDFB compound for `stage`, protected with `key` (the session's or another).
-  std::vector<std::uint8_t> feedback(std::uint32_t stage, const net::SrtpKeyMaterial& key,
+  std::vector<std::uint8_t> feedback(std::uint32_t stage, const wire::SrtpKeyMaterial& key,
                                      net::SrtpSession& srtp) {
     (void)key;
     core::StageMeasurement m;
@@ -110,9 +110,9 @@ class HandClient {
     m.reception_period_us = 900'000;
     m.received = 100;
     m.announced = 100;
-    auto fb = net::make_feedback(m, 40.0, net::PdfbMetric::kPsnrDb, 0);
+    auto fb = chain::make_feedback(m, 40.0, wire::PdfbMetric::kPsnrDb, 0);
     std::vector<std::uint8_t> out(256);
-    auto n = net::encode_feedback(out, 0x1234, fb, &srtp);
+    auto n = chain::encode_feedback(out, 0x1234, fb, &srtp);
     EXPECT_TRUE(n.ok());
     out.resize(n.ok() ? *n : 0);
     return out;
@@ -126,12 +126,12 @@ class HandClient {
 
   net::EventLoop& loop_;
   net::SocketAddress server_;
-  std::unique_ptr<client::RtspClient> rtsp_;
+  std::unique_ptr<rtsp::RtspClient> rtsp_;
   std::unique_ptr<net::UdpEndpoint> rtp_, rtcp_;
   std::function<void()> on_playing_;
   std::string url_;
-  net::SrtpSuite suite_ = net::SrtpSuite::AesCm128HmacSha1_80;
-  net::SrtpKeyMaterial key_;
+  wire::SrtpSuite suite_ = wire::SrtpSuite::AesCm128HmacSha1_80;
+  wire::SrtpKeyMaterial key_;
   std::uint16_t server_rtcp_port_ = 0;
   std::size_t media_packets_ = 0;
 };
@@ -189,7 +189,7 @@ TEST(ServerRobustness, ForgedReplayedTruncatedAndGarbageSrtcpAreCountedAndIgnore
   });
   c.start([&] {
     good.emplace(net::SrtpDirection::Outbound, c.suite_, c.key_);
-    const auto other_key = net::generate_key(c.suite_);
+    const auto other_key = wire::generate_key(c.suite_);
     forged.emplace(net::SrtpDirection::Outbound, c.suite_, other_key);
     const auto valid = c.feedback(0, c.key_, *good);
     const auto wrong_key = c.feedback(0, other_key, *forged);
@@ -227,7 +227,7 @@ TEST(ServerRobustness, NonMediaFileFailsAtStartupNamingTheStream) {
     std::ofstream f(path);
     f << "this is not an mp4 file\n";
   }
-  server::ServerConfig cfg;
+  config::ServerConfig cfg;
   cfg.server.streams.push_back({"broken", path});
   auto o = server::make_stream_options(cfg, server::CliOverrides{});
   ASSERT_FALSE(o.ok());

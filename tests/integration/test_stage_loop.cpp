@@ -8,20 +8,20 @@
 #include <optional>
 #include <vector>
 
+#include "predrop/chain/feedback.hpp"
+#include "predrop/chain/stage_receiver.hpp"
+#include "predrop/chain/stage_transmitter.hpp"
 #include "predrop/core/exact_rule.hpp"
 #include "predrop/net/event_loop.hpp"
-#include "predrop/net/feedback.hpp"
-#include "predrop/net/sdes_key.hpp"
-#include "predrop/net/stage_receiver.hpp"
-#include "predrop/net/stage_transmitter.hpp"
 #include "predrop/net/udp_endpoint.hpp"
+#include "predrop/wire/sdes_key.hpp"
 
 namespace predrop {
 namespace {
 
 using net::SrtpDirection;
 using net::SrtpSession;
-using net::SrtpSuite;
+using wire::SrtpSuite;
 
 constexpr std::size_t kPacketsPerStage = 200;
 constexpr std::uint32_t kStages = 5;
@@ -43,7 +43,7 @@ const Script kScript[kStages] = {
 class StageLoopTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    key_ = net::generate_key(SrtpSuite::AesCm128HmacSha1_80);
+    key_ = wire::generate_key(SrtpSuite::AesCm128HmacSha1_80);
     core::RuleParams p;
     p.rp = 0.20;
     p.rp1 = 0.10;
@@ -64,17 +64,17 @@ class StageLoopTest : public ::testing::Test {
     ASSERT_TRUE(tx.ok()) << tx.error().message;
     tx_socket_ = std::move(tx.value());
 
-    net::TransmitterConfig tc;
-    tc.tracks.push_back(net::TrackConfig{0x1234, 96, 1000, 0, rx_socket_->local_address(), {}});
-    transmitter_ = std::make_unique<net::StageTransmitter>(
+    chain::TransmitterConfig tc;
+    tc.tracks.push_back(chain::TrackConfig{0x1234, 96, 1000, 0, rx_socket_->local_address(), {}});
+    transmitter_ = std::make_unique<chain::StageTransmitter>(
         *tx_socket_, tc, SrtpSession(SrtpDirection::Outbound, SrtpSuite::AesCm128HmacSha1_80, key_),
         core::DiscardPlanner(core::DiscardPolicy::kUniform));
 
-    net::ReceiverConfig rc;
+    chain::ReceiverConfig rc;
     rc.meter.reorder_grace_us = 1'000'000;
-    receiver_ = std::make_unique<net::StageReceiver>(
+    receiver_ = std::make_unique<chain::StageReceiver>(
         rc, SrtpSession(SrtpDirection::Inbound, SrtpSuite::AesCm128HmacSha1_80, key_),
-        [this](const net::RtpPacketView& v, std::uint64_t) {
+        [this](const wire::RtpPacketView& v, std::uint64_t) {
           ++payloads_received_;
           EXPECT_EQ(v.payload.size(), 100u);
         },
@@ -84,8 +84,8 @@ class StageLoopTest : public ::testing::Test {
     payload_.assign(100, 0xab);
     packets_.resize(kPacketsPerStage);
     for (std::size_t i = 0; i < kPacketsPerStage; ++i) {
-      packets_[i] = net::OutgoingPacket{0, i + 1 == kPacketsPerStage,
-                                        static_cast<std::uint32_t>(i * 90), payload_};
+      packets_[i] = chain::OutgoingPacket{0, i + 1 == kPacketsPerStage,
+                                          static_cast<std::uint32_t>(i * 90), payload_};
     }
     importance_.assign(kPacketsPerStage, 0);
     timer_ = std::make_unique<net::Timer>(loop_, [this] { send_second_half(); });
@@ -110,9 +110,10 @@ class StageLoopTest : public ::testing::Test {
 
   void on_stage_measured(const core::StageMeasurement& m) {
     measurements_.push_back(m);
-    auto fb = net::make_feedback(m, kScript[m.stage].performance, net::PdfbMetric::kPsnrDb, 0x1234);
+    auto fb =
+        chain::make_feedback(m, kScript[m.stage].performance, wire::PdfbMetric::kPsnrDb, 0x1234);
     std::uint8_t buf[256];
-    auto n = net::encode_feedback(buf, 0x5678, fb, &*feedback_out_);
+    auto n = chain::encode_feedback(buf, 0x5678, fb, &*feedback_out_);
     ASSERT_TRUE(n.ok()) << n.error().message;
     rx_socket_->send(std::span<const std::uint8_t>(buf, *n), tx_socket_->local_address());
   }
@@ -120,10 +121,10 @@ class StageLoopTest : public ::testing::Test {
   void on_feedback_datagram(std::span<const std::uint8_t> data) {
     std::vector<std::uint8_t> buf(data.begin(), data.end());
     buf.resize(buf.size() + net::kSrtpMaxTrailer);
-    auto compound = net::decode_rtcp(buf, data.size(), &*feedback_in_);
+    auto compound = chain::decode_rtcp(buf, data.size(), &*feedback_in_);
     ASSERT_TRUE(compound.ok()) << compound.error().message;
     ASSERT_EQ(compound->pdfb().size(), 1u);
-    auto d = controller_->on_report(net::to_stage_report(compound->pdfb()[0]));
+    auto d = controller_->on_report(chain::to_stage_report(compound->pdfb()[0]));
     ASSERT_TRUE(d.ok()) << d.error().message;
     decisions_.push_back(*d);
     const std::uint32_t next = compound->pdfb()[0].stage_id + 1;
@@ -137,17 +138,17 @@ class StageLoopTest : public ::testing::Test {
   }
 
   net::EventLoop loop_;
-  net::SrtpKeyMaterial key_;
+  wire::SrtpKeyMaterial key_;
   std::unique_ptr<core::ExactRule> controller_;
   std::unique_ptr<net::UdpEndpoint> tx_socket_, rx_socket_;
-  std::unique_ptr<net::StageTransmitter> transmitter_;
-  std::unique_ptr<net::StageReceiver> receiver_;
+  std::unique_ptr<chain::StageTransmitter> transmitter_;
+  std::unique_ptr<chain::StageReceiver> receiver_;
   std::optional<SrtpSession> feedback_in_, feedback_out_;
   std::unique_ptr<net::Timer> timer_;
   std::vector<std::uint8_t> payload_;
-  std::vector<net::OutgoingPacket> packets_;
+  std::vector<chain::OutgoingPacket> packets_;
   std::vector<std::uint8_t> importance_;
-  std::vector<net::StagePlan> plans_;
+  std::vector<chain::StagePlan> plans_;
   std::vector<core::StageMeasurement> measurements_;
   std::vector<core::Decision> decisions_;
   std::size_t payloads_received_ = 0;

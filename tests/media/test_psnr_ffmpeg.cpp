@@ -14,7 +14,7 @@ namespace {
 using test::kFfmpeg;
 using test::kSample;
 
-// The "average:" figure of `ffmpeg -lavfi psnr`, frames paired by index (DESIGN.md §6).
+// The "average:" figure of `ffmpeg -lavfi psnr`, frames paired by index (docs/design.md §6).
 double ffmpeg_psnr(const std::string& a, const std::string& b) {
   std::string out;
   const int status = test::run(

@@ -150,7 +150,7 @@ TEST(RtpInterop, FfmpegDecodesOurStreamFromOurSdp) {
     }
   }
   close(sock);
-  // A receiving ffmpeg never ends on its own (DESIGN.md §6): let it drain, then SIGINT.
+  // A receiving ffmpeg never ends on its own (docs/design.md §6): let it drain, then SIGINT.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   pid_t pid = 0;
   std::ifstream(pid_file) >> pid;

@@ -53,7 +53,7 @@ const Bytes kKatSrtcp = {0x81, 0xc8, 0x00, 0x0b, 0xca, 0xfe, 0xba, 0xbe,  // fir
                          0x80, 0x00, 0x00, 0x01,              // E=1, SRTCP index 1
                          0x99, 0x3e, 0x08, 0xcd, 0x54, 0xd6, 0xc1, 0x23, 0x07, 0x98};  // tag
 
-Bytes make_key(SrtpSuite suite, std::uint8_t seed) {
+Bytes make_key(wire::SrtpSuite suite, std::uint8_t seed) {
   Bytes key(srtp_key_salt_size(suite));
   for (std::size_t i = 0; i < key.size(); ++i)
     key[i] = static_cast<std::uint8_t>(seed + i * 7);
@@ -92,7 +92,7 @@ Bytes make_rtcp(std::uint8_t fill) {
 constexpr std::size_t kRtcpLen = 32;
 
 TEST(SrtpSessionKat, MatchesLibsrtpReferenceVectorForRtp) {
-  SrtpSession out(SrtpDirection::Outbound, SrtpSuite::AesCm128HmacSha1_80, kKatKey);
+  SrtpSession out(SrtpDirection::Outbound, wire::SrtpSuite::AesCm128HmacSha1_80, kKatKey);
   Bytes buf = kKatRtp;
   buf.resize(kKatRtp.size() + kSrtpMaxTrailer);
   auto r = out.protect_rtp(buf, kKatRtp.size());
@@ -100,7 +100,7 @@ TEST(SrtpSessionKat, MatchesLibsrtpReferenceVectorForRtp) {
   ASSERT_EQ(r.length, kKatSrtp.size());
   EXPECT_EQ(Bytes(buf.begin(), buf.begin() + static_cast<long>(r.length)), kKatSrtp);
 
-  SrtpSession in(SrtpDirection::Inbound, SrtpSuite::AesCm128HmacSha1_80, kKatKey);
+  SrtpSession in(SrtpDirection::Inbound, wire::SrtpSuite::AesCm128HmacSha1_80, kKatKey);
   Bytes wire = kKatSrtp;
   auto u = in.unprotect_rtp(wire, wire.size());
   ASSERT_TRUE(u.ok()) << to_string(u.error);
@@ -108,7 +108,7 @@ TEST(SrtpSessionKat, MatchesLibsrtpReferenceVectorForRtp) {
 }
 
 TEST(SrtpSessionKat, MatchesLibsrtpReferenceVectorForRtcp) {
-  SrtpSession out(SrtpDirection::Outbound, SrtpSuite::AesCm128HmacSha1_80, kKatKey);
+  SrtpSession out(SrtpDirection::Outbound, wire::SrtpSuite::AesCm128HmacSha1_80, kKatKey);
   Bytes buf = kKatRtcp;
   buf.resize(kKatRtcp.size() + kSrtpMaxTrailer);
   auto r = out.protect_rtcp(buf, kKatRtcp.size());
@@ -116,16 +116,16 @@ TEST(SrtpSessionKat, MatchesLibsrtpReferenceVectorForRtcp) {
   ASSERT_EQ(r.length, kKatSrtcp.size());
   EXPECT_EQ(Bytes(buf.begin(), buf.begin() + static_cast<long>(r.length)), kKatSrtcp);
 
-  SrtpSession in(SrtpDirection::Inbound, SrtpSuite::AesCm128HmacSha1_80, kKatKey);
+  SrtpSession in(SrtpDirection::Inbound, wire::SrtpSuite::AesCm128HmacSha1_80, kKatKey);
   Bytes wire = kKatSrtcp;
   auto u = in.unprotect_rtcp(wire, wire.size());
   ASSERT_TRUE(u.ok()) << to_string(u.error);
   EXPECT_EQ(Bytes(wire.begin(), wire.begin() + static_cast<long>(u.length)), kKatRtcp);
 }
 
-class SrtpSuiteTest : public ::testing::TestWithParam<SrtpSuite> {
+class SrtpSuiteTest : public ::testing::TestWithParam<wire::SrtpSuite> {
  protected:
-  SrtpSuite suite() const { return GetParam(); }
+  wire::SrtpSuite suite() const { return GetParam(); }
   SrtpSession outbound(std::uint8_t seed = 1) {
     return SrtpSession(SrtpDirection::Outbound, suite(), make_key(suite(), seed));
   }
@@ -334,7 +334,7 @@ TEST_P(SrtpSuiteTest, SeveralSsrcsShareOneSession) {
 }
 
 TEST_P(SrtpSuiteTest, KeyMaterialConstructorMatchesSpanConstructor) {
-  SrtpKeyMaterial km;
+  wire::SrtpKeyMaterial km;
   const Bytes key = make_key(suite(), 1);
   std::copy(key.begin(), key.end(), km.bytes.begin());
   km.size = key.size();
@@ -358,33 +358,33 @@ TEST_P(SrtpSuiteTest, WrongKeySizeThrowsAtSetup) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllSuites, SrtpSuiteTest,
-                         ::testing::Values(SrtpSuite::AesCm128HmacSha1_80,
-                                           SrtpSuite::AesCm128HmacSha1_32,
-                                           SrtpSuite::AeadAes128Gcm),
+                         ::testing::Values(wire::SrtpSuite::AesCm128HmacSha1_80,
+                                           wire::SrtpSuite::AesCm128HmacSha1_32,
+                                           wire::SrtpSuite::AeadAes128Gcm),
                          [](const auto& param_info) {
                            switch (param_info.param) {
-                             case SrtpSuite::AesCm128HmacSha1_80:
+                             case wire::SrtpSuite::AesCm128HmacSha1_80:
                                return std::string("AesCm80");
-                             case SrtpSuite::AesCm128HmacSha1_32:
+                             case wire::SrtpSuite::AesCm128HmacSha1_32:
                                return std::string("AesCm32");
-                             case SrtpSuite::AeadAes128Gcm:
+                             case wire::SrtpSuite::AeadAes128Gcm:
                                return std::string("Gcm");
                            }
                            return std::string("Unknown");
                          });
 
 TEST(SrtpSession, MovedFromSessionFailsCleanly) {
-  SrtpSession a(SrtpDirection::Outbound, SrtpSuite::AesCm128HmacSha1_80,
-                make_key(SrtpSuite::AesCm128HmacSha1_80, 1));
+  SrtpSession a(SrtpDirection::Outbound, wire::SrtpSuite::AesCm128HmacSha1_80,
+                make_key(wire::SrtpSuite::AesCm128HmacSha1_80, 1));
   SrtpSession b(std::move(a));
   Bytes rtp = make_rtp(1, kPayload);
   EXPECT_EQ(a.protect_rtp(rtp, kRtpLen).error,
             SrtpError::Other);  // NOLINT(bugprone-use-after-move)
   EXPECT_TRUE(b.protect_rtp(rtp, kRtpLen).ok());
-  SrtpSession c(SrtpDirection::Outbound, SrtpSuite::AeadAes128Gcm,
-                make_key(SrtpSuite::AeadAes128Gcm, 2));
+  SrtpSession c(SrtpDirection::Outbound, wire::SrtpSuite::AeadAes128Gcm,
+                make_key(wire::SrtpSuite::AeadAes128Gcm, 2));
   c = std::move(b);
-  EXPECT_EQ(c.suite(), SrtpSuite::AesCm128HmacSha1_80);
+  EXPECT_EQ(c.suite(), wire::SrtpSuite::AesCm128HmacSha1_80);
 }
 
 TEST(SrtpSession, LibrarySurvivesRepeatedInitAndShutdown) {
@@ -392,10 +392,10 @@ TEST(SrtpSession, LibrarySurvivesRepeatedInitAndShutdown) {
   // srtp_init/srtp_shutdown run every time.
   g_library.reset();
   for (int i = 0; i < 5; ++i) {
-    SrtpSession out(SrtpDirection::Outbound, SrtpSuite::AesCm128HmacSha1_80,
-                    make_key(SrtpSuite::AesCm128HmacSha1_80, static_cast<std::uint8_t>(i)));
-    SrtpSession in(SrtpDirection::Inbound, SrtpSuite::AesCm128HmacSha1_80,
-                   make_key(SrtpSuite::AesCm128HmacSha1_80, static_cast<std::uint8_t>(i)));
+    SrtpSession out(SrtpDirection::Outbound, wire::SrtpSuite::AesCm128HmacSha1_80,
+                    make_key(wire::SrtpSuite::AesCm128HmacSha1_80, static_cast<std::uint8_t>(i)));
+    SrtpSession in(SrtpDirection::Inbound, wire::SrtpSuite::AesCm128HmacSha1_80,
+                   make_key(wire::SrtpSuite::AesCm128HmacSha1_80, static_cast<std::uint8_t>(i)));
     Bytes rtp = make_rtp(1, kPayload);
     auto p = out.protect_rtp(rtp, kRtpLen);
     ASSERT_TRUE(p.ok());

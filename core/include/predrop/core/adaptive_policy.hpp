@@ -1,5 +1,5 @@
 #pragma once
-// "adaptive": an improved policy beside the exact rule (DESIGN.md §2 "known weaknesses"). It
+// "adaptive": an improved policy beside the exact rule (docs/design.md §2 "known weaknesses"). It
 // keeps the seed's promise — the time to receive a stage does not grow under congestion and what
 // the receiver makes of it does not degrade — where the exact rule, fed with the same reports,
 // reads congestion as over-discarding, undoes its own first step and never comes back down.

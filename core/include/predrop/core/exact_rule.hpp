@@ -1,6 +1,6 @@
 #pragma once
 // The seed's control rule exactly as written (JP7684261B2 Fig. 3 and, for k > 1, Fig. 4;
-// DESIGN.md §2). Selected as policy "basic" (k = 1) or "history" (k > 1).
+// docs/design.md §2). Selected as policy "basic" (k = 1) or "history" (k > 1).
 #include <cstddef>
 #include <vector>
 

@@ -1,5 +1,5 @@
 #pragma once
-// The control unit (seed Fig. 2-4, DESIGN.md §2): a pure state machine that takes one report per
+// The control unit (seed Fig. 2-4, docs/design.md §2): a pure state machine that takes one report per
 // stage and returns the discard rate R for the next stage. It owns no socket, loop or clock.
 //
 // Threading: a controller belongs to one session and is used from one thread.
@@ -46,7 +46,7 @@ enum class MissingReportAction : std::uint8_t {
   kDecrease,  ///< R -= Rp2.
 };
 
-/// Parameters of the exact rule (names as in DESIGN.md §2 and the seed).
+/// Parameters of the exact rule (names as in docs/design.md §2 and the seed).
 struct RuleParams {
   double r0 = 0.0;                           ///< Rate of stage 0.
   double rp = 0.05;                          ///< Rate set after stage 0's report.

@@ -1,5 +1,5 @@
 #pragma once
-// What a receiver tells the sender about one stage (DESIGN.md §1, §4 PDFB): the reception period
+// What a receiver tells the sender about one stage (docs/design.md §1, §4 PDFB): the reception period
 // L, the performance value P and the packet counts that separate network loss from pre-discard.
 #include <cstdint>
 #include <optional>

@@ -1,5 +1,5 @@
 #pragma once
-// Thresholds of the control rule (DESIGN.md §2): T1 on the performance value P and T2 on the
+// Thresholds of the control rule (docs/design.md §2): T1 on the performance value P and T2 on the
 // reception period L. Either may be absolute (dB, µs, loss units) or relative to the reference.
 #include <string>
 #include <string_view>

@@ -1,6 +1,6 @@
 #pragma once
 // Tensor chunk payload, version 1: the payload of one RTP packet (RFC 3550 §5.1) in DDL mode.
-// The RTP header and the urn:predrop:stage extension (DESIGN.md §4) already carry the stage
+// The RTP header and the urn:predrop:stage extension (docs/design.md §4) already carry the stage
 // (= training iteration) and the packet's index among those sent, so the payload only says
 // where its values belong in the tensor.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// Chunk importance for the `priority` discard policy (DESIGN.md §3: "for tensors, the chunks of
+// Chunk importance for the `priority` discard policy (docs/design.md §3: "for tensors, the chunks of
 // smallest magnitude"). The measure is the chunk's L2 norm: dropping a chunk removes exactly its
 // squared norm from the gradient's energy, so dropping the chunks of smallest norm first keeps
 // the error ||g - g_received|| smallest for a given number of drops. The norm is quantised on a

@@ -1,7 +1,7 @@
 #pragma once
 // A media file demuxed and packetized once into RTP payloads, split into frame-aligned blocks
-// (the stages of streaming mode, DESIGN.md §1), with a per-packet importance for the priority
-// discard policy (DESIGN.md §3). Built once per file and shared read-only by every session.
+// (the stages of streaming mode, docs/design.md §1), with a per-packet importance for the priority
+// discard policy (docs/design.md §3). Built once per file and shared read-only by every session.
 //
 // Packetization: H.264 per RFC 6184 packetization-mode=1 (single NAL unit packets and FU-A, SPS
 // and PPS sent in-band before every keyframe), AAC per RFC 3640 mode AAC-hbr (one access unit per

@@ -13,7 +13,7 @@
 #include <span>
 #include <string_view>
 
-#include "predrop/net/sdes_key.hpp"
+#include "predrop/wire/sdes_key.hpp"
 
 struct srtp_ctx_t_;
 
@@ -57,15 +57,15 @@ struct [[nodiscard]] SrtpResult {
 std::string_view srtp_status_text(int library_status);
 
 /// Size in bytes of the key||salt a suite needs (30 for AES-CM, 28 for AES-GCM); the same as
-/// key_salt_size() of sdes_key.hpp, kept here so SRTP users need not know the SDES header.
-std::size_t srtp_key_salt_size(SrtpSuite suite);
+/// wire::key_salt_size() of sdes_key.hpp, kept here so SRTP users need not know the SDES header.
+std::size_t srtp_key_salt_size(wire::SrtpSuite suite);
 
 /// Size in bytes of the SRTP authentication tag the suite appends to RTP (10, 4 or 16).
-std::size_t srtp_rtp_tag_size(SrtpSuite suite);
+std::size_t srtp_rtp_tag_size(wire::SrtpSuite suite);
 
 /// Size in bytes SRTCP appends to RTCP: the 4-byte index plus the tag (14 for AES-CM, 20 for GCM;
 /// AES_CM_128_HMAC_SHA1_32 still uses an 80-bit tag for SRTCP, RFC 4568 §6.2.2).
-std::size_t srtcp_trailer_size(SrtpSuite suite);
+std::size_t srtcp_trailer_size(wire::SrtpSuite suite);
 
 /// Keeps libsrtp initialised while it lives. Sessions take a reference of their own, so this is
 /// optional, but srtp_init() runs libsrtp's cipher self-tests (tens of ms): hold one in main() so
@@ -90,9 +90,10 @@ class SrtpSession {
 
   /// Creates the session from key||salt (srtp_key_salt_size(suite) bytes). Throws
   /// std::runtime_error on a wrong key size or if libsrtp refuses the policy.
-  SrtpSession(SrtpDirection direction, SrtpSuite suite, std::span<const std::uint8_t> key_salt);
+  SrtpSession(SrtpDirection direction, wire::SrtpSuite suite,
+              std::span<const std::uint8_t> key_salt);
   /// Same, from key material parsed out of an a=crypto line.
-  SrtpSession(SrtpDirection direction, SrtpSuite suite, const SrtpKeyMaterial& key)
+  SrtpSession(SrtpDirection direction, wire::SrtpSuite suite, const wire::SrtpKeyMaterial& key)
       : SrtpSession(direction, suite, key.span()) {}
   ~SrtpSession();
   SrtpSession(SrtpSession&& other) noexcept;
@@ -111,12 +112,12 @@ class SrtpSession {
   SrtpResult unprotect_rtcp(std::span<std::uint8_t> buffer, std::size_t len);
 
   SrtpDirection direction() const { return direction_; }
-  SrtpSuite suite() const { return suite_; }
+  wire::SrtpSuite suite() const { return suite_; }
 
  private:
   srtp_ctx_t_* ctx_ = nullptr;
   SrtpDirection direction_;
-  SrtpSuite suite_;
+  wire::SrtpSuite suite_;
 };
 
 }  // namespace predrop::net

@@ -1,14 +1,14 @@
 #pragma once
 // Glue between the configuration file, the command line and the running server: applies CLI
-// overrides, maps ServerConfig onto StreamServerOptions (loading and packetizing the media), and
-// renders the Prometheus metrics.
+// overrides, maps config::ServerConfig onto StreamServerOptions (loading and packetizing the
+// media), and renders the Prometheus metrics.
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "predrop/config/config.hpp"
 #include "predrop/core/policy_factory.hpp"
 #include "predrop/core/result.hpp"
-#include "predrop/server/config.hpp"
 #include "predrop/server/stream_server.hpp"
 
 namespace predrop::server {
@@ -32,19 +32,13 @@ struct CliOverrides {
 };
 
 /// Applies the overrides to `config` and validates the result.
-core::Status apply_overrides(ServerConfig& config, const CliOverrides& cli);
-
-/// The control core's policy configuration for the [control] section.
-core::Result<core::PolicyConfig> make_policy_config(const ControlConfig& control);
+core::Status apply_overrides(config::ServerConfig& config, const CliOverrides& cli);
 
 /// Loads every stream's media and builds the server's options.
-core::Result<StreamServerOptions> make_stream_options(const ServerConfig& config,
+core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig& config,
                                                       const CliOverrides& cli);
 
 /// Prometheus text exposition of the server's and its sessions' state.
 std::string render_metrics(const StreamServer& server);
-
-/// Runs DDL mode (the relay) until interrupted; returns the process exit code.
-int run_ddl_mode(const ServerConfig& config);
 
 }  // namespace predrop::server

@@ -15,16 +15,20 @@
 #include <unordered_map>
 #include <vector>
 
+#include "predrop/chain/stage_transmitter.hpp"
 #include "predrop/core/discard_planner.hpp"
 #include "predrop/core/policy_factory.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/net/event_loop.hpp"
-#include "predrop/net/sdes_key.hpp"
 #include "predrop/net/socket_address.hpp"
-#include "predrop/net/stage_transmitter.hpp"
 #include "predrop/net/tcp.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 #include "predrop/server/stream_session.hpp"
+#include "predrop/wire/sdes_key.hpp"
+
+namespace predrop::rtsp {
+struct RtspRequest;
+}  // namespace predrop::rtsp
 
 namespace predrop::server {
 
@@ -49,7 +53,7 @@ struct StreamServerOptions {
   std::string bind_ip = "0.0.0.0";
   std::vector<StreamDefinition> streams;
   std::vector<PushTarget> pushes;
-  std::optional<net::SrtpSuite> srtp = net::SrtpSuite::AesCm128HmacSha1_80;  ///< Empty: plain.
+  std::optional<wire::SrtpSuite> srtp = wire::SrtpSuite::AesCm128HmacSha1_80;  ///< Empty: plain.
   core::PolicyConfig policy;  ///< For clients that send PDFB.
   double player_rate = 0.0;   ///< Fixed R for clients that do not (ffplay, VLC).
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
@@ -100,7 +104,7 @@ class StreamServer {
   /// The server's RTP port (RTCP is +1).
   std::uint16_t rtp_port() const;
   /// The SDP a DESCRIBE of `stream` returns, with `key` in its a=crypto lines (when SRTP is on).
-  std::string describe(const StreamDefinition& stream, const net::SrtpKeyMaterial* key,
+  std::string describe(const StreamDefinition& stream, const wire::SrtpKeyMaterial* key,
                        std::string_view host) const;
 
   const ServerStats& stats() const { return stats_; }
@@ -117,7 +121,7 @@ class StreamServer {
   void on_connection(std::unique_ptr<net::TcpConnection> tcp);
   void on_data(Connection& c, std::span<const std::uint8_t> data);
   void close_connection(Connection& c);
-  std::string handle(Connection& c, struct RtspRequest& request);
+  std::string handle(Connection& c, rtsp::RtspRequest& request);
   void on_rtcp_datagram(std::span<const std::uint8_t> data, const net::SocketAddress& from,
                         std::uint64_t now_us);
   void tick();
@@ -135,7 +139,7 @@ class StreamServer {
   std::unique_ptr<net::UdpEndpoint> rtcp_socket_;
   // One sendmmsg batch that every session's packets share during a pacing tick (before the
   // socket in destruction order: it flushes into it).
-  std::unique_ptr<net::SendBatch> batch_;
+  std::unique_ptr<chain::SendBatch> batch_;
   std::unique_ptr<net::Timer> pacer_;
   std::unique_ptr<net::Timer> housekeeper_;
   std::map<Connection*, std::unique_ptr<Connection>> connections_;

@@ -5,7 +5,7 @@
 //
 // Where things happen: the discard decision is StageTransmitter::begin_stage (net/), R is
 // updated in on_rtcp() -> RateController::on_report (core/), the report is parsed in
-// net::decode_rtcp / net::to_stage_report.
+// chain::decode_rtcp / chain::to_stage_report.
 //
 // Threading: the server's loop thread. Per packet nothing is allocated; per block one trace row.
 #include <array>
@@ -17,12 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "predrop/chain/stage_transmitter.hpp"
 #include "predrop/core/discard_planner.hpp"
 #include "predrop/core/rate_controller.hpp"
 #include "predrop/media/media_file.hpp"
-#include "predrop/net/rtcp.hpp"
-#include "predrop/net/sdes_key.hpp"
-#include "predrop/net/stage_transmitter.hpp"
+#include "predrop/wire/rtcp.hpp"
+#include "predrop/wire/sdes_key.hpp"
 
 namespace predrop::server {
 
@@ -40,9 +40,9 @@ struct SessionTrack {
 struct StreamSessionConfig {
   std::string id;
   std::vector<SessionTrack> tracks;
-  net::RtpExtensionIds extension_ids{1, 2};
-  std::optional<net::SrtpSuite> srtp_suite;  ///< Empty: plain RTP.
-  net::SrtpKeyMaterial key;
+  wire::RtpExtensionIds extension_ids{1, 2};
+  std::optional<wire::SrtpSuite> srtp_suite;  ///< Empty: plain RTP.
+  wire::SrtpKeyMaterial key;
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
   std::uint64_t discard_seed = 1;
   bool paced = true;             ///< Send each packet at its media time; false: each block at once.
@@ -115,7 +115,7 @@ class StreamSession {
   std::uint32_t rtp_timestamp_at_start(std::size_t track) const;
   const StreamSessionConfig& config() const { return config_; }
   const core::RateController& controller() const { return *controller_; }
-  const net::TransmitterStats& transmitter_stats() const { return transmitter_->stats(); }
+  const chain::TransmitterStats& transmitter_stats() const { return transmitter_->stats(); }
   const SessionStats& stats() const { return stats_; }
   /// Monotonic time of the last sign of life from the client (RTCP); 0 if none yet.
   std::uint64_t last_heard_us() const { return last_heard_us_; }
@@ -135,7 +135,7 @@ class StreamSession {
   std::uint64_t block_start_us(std::uint32_t loops, const media::Block& block) const;
   void begin_stage(std::uint64_t now_us);
   void end_stage();
-  void handle_report(const net::PdfbFeedback& feedback);
+  void handle_report(const wire::PdfbFeedback& feedback);
   void check_missing_reports(std::uint64_t now_us);
   void send_sender_reports(std::uint64_t now_us);
   StageRecord* record(std::uint32_t stage);
@@ -146,7 +146,7 @@ class StreamSession {
   StreamSessionConfig config_;
   std::unique_ptr<core::RateController> controller_;
   OnBlock on_block_;
-  std::unique_ptr<net::StageTransmitter> transmitter_;
+  std::unique_ptr<chain::StageTransmitter> transmitter_;
   std::optional<net::SrtpSession> rtcp_in_;
   std::vector<int> track_of_stream_;           // media stream -> track index, -1 = not set up
   std::vector<std::uint32_t> loop_timestamp_;  // per track: RTP ticks per file loop
@@ -172,7 +172,7 @@ class StreamSession {
   std::uint64_t next_sr_us_ = 0;
   std::uint64_t last_heard_us_ = 0;
   std::array<StageRecord, 64> records_{};
-  std::array<net::OutgoingPacket, 64> staging_{};
+  std::array<chain::OutgoingPacket, 64> staging_{};
   std::array<std::uint32_t, 64> staging_index_{};
   SessionStats stats_;
 };

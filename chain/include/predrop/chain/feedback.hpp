@@ -1,0 +1,34 @@
+#pragma once
+// Per-stage feedback between the receiver's measurements and the sender's control unit: the one
+// place that maps a StageMeasurement + P onto the PDFB wire record and a PDFB back onto a
+// core::StageReport, and that wraps the RR+PDFB compound in SRTCP.
+#include <cstdint>
+#include <span>
+
+#include "predrop/core/reception_meter.hpp"
+#include "predrop/core/result.hpp"
+#include "predrop/core/stage_report.hpp"
+#include "predrop/net/srtp_session.hpp"
+#include "predrop/wire/rtcp.hpp"
+
+namespace predrop::chain {
+
+/// The PDFB record for a measured stage and the receiver's performance value.
+wire::PdfbFeedback make_feedback(const core::StageMeasurement& m, double performance,
+                                 wire::PdfbMetric metric, std::uint32_t media_ssrc);
+
+/// The control unit's view of a received PDFB. Invalid P (flag clear) becomes NaN, which the
+/// controller rejects with a clear error.
+core::StageReport to_stage_report(const wire::PdfbFeedback& feedback);
+
+/// Writes RR (no blocks) + PDFB and protects it with `srtp` when given. `out` needs room for the
+/// SRTCP trailer. Returns the datagram length.
+core::Result<std::size_t> encode_feedback(std::span<std::uint8_t> out, std::uint32_t reporter_ssrc,
+                                          const wire::PdfbFeedback& feedback,
+                                          net::SrtpSession* srtp);
+
+/// Unprotects `buffer[0, len)` in place when `srtp` is given, then parses the compound.
+core::Result<wire::RtcpCompound> decode_rtcp(std::span<std::uint8_t> buffer, std::size_t len,
+                                             net::SrtpSession* srtp);
+
+}  // namespace predrop::chain

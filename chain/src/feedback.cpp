@@ -1,0 +1,64 @@
+#include "predrop/chain/feedback.hpp"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace predrop::chain {
+
+wire::PdfbFeedback make_feedback(const core::StageMeasurement& m, double performance,
+                                 wire::PdfbMetric metric, std::uint32_t media_ssrc) {
+  wire::PdfbFeedback f;
+  f.metric = metric;
+  f.performance_valid = std::isfinite(performance);
+  f.performance = f.performance_valid ? performance : 0.0;
+  f.media_ssrc = media_ssrc;
+  f.stage_id = m.stage;
+  f.reception_period_us = wire::saturate_u32(static_cast<std::uint64_t>(m.reception_period_us));
+  f.packets_received = m.received;
+  f.packets_announced = m.announced;
+  f.queue_delay_valid = m.queue_delay_us.has_value();
+  if (m.queue_delay_us) {
+    f.queue_delay_growth_us =
+        wire::saturate_i32(static_cast<std::int64_t>(std::llround(*m.queue_delay_us)));
+  }
+  return f;
+}
+
+core::StageReport to_stage_report(const wire::PdfbFeedback& f) {
+  core::StageReport r;
+  r.stage = f.stage_id;
+  r.reception_period_us = f.reception_period_us;
+  r.performance = f.performance_valid ? f.performance : std::numeric_limits<double>::quiet_NaN();
+  r.packets_received = f.packets_received;
+  r.packets_announced = f.packets_announced;
+  if (f.queue_delay_valid) r.queue_delay_us = f.queue_delay_growth_us;
+  return r;
+}
+
+core::Result<std::size_t> encode_feedback(std::span<std::uint8_t> out, std::uint32_t reporter_ssrc,
+                                          const wire::PdfbFeedback& feedback,
+                                          net::SrtpSession* srtp) {
+  if (out.size() < net::kSrtpMaxTrailer) return core::make_error("feedback buffer too small");
+  wire::ReceiverReport rr;
+  rr.ssrc = reporter_ssrc;
+  auto n =
+      wire::write_feedback_compound(out.first(out.size() - net::kSrtpMaxTrailer), rr, feedback);
+  if (!n) return n.error();
+  if (srtp == nullptr) return *n;
+  const net::SrtpResult r = srtp->protect_rtcp(out, *n);
+  if (!r) return core::make_error(std::string("SRTCP protect: ") + std::string(to_string(r.error)));
+  return r.length;
+}
+
+core::Result<wire::RtcpCompound> decode_rtcp(std::span<std::uint8_t> buffer, std::size_t len,
+                                             net::SrtpSession* srtp) {
+  if (srtp != nullptr) {
+    const net::SrtpResult r = srtp->unprotect_rtcp(buffer, len);
+    if (!r) return core::make_error(std::string("SRTCP: ") + std::string(to_string(r.error)));
+    len = r.length;
+  }
+  return wire::parse_rtcp_compound(std::span<const std::uint8_t>(buffer.data(), len));
+}
+
+}  // namespace predrop::chain

@@ -1,0 +1,295 @@
+#include "predrop/chain/stage_transmitter.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <utility>
+
+namespace predrop::chain {
+
+namespace {
+
+// The shared batch of the SendBatchScope open on this thread (nullptr: none).
+thread_local SendBatch* t_scope = nullptr;
+
+void store_u16(std::uint8_t* p, std::uint16_t v) {
+  p[0] = static_cast<std::uint8_t>(v >> 8);
+  p[1] = static_cast<std::uint8_t>(v);
+}
+
+void store_u32(std::uint8_t* p, std::uint32_t v) {
+  p[0] = static_cast<std::uint8_t>(v >> 24);
+  p[1] = static_cast<std::uint8_t>(v >> 16);
+  p[2] = static_cast<std::uint8_t>(v >> 8);
+  p[3] = static_cast<std::uint8_t>(v);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// SendBatch
+
+SendBatch::SendBatch(net::UdpEndpoint& socket, std::size_t slot_size, std::size_t capacity)
+    : socket_(socket),
+      slot_size_(slot_size),
+      capacity_(std::clamp<std::size_t>(capacity, 1, net::UdpEndpoint::kMaxSendBatch)),
+      slab_(std::make_unique<std::uint8_t[]>(capacity_ * slot_size_)) {
+  datagrams_.reserve(capacity_);
+  owners_.reserve(capacity_);
+}
+
+SendBatch::~SendBatch() {
+  flush();
+}
+
+void SendBatch::push(std::size_t len, const net::SocketAddress* to, StageTransmitter* owner) {
+  datagrams_.push_back(net::OutDatagram{next_slot(), len, to});
+  owners_.push_back(owner);
+  if (datagrams_.size() == capacity_) flush();
+}
+
+void SendBatch::flush() {
+  if (datagrams_.empty()) return;
+  ++flushes_;
+  // send_batch reports only how many went out; when the socket queue fills it drops the tail,
+  // so the first `taken` datagrams are the ones sent. (A datagram refused for its own reason,
+  // which never happens with the server's fixed destinations, would shift the credit by one
+  // between owners; the totals stay right.)
+  const std::size_t taken = socket_.send_batch(datagrams_);
+  for (std::size_t i = 0; i < owners_.size(); ++i) {
+    StageTransmitter* o = owners_[i];
+    if (i < taken) {
+      ++o->stats_.packets_sent;
+    } else {
+      ++o->stats_.send_drops;
+    }
+    --o->in_shared_;
+  }
+  datagrams_.clear();
+  owners_.clear();
+}
+
+SendBatchScope::SendBatchScope(SendBatch& batch) : previous_(t_scope) {
+  t_scope = &batch;
+}
+
+SendBatchScope::~SendBatchScope() {
+  if (t_scope != nullptr) t_scope->flush();
+  t_scope = previous_;
+}
+
+// ---------------------------------------------------------------------------------------------
+// StageTransmitter
+
+StageTransmitter::StageTransmitter(net::UdpEndpoint& socket, TransmitterConfig config,
+                                   std::optional<net::SrtpSession> srtp,
+                                   core::DiscardPlanner planner)
+    : socket_(socket),
+      config_(std::move(config)),
+      srtp_(std::move(srtp)),
+      planner_(planner),
+      counters_(config_.tracks.size()),
+      templates_(config_.tracks.size()),
+      header_size_(wire::rtp_header_size(config_.extension_ids)),
+      slot_size_(header_size_ + config_.max_payload_size + net::kSrtpMaxTrailer) {
+  batch_.reserve(kBatch);
+  for (std::size_t i = 0; i < counters_.size(); ++i) {
+    counters_[i].next_sequence = config_.tracks[i].initial_sequence;
+  }
+  // Offsets of the per-packet extension fields, as wire::RtpHeaderLayout documents the layout that
+  // wire::write_rtp_header() produces; build_templates() checks the element bytes against them.
+  const wire::RtpExtensionIds& ids = config_.extension_ids;
+  std::size_t next = wire::kRtpFixedHeaderSize + 4;
+  if (ids.stage != 0) {
+    stage_offset_ = next + 1;
+    next += 1 + wire::kStageExtensionSize;
+  }
+  if (ids.abs_send_time != 0) abs_offset_ = next + 1;
+  build_templates();
+}
+
+StageTransmitter::~StageTransmitter() {
+  // Queued datagrams point at our destinations and credit our counters: send them now.
+  if (in_shared_ > 0 && shared_ != nullptr) shared_->flush();
+}
+
+void StageTransmitter::build_templates() {
+  templates_ok_ = header_size_ <= std::tuple_size_v<std::array<std::uint8_t, 32>>;
+  wire::RtpExtensions ext;
+  ext.ids = config_.extension_ids;
+  ext.stage.stage_id = plan_.stage;
+  ext.stage.count = static_cast<std::uint16_t>(std::min<std::size_t>(plan_.to_send, 0xffff));
+  for (std::size_t i = 0; i < templates_.size() && templates_ok_; ++i) {
+    wire::RtpHeader h;
+    h.payload_type = config_.tracks[i].payload_type;
+    h.ssrc = config_.tracks[i].ssrc;
+    auto n = wire::write_rtp_header(templates_[i], h, ext);
+    templates_ok_ = n && *n == header_size_;
+    const wire::RtpExtensionIds& ids = config_.extension_ids;
+    if (templates_ok_ && stage_offset_ != 0) {
+      templates_ok_ =
+          templates_[i][stage_offset_ - 1] == (ids.stage << 4 | (wire::kStageExtensionSize - 1));
+    }
+    if (templates_ok_ && abs_offset_ != 0) {
+      templates_ok_ =
+          templates_[i][abs_offset_ - 1] == (ids.abs_send_time << 4 | (wire::kAbsSendTimeSize - 1));
+    }
+  }
+}
+
+StagePlan StageTransmitter::begin_stage(std::uint32_t stage, double rate,
+                                        std::span<const std::uint8_t> importance) {
+  flush();
+  if (drop_.size() < importance.size()) drop_.resize(importance.size());
+  const std::span<std::uint8_t> mask(drop_.data(), importance.size());
+  // The pre-discard decision for the whole stage, made once at its start (docs/design.md §3).
+  const std::size_t discarded = planner_.plan(rate, importance, mask);
+  plan_ = StagePlan{stage, rate, importance.size(), discarded, importance.size() - discarded};
+  // The stage extension's count is 16 bits; larger stages are a configuration error upstream,
+  // and the announced count saturates rather than wrapping.
+  sent_in_stage_ = 0;
+  stage_late_ = false;
+  ++stats_.stages;
+  stats_.packets_planned += importance.size();
+  stats_.packets_discarded += discarded;
+  // Stage id and count are fixed for the stage: written once here, not per packet.
+  build_templates();
+  return plan_;
+}
+
+std::size_t StageTransmitter::send(std::span<const OutgoingPacket> packets, std::size_t first,
+                                   std::uint64_t now_us) {
+  SendBatch* shared = t_scope;
+  if (shared != nullptr && (&shared->socket() != &socket_ || slot_size_ > shared->slot_size())) {
+    shared = nullptr;
+  }
+  if (shared == nullptr && !slab_) slab_ = std::make_unique<std::uint8_t[]>(kBatch * slot_size_);
+  const std::uint64_t sent_before = stats_.packets_sent;
+  std::size_t queued = 0;
+  const std::uint32_t abs_send_time = wire::abs_send_time_from_us(now_us);
+  wire::RtpExtensions ext;
+  ext.ids = config_.extension_ids;
+  ext.stage.stage_id = plan_.stage;
+  ext.stage.count = static_cast<std::uint16_t>(std::min<std::size_t>(plan_.to_send, 0xffff));
+  ext.abs_send_time = abs_send_time;
+  for (std::size_t k = 0; k < packets.size(); ++k) {
+    const std::size_t index = first + k;
+    if (index < plan_.packets && drop_[index]) continue;
+    const OutgoingPacket& p = packets[k];
+    if (p.payload.size() > config_.max_payload_size || p.track >= counters_.size()) {
+      ++stats_.oversize;
+      continue;
+    }
+    TrackCounters& tc = counters_[p.track];
+    const TrackConfig& track = config_.tracks[p.track];
+    const std::uint32_t timestamp = p.timestamp + track.timestamp_offset;
+    const auto stage_index =
+        static_cast<std::uint16_t>(std::min<std::size_t>(sent_in_stage_, 0xffff));
+    std::uint8_t* slot =
+        shared != nullptr ? shared->next_slot() : slab_.get() + batch_.size() * slot_size_;
+    const std::span<std::uint8_t> buf(slot, slot_size_);
+    std::size_t len = 0;
+    if (templates_ok_) {
+      // Copy the stage's header and patch the per-packet fields in place.
+      std::memcpy(slot, templates_[p.track].data(), header_size_);
+      slot[1] = static_cast<std::uint8_t>((p.marker ? 0x80 : 0) | track.payload_type);
+      store_u16(slot + 2, tc.next_sequence);
+      store_u32(slot + 4, timestamp);
+      if (stage_offset_ != 0) store_u16(slot + stage_offset_ + 4, stage_index);
+      if (abs_offset_ != 0) {
+        slot[abs_offset_] = static_cast<std::uint8_t>(abs_send_time >> 16);
+        slot[abs_offset_ + 1] = static_cast<std::uint8_t>(abs_send_time >> 8);
+        slot[abs_offset_ + 2] = static_cast<std::uint8_t>(abs_send_time);
+      }
+      if (!p.payload.empty()) std::memcpy(slot + header_size_, p.payload.data(), p.payload.size());
+      len = header_size_ + p.payload.size();
+    } else {
+      wire::RtpHeader h;
+      h.marker = p.marker;
+      h.payload_type = track.payload_type;
+      h.sequence = tc.next_sequence;
+      h.timestamp = timestamp;
+      h.ssrc = track.ssrc;
+      ext.stage.index = stage_index;
+      auto written = wire::write_rtp_packet(buf, h, ext, p.payload);
+      if (!written) {
+        ++stats_.oversize;
+        continue;
+      }
+      len = *written;
+    }
+    if (srtp_) {
+      const net::SrtpResult r = srtp_->protect_rtp(buf, len);
+      if (!r) {
+        ++stats_.protect_errors;
+        continue;
+      }
+      len = r.length;
+    }
+    ++tc.next_sequence;
+    ++sent_in_stage_;
+    ++tc.packets;
+    tc.octets += p.payload.size();
+    tc.last_timestamp = timestamp;
+    if (p.due_us != 0 && now_us > p.due_us) {
+      const std::uint64_t lag = now_us - p.due_us;
+      stats_.max_lag_us = std::max(stats_.max_lag_us, lag);
+      if (lag > config_.late_after_us) {
+        ++stats_.late_packets;
+        if (!stage_late_) ++stats_.late_stages;
+        stage_late_ = true;
+      }
+    }
+    if (shared != nullptr) {
+      ++in_shared_;
+      shared_ = shared;
+      ++queued;
+      shared->push(len, &track.destination, this);
+    } else {
+      batch_.push_back(net::OutDatagram{slot, len, &track.destination});
+      if (batch_.size() == kBatch) flush();
+    }
+  }
+  if (shared != nullptr) return queued;
+  flush();
+  return static_cast<std::size_t>(stats_.packets_sent - sent_before);
+}
+
+void StageTransmitter::flush() {
+  if (batch_.empty()) return;
+  const std::size_t taken = socket_.send_batch(batch_);
+  stats_.packets_sent += taken;
+  stats_.send_drops += batch_.size() - taken;
+  batch_.clear();
+}
+
+void StageTransmitter::send_sender_reports(std::uint64_t ntp,
+                                           std::span<const std::uint32_t> rtp_now) {
+  flush();
+  std::uint8_t buf[512];
+  for (std::size_t i = 0; i < config_.tracks.size() && i < rtp_now.size(); ++i) {
+    const TrackConfig& track = config_.tracks[i];
+    if (!track.rtcp_destination) continue;
+    wire::SenderReport sr;
+    sr.ssrc = track.ssrc;
+    sr.ntp_timestamp = ntp;
+    sr.rtp_timestamp = rtp_now[i];
+    sr.packet_count = static_cast<std::uint32_t>(counters_[i].packets);
+    sr.octet_count = static_cast<std::uint32_t>(counters_[i].octets);
+    auto n = wire::write_sender_report_compound(
+        std::span<std::uint8_t>(buf, sizeof buf - net::kSrtpMaxTrailer), sr, config_.cname);
+    if (!n) continue;
+    std::size_t len = *n;
+    if (srtp_) {
+      const net::SrtpResult r = srtp_->protect_rtcp(std::span<std::uint8_t>(buf, sizeof buf), len);
+      if (!r) {
+        ++stats_.protect_errors;
+        continue;
+      }
+      len = r.length;
+    }
+    socket_.send(std::span<const std::uint8_t>(buf, len), *track.rtcp_destination);
+  }
+}
+
+}  // namespace predrop::chain

@@ -1,0 +1,175 @@
+#pragma once
+// Server configuration: one TOML file, loaded once at start-up, for both modes (docs/design.md §1).
+// Every key is documented in configs/README.md. Loading is strict: an unknown key, a wrong type,
+// a value out of range or a contradiction is an error that names the key and, when the text came
+// from a file, its line and column. Defaults are those of the structs below.
+//
+// Errors: as values (core::Result). toml++ is used only inside config.cpp.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "predrop/core/policy_factory.hpp"
+#include "predrop/core/result.hpp"
+#include "predrop/wire/sdes_key.hpp"
+
+namespace predrop::config {
+
+/// Which application the process runs.
+enum class ServerMode : std::uint8_t { kStream, kDdl };
+
+/// SRTP protection profile for media and feedback (docs/design.md §4).
+enum class SrtpSuite : std::uint8_t {
+  kAesCm128HmacSha1_80,  ///< Default; what FFmpeg reads from a=crypto.
+  kAesCm128HmacSha1_32,  ///< Shorter tag; FFmpeg reads it too.
+  kAeadAes128Gcm,        ///< AES-GCM (libsrtp with NSS); FFmpeg cannot play it.
+  kNone,                 ///< Plain RTP/RTCP; for debugging with Wireshark.
+};
+
+/// Block transmission: paced over the block duration, or sent as fast as possible.
+enum class Pacing : std::uint8_t { kPaced, kBurst };
+
+/// Which packets a stage discards (docs/design.md §3).
+enum class DiscardPolicyName : std::uint8_t { kUniform, kRandom, kPriority };
+
+/// What the controller does for a stage whose report never came.
+enum class MissingReportAction : std::uint8_t {
+  kHold,      ///< Keep R (the exact rule's choice).
+  kIncrease,  ///< R += rp1: lost feedback is read as congestion.
+  kDecrease,  ///< R -= rp2.
+};
+
+/// How a DDL receiver fills chunks that did not arrive in time.
+enum class MissingChunkFill : std::uint8_t {
+  kZero,  ///< Zeros: the missing part contributes nothing to the average.
+  kOwn,   ///< The receiver's own values for that part.
+};
+
+/// A host and port: "0.0.0.0:8554", "[::1]:8554", "localhost:9000".
+struct Endpoint {
+  std::string host;
+  std::uint16_t port = 0;
+  bool operator==(const Endpoint&) const = default;
+};
+
+/// Parses "host:port" (IPv6 in brackets). Port 0 only when `allow_port_zero` (ephemeral listen).
+core::Result<Endpoint> parse_endpoint(std::string_view text, bool allow_port_zero);
+/// "host:port", with brackets around IPv6 hosts.
+std::string to_string(const Endpoint& endpoint);
+
+/// A stream the server offers: rtsp://host:port/<name> plays the file at <path>.
+struct StreamEntry {
+  std::string name;
+  std::string path;  ///< As written; relative paths are relative to the working directory.
+  bool operator==(const StreamEntry&) const = default;
+};
+
+/// [server]: process-wide settings.
+struct ServerSettings {
+  ServerMode mode = ServerMode::kStream;
+  Endpoint rtsp_listen{"0.0.0.0", 8554};
+  std::vector<StreamEntry> streams;  ///< [server.streams]; sorted by name.
+  std::uint32_t max_sessions = 64;
+  std::uint32_t max_rtsp_connections = 128;
+  std::uint32_t session_timeout_s = 60;    ///< Announced in Session; FFmpeg pings at half of it.
+  std::uint32_t rtsp_idle_timeout_s = 30;  ///< A connection without a session is closed after it.
+  SrtpSuite srtp = SrtpSuite::kAesCm128HmacSha1_80;
+  std::optional<Endpoint> metrics_listen;  ///< Prometheus text endpoint; none = off.
+  std::string trace_csv;                   ///< Per-stage CSV trace path; empty = off.
+  std::string log_level = "info";          ///< trace, debug, info, warn, error, critical, off.
+};
+
+/// [blocks]: what a stage is in streaming mode. Exactly one of duration_ms and bytes is set.
+struct BlockConfig {
+  std::optional<std::uint32_t> duration_ms = 1000;  ///< Block length in media time.
+  std::optional<std::uint64_t> bytes;               ///< Block size in payload bytes.
+  Pacing pacing = Pacing::kPaced;
+  std::uint32_t rtp_payload_bytes = 1200;  ///< Largest RTP payload (keeps packets under the MTU).
+};
+
+/// A threshold of the control rule: absolute (P units or µs) or relative (fraction, 0.05 = 5 %).
+struct ThresholdSetting {
+  double value = 0.0;
+  bool relative = false;
+  bool operator==(const ThresholdSetting&) const = default;
+};
+
+/// [control]: the control unit (docs/design.md §2), field for field.
+struct ControlConfig {
+  std::string policy = "basic";     ///< "basic", "history", "fixed", "adaptive".
+  double r0 = 0.0;                  ///< R of stage 0.
+  double rp = 0.05;                 ///< R after stage 0's report.
+  double rp1 = 0.05;                ///< Increase step.
+  double rp2 = 0.05;                ///< Decrease step.
+  double rmax = 0.5;                ///< Upper limit of R.
+  ThresholdSetting t1{0.5, false};  ///< Performance threshold: dB (stream) / loss units (DDL).
+  ThresholdSetting t2{0.05, true};  ///< Delay threshold: absolute in µs, or relative.
+  std::uint32_t k = 1;              ///< Delay history length (1 = basic rule).
+  double fixed_rate = 0.0;          ///< R of the "fixed" policy.
+  double player_rate = 0.0;  ///< Fixed R for clients that send no PDFB (ffplay, VLC, GStreamer).
+  MissingReportAction missing_report = MissingReportAction::kHold;
+  std::uint32_t report_timeout_stages = 2;  ///< A report is missing this many stages later.
+  double psnr_cap_db = 60.0;  ///< PSNR of a lossless block is capped here (it is unbounded).
+};
+
+/// [discard]: which packets a stage drops.
+struct DiscardConfig {
+  DiscardPolicyName policy = DiscardPolicyName::kPriority;
+  std::uint64_t seed = 1;  ///< For "random"; the same seed gives the same choices.
+};
+
+/// [ddl]: the relay of DDL mode.
+struct DdlConfig {
+  Endpoint listen{"0.0.0.0", 9000};  ///< Where the relay receives the workers' RTP.
+  std::uint32_t workers = 2;         ///< Workers expected per iteration.
+  std::optional<std::uint32_t> stage_deadline_ms = 2000;  ///< nullopt = "adaptive".
+  MissingChunkFill missing_chunk_fill = MissingChunkFill::kZero;
+  std::uint32_t chunk_bytes = 1024;    ///< Tensor bytes per RTP packet.
+  bool worker_egress_discard = false;  ///< Workers pre-discard too, not only the relay.
+  Pacing pacing = Pacing::kPaced;
+};
+
+/// The whole file.
+struct ServerConfig {
+  ServerSettings server;
+  BlockConfig blocks;
+  ControlConfig control;
+  DiscardConfig discard;
+  DdlConfig ddl;
+};
+
+/// Parses TOML text. `source_name` (a file name) prefixes error messages: "<name>:<line>:<col>:".
+core::Result<ServerConfig> parse_config(std::string_view toml_text,
+                                        std::string_view source_name = "<config>");
+/// Reads and parses a file.
+core::Result<ServerConfig> load_config_file(const std::filesystem::path& path);
+/// Checks ranges and cross-field rules of a config built in code (parse_config already does);
+/// the error names the key, e.g. "control.rmax: must be >= control.rp (0.1 < 0.2)".
+core::Status validate_config(const ServerConfig& config);
+
+/// Parses a threshold in the syntax of control.t1: a number or "<n>dB" is absolute, "<n>%" is
+/// relative. Negative values are errors.
+core::Result<ThresholdSetting> parse_performance_threshold(std::string_view text);
+/// Parses a threshold in the syntax of control.t2: "<n>us", "<n>ms", "<n>s" (absolute, stored
+/// in µs) or "<n>%" (relative).
+core::Result<ThresholdSetting> parse_delay_threshold(std::string_view text);
+
+/// Canonical names, as written in the file.
+std::string_view to_string(ServerMode mode);
+std::string_view to_string(SrtpSuite suite);
+std::string_view to_string(Pacing pacing);
+std::string_view to_string(DiscardPolicyName policy);
+std::string_view to_string(MissingReportAction action);
+std::string_view to_string(MissingChunkFill fill);
+
+/// The control core's policy configuration for the [control] section; validated by building one
+/// controller, so a bad combination fails at start-up.
+core::Result<core::PolicyConfig> make_policy_config(const ControlConfig& control);
+
+/// The SRTP suite as the wire/net layers name it; nullopt for kNone (plain RTP).
+std::optional<wire::SrtpSuite> to_wire_suite(SrtpSuite suite);
+
+}  // namespace predrop::config

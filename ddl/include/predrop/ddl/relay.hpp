@@ -1,0 +1,161 @@
+#pragma once
+// The DDL relay (predrop-server --mode ddl): the aggregation point of one data-parallel training
+// job. Workers join over UDP with an SRTCP PDJN handshake (client/ddl_protocol.hpp), then every
+// stage (training iteration) each sends its gradient as SRTP packets of tensor chunks; the relay
+// averages them per chunk (ddl::StageReceiver / Aggregator), closes the stage when every worker's
+// chunks are in or at the stage deadline (adaptive by default), and sends the average back to
+// every worker through that worker's own egress chain (chain::StageTransmitter), which pre-discards
+// a fraction R chosen by that worker's own controller (core::make_rate_controller). Workers report
+// L and P per stage over SRTCP PDFB; the relay feeds each report to that worker's controller.
+//
+// Membership: the job starts when `workers` workers have joined; later joiners are refused. A
+// worker that leaves (BYE), or is not heard from for `evict_after_stages` closed stages and at
+// least `evict_min_silence_ms`, is removed and the job goes on with the others. (Until then the
+// stages close at their deadline without it, so nobody waits longer than the deadline.) Details and
+// wire formats: docs/ddl-mode.md.
+//
+// Threading: loop thread. The per-packet path (unprotect, parse, aggregate, protect, send)
+// allocates nothing and logs nothing; joins, evictions and stage ends may.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "predrop/config/config.hpp"
+#include "predrop/core/discard_planner.hpp"
+#include "predrop/core/policy_factory.hpp"
+#include "predrop/core/rate_controller.hpp"
+#include "predrop/core/result.hpp"
+#include "predrop/core/stage_report.hpp"
+#include "predrop/ddl/aggregator.hpp"
+#include "predrop/ddl/protocol.hpp"
+#include "predrop/net/event_loop.hpp"
+#include "predrop/net/socket_address.hpp"
+
+namespace predrop::ddl {
+
+/// Settings of the relay (run_ddl_mode() builds them from the [ddl], [control], [discard] and
+/// [server] sections).
+struct DdlRelayOptions {
+  net::SocketAddress listen = net::SocketAddress::any_v4(9000);
+  std::uint32_t workers = 2;                       ///< Workers of the job.
+  std::optional<std::uint32_t> stage_deadline_ms;  ///< nullopt = adaptive (docs/ddl.md).
+  ddl::MissingPolicy missing_fill = ddl::MissingPolicy::kZero;  ///< Told to the workers.
+  std::uint16_t chunk_elements = 256;                           ///< Values per tensor chunk.
+  bool worker_egress_discard = false;                           ///< Told to the workers.
+  bool paced = false;         ///< Pace the aggregate (and tell workers).
+  core::PolicyConfig policy;  ///< One controller per worker.
+  core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
+  std::uint64_t discard_seed = 1;
+  ddl::JobKey key;                            ///< Shared SRTP key (suite nullopt: plain).
+  std::uint32_t report_timeout_stages = 2;    ///< A report is missing this many stages later.
+  std::uint32_t evict_after_stages = 3;       ///< Remove a worker silent for this many stages ...
+  std::uint32_t evict_min_silence_ms = 1000;  ///< ... and for at least this long.
+  std::uint32_t peer_timeout_ms = 60'000;     ///< Remove a worker silent for this long.
+  int socket_buffer_bytes = 4 << 20;          ///< SO_RCVBUF/SO_SNDBUF (capped by the kernel).
+};
+
+/// One worker's part of a closed stage.
+struct DdlRelayPeerStage {
+  std::uint16_t rank = 0;
+  bool live = false;               ///< Still in the job at this stage.
+  double rate = 0.0;               ///< R of the relay's egress to this worker.
+  std::uint32_t planned = 0;       ///< Aggregate packets before discarding.
+  std::uint32_t discarded = 0;     ///< Pre-discarded.
+  std::uint32_t sent = 0;          ///< Handed to the kernel.
+  std::uint32_t up_received = 0;   ///< Gradient chunks received from this worker.
+  std::uint32_t up_announced = 0;  ///< Chunks it announced (0 = none heard).
+  double up_period_us = 0.0;       ///< Its uplink L.
+};
+
+/// A closed stage.
+struct DdlRelayStageRow {
+  std::uint32_t stage = 0;
+  std::uint8_t reason = 0;        ///< 0 complete, 1 deadline, 2 forced.
+  double period_us = 0.0;         ///< Uplink L over all workers.
+  std::uint64_t deadline_us = 0;  ///< The D that applied.
+  std::uint32_t received = 0, expected = 0, lost = 0, missing = 0;
+  std::uint32_t chunks_full = 0, chunks_partial = 0, chunks_empty = 0;
+  std::uint16_t contributors = 0;        ///< Workers in the stage.
+  std::uint64_t closed_us = 0;           ///< Monotonic time of closing.
+  std::vector<DdlRelayPeerStage> peers;  ///< By rank.
+};
+
+/// A worker's report for a stage, or the note that it never came, and the controller's answer.
+struct DdlRelayReportRow {
+  std::uint32_t stage = 0;
+  std::uint16_t rank = 0;
+  bool reported = false;     ///< False: the report is missing (decision from on_report_missing).
+  core::StageReport report;  ///< As fed to the controller (rate_used filled in).
+  core::Decision decision;
+  double next_rate = 0.0;                              ///< The controller's R after the report.
+  std::uint32_t planned = 0, discarded = 0, sent = 0;  ///< What the relay sent in that stage.
+};
+
+/// Membership events.
+struct DdlRelayEvent {
+  enum class Kind { kJoined, kRefused, kStarted, kLeft, kEvicted };
+  Kind kind = Kind::kJoined;
+  std::uint16_t rank = ddl::kAnyRank;
+  net::SocketAddress peer;
+  std::string text;  ///< Human-readable detail (refusal or eviction reason).
+};
+
+/// Counters since start().
+struct DdlRelayStats {
+  std::uint64_t stages = 0;
+  std::uint64_t joined = 0, refused = 0, left = 0, evicted = 0;
+  std::uint64_t chunks_received = 0, chunks_late = 0, chunks_too_early = 0, chunks_duplicate = 0;
+  std::uint64_t chunks_rejected = 0;
+  std::uint64_t reports = 0, reports_missing = 0, reports_rejected = 0;
+  std::uint64_t srtp_failures = 0;      ///< RTP/RTCP that failed authentication.
+  std::uint64_t foreign_datagrams = 0;  ///< RTP from addresses that are not in the job.
+  std::uint64_t send_drops = 0;         ///< Datagrams the kernel refused.
+  std::uint64_t packets_sent = 0, packets_discarded = 0;
+};
+
+/// Receives the relay's events; every method has an empty default. Called on the loop thread.
+class DdlRelayListener {
+ public:
+  DdlRelayListener() = default;
+  DdlRelayListener(const DdlRelayListener&) = default;
+  DdlRelayListener& operator=(const DdlRelayListener&) = default;
+  virtual ~DdlRelayListener() = default;
+  /// A stage closed and its aggregate went out.
+  virtual void on_stage(const DdlRelayStageRow& /*row*/) {}
+  /// A worker's report was handled (or declared missing).
+  virtual void on_report(const DdlRelayReportRow& /*row*/) {}
+  /// A worker joined, was refused, left or was evicted; the job started.
+  virtual void on_event(const DdlRelayEvent& /*event*/) {}
+  /// The job is over (every worker left or was removed, or stop()); handles are closed.
+  virtual void on_finished(const core::Status& /*status*/) {}
+};
+
+/// The relay of one job.
+class DdlRelay {
+ public:
+  /// Throws std::invalid_argument for options that cannot work (0 workers, bad policy).
+  DdlRelay(net::EventLoop& loop, DdlRelayOptions options, DdlRelayListener* listener);
+  ~DdlRelay();
+  DdlRelay(const DdlRelay&) = delete;
+  DdlRelay& operator=(const DdlRelay&) = delete;
+
+  /// Binds the socket and waits for workers.
+  core::Status start();
+  /// Tells every worker it is removed (`reason`), closes the handles and finishes with an error.
+  void stop(const std::string& reason);
+  /// The bound address (resolves port 0).
+  net::SocketAddress local_address() const;
+  /// Counters.
+  const DdlRelayStats& stats() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Runs DDL mode (the relay) from the configuration until SIGINT/SIGTERM; returns the process
+/// exit code. predrop-server's main dispatches here for mode = "ddl".
+int run_ddl_mode(const config::ServerConfig& config);
+
+}  // namespace predrop::ddl
