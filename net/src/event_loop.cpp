@@ -3,6 +3,7 @@
 #include <cassert>
 #include <stdexcept>
 
+#include "callback_guard.hpp"
 #include "uv_util.hpp"
 
 namespace predrop::net {
@@ -66,7 +67,7 @@ class SignalHandle final : public LoopHandle {
   static void on_signal(uv_signal_t* h, int signum) {
     auto* self = owner<SignalHandle>(h);
     if (self != nullptr) {
-      (*self->on_signal_)(signum);
+      detail::guarded(CallbackKind::kSignal, [&] { (*self->on_signal_)(signum); });
     }
   }
 
@@ -169,7 +170,7 @@ struct TimerCallbacks {
   static void on_timer(uv_timer_t* h) {
     auto* self = detail::owner<Timer>(h);
     if (self != nullptr) {
-      self->on_fire_();
+      detail::guarded(CallbackKind::kTimer, [&] { self->on_fire_(); });
     }
   }
 };
@@ -226,7 +227,7 @@ struct AsyncCallbacks {
   static void on_async(uv_async_t* h) {
     auto* self = detail::owner<AsyncWake>(h);
     if (self != nullptr) {
-      self->on_wake_();
+      detail::guarded(CallbackKind::kAsync, [&] { self->on_wake_(); });
     }
   }
 };

@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "callback_guard.hpp"
 #include "uv_util.hpp"
 
 namespace predrop::net {
@@ -51,9 +52,18 @@ struct TcpCallbacks {
     }
     if (nread > 0) {
       self->touch();
-      // Last use of `self`: the handler may destroy the connection.
-      self->on_data_(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(buf->base),
-                                                   static_cast<std::size_t>(nread)));
+      // The handler may destroy the connection: after it, `self` is only looked up again.
+      const bool ok = detail::guarded(CallbackKind::kTcpData, [&] {
+        self->on_data_(std::span<const std::uint8_t>(
+            reinterpret_cast<const std::uint8_t*>(buf->base), static_cast<std::size_t>(nread)));
+      });
+      if (!ok) {
+        // The handle outlives its wrapper until the loop's close callback, so this lookup is
+        // safe; it is null if the handler destroyed the connection before throwing.
+        if (auto* alive = detail::owner<TcpConnection>(stream)) {
+          alive->fail(core::make_error("connection closed: its data handler threw"));
+        }
+      }
       return;
     }
     if (nread == UV_EOF) {
@@ -96,12 +106,18 @@ struct TcpCallbacks {
     if (status == 0) {
       self->read_addresses();
       if (cb) {
-        cb(core::Ok{});
+        auto* handle = req->handle;
+        if (!detail::guarded(CallbackKind::kTcpConnect, [&] { cb(core::Ok{}); })) {
+          if (auto* alive = detail::owner<TcpConnection>(handle)) {
+            alive->close();
+          }
+        }
       }
     } else {
       self->close();
       if (cb) {
-        cb(detail::uv_error("connect to " + self->peer_.to_string(), status));
+        auto error = detail::uv_error("connect to " + self->peer_.to_string(), status);
+        detail::guarded(CallbackKind::kTcpConnect, [&] { cb(error); });
       }
     }
   }
@@ -123,8 +139,9 @@ struct TcpCallbacks {
     // RTSP is request/response with small messages: Nagle would only add latency.
     uv_tcp_nodelay(as_tcp(c->handle_), 1);
     c->read_addresses();
-    // Last use of `self`: the handler may destroy the listener.
-    self->on_connection_(std::move(c));
+    // Last use of `self`: the handler may destroy the listener. If it throws, the connection it
+    // was handed is destroyed with the unwinding (or kept by the handler): either way, no leak.
+    detail::guarded(CallbackKind::kTcpAccept, [&] { self->on_connection_(std::move(c)); });
   }
 };
 
@@ -237,7 +254,7 @@ void TcpConnection::fail(const core::Status& why) {
   auto cb = std::move(on_close_);
   on_close_ = nullptr;
   if (cb) {
-    cb(why);
+    detail::guarded(CallbackKind::kTcpClose, [&] { cb(why); });
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "callback_guard.hpp"
 #include "predrop/net/clock.hpp"
 #include "uv_util.hpp"
 
@@ -78,11 +79,14 @@ struct UdpCallbacks {
     }
     ++self->stats_.received;
     const std::uint64_t now = monotonic_now_us();
-    // Last use of `self`: the handler may destroy the endpoint.
-    self->on_datagram_(
-        std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(buf->base),
-                                      static_cast<std::size_t>(nread)),
-        *from, now);
+    // Last use of `self`: the handler may destroy the endpoint. A handler that throws loses only
+    // this datagram.
+    detail::guarded(CallbackKind::kUdpReceive, [&] {
+      self->on_datagram_(
+          std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(buf->base),
+                                        static_cast<std::size_t>(nread)),
+          *from, now);
+    });
   }
 };
 
