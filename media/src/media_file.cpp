@@ -1,6 +1,7 @@
-// MediaFile::open: demux once, packetize (RFC 6184 / 3640 / 7587), cut into blocks, rank
-// importance. Runs once per file, off the packet path, so it may allocate freely; the result is
-// immutable and shared.
+// MediaFile::open: demux once with FFmpeg and hand each stream's samples to its packetizer
+// (h264_packetizer, aac_packetizer, opus_packetizer), then order the frames and cut the blocks
+// (block_cutter), rank importance (importance) and lay the result out (emit). Runs once per
+// file, off the packet path, so it may allocate freely; the result is immutable and shared.
 #include "predrop/media/media_file.hpp"
 
 #include <algorithm>
@@ -9,12 +10,20 @@
 #include <numeric>
 #include <utility>
 
+#include "aac_packetizer.hpp"
 #include "av_util.hpp"
 #include "bitstream.hpp"
+#include "block_cutter.hpp"
+#include "h264_packetizer.hpp"
+#include "importance.hpp"
+#include "opus_packetizer.hpp"
+#include "staging.hpp"
 
 namespace predrop::media {
 
 using detail::Bytes;
+using detail::StagedFrame;
+using detail::StagedPacket;
 
 std::string StreamInfo::media() const {
   return kind == MediaKind::kVideo ? "video" : "audio";
@@ -44,115 +53,62 @@ std::optional<std::uint32_t> MediaFile::block_for_display(std::uint32_t display_
 }
 
 namespace {
-
 constexpr std::size_t kMaxWarningTexts = 16;
-constexpr std::uint8_t kRtpNalStapA = 24;
-constexpr std::uint8_t kRtpNalFuA = 28;
-
-std::int64_t floor_div(std::int64_t a, std::int64_t b) {
-  std::int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
-// The position of `j` in the drop order of `m` disposable frames: ascending bit-reversed j (over
-// the next power of two), so that dropping the lowest ranks first thins the block out evenly
-// (van der Corput order) instead of removing a run of neighbours.
-std::vector<std::uint32_t> bit_reversed_ranks(std::uint32_t m) {
-  unsigned bits = 0;
-  while ((std::uint64_t{1} << bits) < m)
-    ++bits;
-  auto reverse = [bits](std::uint32_t v) {
-    std::uint32_t r = 0;
-    for (unsigned b = 0; b < bits; ++b)
-      r |= ((v >> b) & 1u) << (bits - 1 - b);
-    return r;
-  };
-  std::vector<std::uint32_t> order(m);
-  std::iota(order.begin(), order.end(), 0u);
-  std::sort(order.begin(), order.end(),
-            [&](std::uint32_t a, std::uint32_t b) { return reverse(a) < reverse(b); });
-  std::vector<std::uint32_t> rank(m);
-  for (std::uint32_t p = 0; p < m; ++p)
-    rank[order[p]] = p;
-  return rank;
-}
-
 }  // namespace
 
 class MediaFileBuilder {
  public:
   MediaFileBuilder(std::string path, const PacketizeOptions& options)
-      : path_(std::move(path)), options_(options) {}
+      : path_(std::move(path)),
+        options_(options),
+        sink_(file_.arena_, staged_packets_),
+        h264_(options.max_payload, warner()),
+        aac_(options.max_payload, warner()),
+        opus_(options.max_payload, warner()) {}
 
   core::Result<std::shared_ptr<const MediaFile>> build();
 
  private:
-  // A packet before the final ordering: payload already in the arena.
-  struct StagedPacket {
-    std::uint64_t offset = 0;
-    std::uint16_t size = 0;
-    bool marker = false;
-    bool parameter_set = false;
-  };
-  // A frame before the final ordering.
-  struct StagedFrame {
-    Frame frame;
-    std::int64_t pts = 0;  // in the stream's time base, for exact ordering
-    std::int64_t send_us = 0;
-    std::uint32_t first_staged = 0;
-    std::uint32_t staged_count = 0;
-  };
-
   void warn(std::string text) {
     ++file_.warning_count_;
     if (file_.warnings_.size() < kMaxWarningTexts) file_.warnings_.push_back(std::move(text));
+  }
+  detail::Warn warner() {
+    return [this](std::string text) { warn(std::move(text)); };
   }
   core::Status check_options() const;
   core::Status select_streams();
   void read_packets();
   void add_video(const AVPacket& packet);
   void add_audio(const AVPacket& packet);
-  void stage_payload(Bytes head, Bytes body, bool marker, bool parameter_set);
-  void stage_nal(Bytes nal, bool parameter_set);
+  std::optional<std::int64_t> packet_pts(const AVPacket& packet, int track);
+  StagedFrame start_frame(std::int64_t pts, const AVPacket& packet, const AVStream* st,
+                          std::uint32_t clock, std::uint8_t stream);
+  void finish_frame(StagedFrame& f);
   std::uint32_t rtp_timestamp(std::int64_t pts, AVRational tb, std::uint32_t clock) const;
   void finish_stream_info();
-  void order_video();
-  void make_blocks();
-  void assign_importance();
   void emit();
 
   std::string path_;
   PacketizeOptions options_;
   MediaFile file_;
   detail::InputFormatPtr format_;
+  std::vector<StagedPacket> staged_packets_;
+  detail::PayloadSink sink_;
+  detail::H264Packetizer h264_;
+  detail::AacPacketizer aac_;
+  detail::OpusPacketizer opus_;
 
   int video_index_ = -1;  // in the demuxer
   int audio_index_ = -1;
   AVRational origin_tb_{1, 1};
   std::int64_t origin_ = 0;
-
-  // H.264 state.
-  int length_size_ = 0;  // 0: Annex-B samples
-  std::vector<std::vector<std::uint8_t>> sps_, pps_;
-  std::vector<std::vector<std::uint8_t>> sdp_sps_, sdp_pps_;  // first ones seen, for the SDP
-  std::vector<std::uint8_t> pending_nals_;  // non-VCL units of a sample without a picture
-  std::vector<Bytes> nals_;
-  bool warned_no_parameter_sets_ = false;
-  // Audio state.
-  std::vector<std::uint8_t> audio_config_;
-  bool opus_marker_sent_ = false;
   std::int64_t last_pts_[2] = {AV_NOPTS_VALUE, AV_NOPTS_VALUE};
 
-  std::vector<StagedPacket> staged_packets_;
-  std::vector<StagedFrame> video_;  // decode order
-  std::vector<StagedFrame> audio_;  // read order
-  // Video: decode position -> display index, display-ordered pts in µs.
-  std::vector<std::uint32_t> display_of_;
-  // Block cuts in primary-track positions (video if any, else audio), and block start times.
-  std::vector<std::uint32_t> cuts_;
-  std::vector<std::int64_t> block_start_us_;
-  std::int64_t end_us_ = 0;
+  std::vector<StagedFrame> video_;         // decode order
+  std::vector<StagedFrame> audio_;         // read order
+  std::vector<std::uint32_t> display_of_;  // video: decode position -> display index
+  detail::BlockCuts cuts_;
 };
 
 core::Result<std::shared_ptr<const MediaFile>> MediaFile::open(const std::string& path,
@@ -189,7 +145,7 @@ core::Result<std::shared_ptr<const MediaFile>> MediaFileBuilder::build() {
   if (video_.empty() && audio_.empty()) {
     return core::make_error("'" + path_ + "': no packet of a supported stream could be read");
   }
-  if (!audio_.empty() && audio_config_.empty() &&
+  if (!audio_.empty() && aac_.config().empty() &&
       format_->streams[audio_index_]->codecpar->codec_id == AV_CODEC_ID_AAC) {
     warn("AAC stream has neither extradata nor ADTS headers; audio dropped");
     audio_.clear();
@@ -198,9 +154,10 @@ core::Result<std::shared_ptr<const MediaFile>> MediaFileBuilder::build() {
     return core::make_error("'" + path_ + "': no packet of a supported stream could be read");
   }
   finish_stream_info();
-  order_video();
-  make_blocks();
-  assign_importance();
+  display_of_ = detail::order_frames(video_, audio_, warner());
+  cuts_ = detail::cut_blocks(video_, audio_, options_.block);
+  detail::assign_importance(video_, audio_, display_of_,
+                            static_cast<std::uint32_t>(cuts_.start_us.size()));
   emit();
   format_.reset();
   return std::shared_ptr<const MediaFile>(new MediaFile(std::move(file_)));
@@ -241,22 +198,8 @@ core::Status MediaFileBuilder::select_streams() {
     const AVStream* st = format_->streams[video_index_];
     origin_tb_ = st->time_base;
     origin_ = detail::stream_origin(st);
-    Bytes extra(st->codecpar->extradata,
-                static_cast<std::size_t>(std::max(0, st->codecpar->extradata_size)));
-    if (auto avcc = detail::parse_avcc(extra)) {
-      length_size_ = avcc->length_size;
-      sps_ = avcc->sps;
-      pps_ = avcc->pps;
-    } else if (!extra.empty()) {
-      std::vector<Bytes> units;
-      detail::split_annexb(extra, units);
-      for (Bytes u : units) {
-        if (detail::nal_type(u) == detail::kNalSps) sps_.emplace_back(u.begin(), u.end());
-        if (detail::nal_type(u) == detail::kNalPps) pps_.emplace_back(u.begin(), u.end());
-      }
-    }
-    sdp_sps_ = sps_;
-    sdp_pps_ = pps_;
+    h264_.configure(Bytes(st->codecpar->extradata,
+                          static_cast<std::size_t>(std::max(0, st->codecpar->extradata_size))));
   }
   if (audio_index_ >= 0) {
     const AVStream* st = format_->streams[audio_index_];
@@ -273,7 +216,7 @@ core::Status MediaFileBuilder::select_streams() {
     file_.audio_stream_ = static_cast<std::uint8_t>(file_.streams_.size());
     file_.streams_.push_back(info);
     if (info.codec == Codec::kAac && par->extradata_size >= 2) {
-      audio_config_.assign(par->extradata, par->extradata + par->extradata_size);
+      aac_.configure(Bytes(par->extradata, static_cast<std::size_t>(par->extradata_size)));
     }
     if (video_index_ < 0) {
       origin_tb_ = st->time_base;
@@ -323,245 +266,66 @@ void MediaFileBuilder::read_packets() {
   }
 }
 
-void MediaFileBuilder::stage_payload(Bytes head, Bytes body, bool marker, bool parameter_set) {
-  StagedPacket p;
-  p.offset = file_.arena_.size();
-  p.size = static_cast<std::uint16_t>(head.size() + body.size());
-  p.marker = marker;
-  p.parameter_set = parameter_set;
-  file_.arena_.insert(file_.arena_.end(), head.begin(), head.end());
-  file_.arena_.insert(file_.arena_.end(), body.begin(), body.end());
-  staged_packets_.push_back(p);
+std::optional<std::int64_t> MediaFileBuilder::packet_pts(const AVPacket& packet, int track) {
+  std::int64_t pts = packet.pts != AV_NOPTS_VALUE ? packet.pts : packet.dts;
+  if (pts == AV_NOPTS_VALUE) {
+    const bool no_previous = last_pts_[track] == AV_NOPTS_VALUE || (track == 0 && video_.empty());
+    if (no_previous) {
+      warn(std::string(track == 0 ? "video" : "audio") + " packet without timestamp skipped");
+      return std::nullopt;
+    }
+    pts = last_pts_[track] + std::max<std::int64_t>(1, packet.duration);
+  }
+  last_pts_[track] = pts;
+  return pts;
 }
 
-void MediaFileBuilder::stage_nal(Bytes nal, bool parameter_set) {
-  const std::size_t max = options_.max_payload;
-  if (nal.size() <= max) {
-    // RFC 6184 §5.6: a single NAL unit packet is the NAL unit itself.
-    stage_payload({}, nal, false, parameter_set);
-    return;
-  }
-  // RFC 6184 §5.8 FU-A: FU indicator (F, NRI of the unit, type 28) and FU header (S, E, R=0,
-  // the unit's type); the unit's own header byte is not repeated.
-  const std::uint8_t indicator = static_cast<std::uint8_t>((nal[0] & 0xe0) | kRtpNalFuA);
-  const std::uint8_t type = nal[0] & 0x1f;
-  Bytes rest = nal.subspan(1);
-  const std::size_t chunk = max - 2;
-  bool first = true;
-  while (!rest.empty()) {
-    const std::size_t n = std::min(chunk, rest.size());
-    const bool last = n == rest.size();
-    const std::uint8_t header =
-        static_cast<std::uint8_t>((first ? 0x80 : 0) | (last ? 0x40 : 0) | type);
-    const std::uint8_t head[2] = {indicator, header};
-    stage_payload(head, rest.first(n), false, parameter_set);
-    rest = rest.subspan(n);
-    first = false;
+StagedFrame MediaFileBuilder::start_frame(std::int64_t pts, const AVPacket& packet,
+                                          const AVStream* st, std::uint32_t clock,
+                                          std::uint8_t stream) {
+  StagedFrame f;
+  f.pts = pts;
+  f.frame.pts_us = detail::to_us(pts, st->time_base) - detail::to_us(origin_, origin_tb_);
+  f.frame.duration_us = packet.duration > 0 ? detail::to_us(packet.duration, st->time_base) : 0;
+  f.frame.rtp_timestamp = rtp_timestamp(pts, st->time_base, clock);
+  f.frame.stream = stream;
+  f.first_staged = sink_.count();
+  return f;
+}
+
+void MediaFileBuilder::finish_frame(StagedFrame& f) {
+  f.staged_count = sink_.count() - f.first_staged;
+  for (std::uint32_t i = f.first_staged; i < staged_packets_.size(); ++i) {
+    f.frame.bytes += staged_packets_[i].size;
   }
 }
 
 void MediaFileBuilder::add_video(const AVPacket& packet) {
+  const auto pts = packet_pts(packet, 0);
+  if (!pts) return;
   const AVStream* st = format_->streams[video_index_];
-  std::int64_t pts = packet.pts != AV_NOPTS_VALUE ? packet.pts : packet.dts;
-  if (pts == AV_NOPTS_VALUE) {
-    if (video_.empty() || last_pts_[0] == AV_NOPTS_VALUE) {
-      warn("video packet without timestamp skipped");
-      return;
-    }
-    pts = last_pts_[0] + std::max<std::int64_t>(1, packet.duration);
-  }
-  last_pts_[0] = pts;
-
-  Bytes data(packet.data, static_cast<std::size_t>(std::max(0, packet.size)));
-  nals_.clear();
-  bool clean = true;
-  // The sample format is the container's word, never the sample's first bytes: with avcC
-  // extradata (MP4, MKV) every sample is length-prefixed, and a 4-byte prefix of a 256..511-byte
-  // NAL unit (00 00 01 xx) looks exactly like an Annex B start code (issue 10, finding 2).
-  // Without avcC (MPEG-TS, raw .h264) samples are Annex B. FFmpeg's h264_mp4toannexb decides the
-  // same way, from extradata alone.
-  if (length_size_ > 0) {
-    clean = detail::split_length_prefixed(data, length_size_, nals_);
-  } else {
-    clean = detail::split_annexb(data, nals_);
-  }
-  if (!clean) warn("malformed H.264 sample at frame " + std::to_string(video_.size()));
-
-  // Keep what RTP can carry: drop access unit delimiters and filler (RFC 6184 allows it) and
-  // types 0 and 24..31, which RTP reuses for aggregation and fragmentation units.
-  std::erase_if(nals_, [](Bytes n) {
-    const std::uint8_t t = detail::nal_type(n);
-    return t == 0 || t >= 24 || t == detail::kNalAud || t == detail::kNalFiller;
-  });
-  const auto first_vcl = std::find_if(nals_.begin(), nals_.end(), [](Bytes n) {
-    const std::uint8_t t = detail::nal_type(n);
-    return t >= detail::kNalSlice && t <= detail::kNalIdr;
-  });
-  if (first_vcl == nals_.end()) {
-    // No picture: carry its parameter sets / SEI into the next frame rather than invent a frame
-    // the decoder would never output.
-    for (Bytes n : nals_) {
-      const std::uint32_t size = static_cast<std::uint32_t>(n.size());
-      for (int s = 3; s >= 0; --s)
-        pending_nals_.push_back(static_cast<std::uint8_t>(size >> (8 * s)));
-      pending_nals_.insert(pending_nals_.end(), n.begin(), n.end());
-    }
-    return;
-  }
-
-  // Units carried over from a picture-less sample come first.
-  std::vector<Bytes> units;
-  if (!pending_nals_.empty()) {
-    detail::split_length_prefixed(pending_nals_, 4, units);
-  }
-  units.insert(units.end(), nals_.begin(), nals_.end());
-
-  bool has_idr = false, has_sps = false, has_pps = false;
-  std::vector<std::vector<std::uint8_t>> inband_sps, inband_pps;
-  for (Bytes n : units) {
-    const std::uint8_t t = detail::nal_type(n);
-    has_idr = has_idr || t == detail::kNalIdr;
-    if (t == detail::kNalSps) {
-      has_sps = true;
-      inband_sps.emplace_back(n.begin(), n.end());
-    }
-    if (t == detail::kNalPps) {
-      has_pps = true;
-      inband_pps.emplace_back(n.begin(), n.end());
-    }
-  }
-  if (has_sps) sps_ = inband_sps;
-  if (has_pps) pps_ = inband_pps;
-  if (sdp_sps_.empty() && has_sps) sdp_sps_ = inband_sps;
-  if (sdp_pps_.empty() && has_pps) sdp_pps_ = inband_pps;
-
-  const Bytes vcl = *std::find_if(units.begin(), units.end(), [](Bytes n) {
-    const std::uint8_t t = detail::nal_type(n);
-    return t >= detail::kNalSlice && t <= detail::kNalIdr;
-  });
-  const auto slice_type = detail::parse_slice_type(vcl);
-  const bool keyframe =
-      has_idr || ((packet.flags & AV_PKT_FLAG_KEY) && slice_type && *slice_type == 2);
-
-  StagedFrame f;
-  f.pts = pts;
-  f.frame.pts_us = detail::to_us(pts, st->time_base) - detail::to_us(origin_, origin_tb_);
-  f.frame.duration_us = packet.duration > 0 ? detail::to_us(packet.duration, st->time_base) : 0;
-  f.frame.rtp_timestamp = rtp_timestamp(pts, st->time_base, 90000);
-  f.frame.stream = *file_.video_stream_;
-  f.frame.reference = detail::nal_ref_idc(vcl) != 0;
-  if (keyframe) {
-    f.frame.type = FrameType::kKey;
-  } else if (!slice_type) {
-    f.frame.type = FrameType::kUnknown;
-    f.frame.reference = true;  // be conservative about what we do not understand
-  } else {
-    static constexpr FrameType kBySliceType[5] = {FrameType::kPredicted, FrameType::kBidir,
-                                                  FrameType::kIntra, FrameType::kPredicted,
-                                                  FrameType::kIntra};
-    f.frame.type = kBySliceType[*slice_type];
-  }
-  f.first_staged = static_cast<std::uint32_t>(staged_packets_.size());
-
-  // Parameter sets in-band before every keyframe, so that a receiver can join at any GOP and a
-  // lost SDP or a player that ignores sprop-parameter-sets still decodes.
-  if (keyframe && !(has_sps && has_pps)) {
-    if (sps_.empty() || pps_.empty()) {
-      if (!warned_no_parameter_sets_) warn("keyframe without known SPS/PPS");
-      warned_no_parameter_sets_ = true;
-    }
-    if (!has_sps) {
-      for (const auto& s : sps_)
-        stage_nal(s, true);
-    }
-    if (!has_pps) {
-      for (const auto& p : pps_)
-        stage_nal(p, true);
-    }
-  }
-  for (Bytes n : units) {
-    const std::uint8_t t = detail::nal_type(n);
-    stage_nal(n, t == detail::kNalSps || t == detail::kNalPps);
-  }
-  pending_nals_.clear();
-  f.staged_count = static_cast<std::uint32_t>(staged_packets_.size()) - f.first_staged;
-  // RFC 6184 §5.1: the marker bit is set on the last packet of the access unit.
-  staged_packets_.back().marker = true;
-  for (std::uint32_t i = f.first_staged; i < staged_packets_.size(); ++i) {
-    f.frame.bytes += staged_packets_[i].size;
-  }
+  StagedFrame f = start_frame(*pts, packet, st, 90000, *file_.video_stream_);
+  const Bytes sample(packet.data, static_cast<std::size_t>(std::max(0, packet.size)));
+  const auto picture = h264_.add_sample(sample, (packet.flags & AV_PKT_FLAG_KEY) != 0, sink_);
+  if (!picture) return;  // no picture: its units go with the next one
+  f.frame.type = picture->type;
+  f.frame.reference = picture->reference;
+  finish_frame(f);
   video_.push_back(f);
 }
 
 void MediaFileBuilder::add_audio(const AVPacket& packet) {
+  const auto pts = packet_pts(packet, 1);
+  if (!pts) return;
   const AVStream* st = format_->streams[audio_index_];
   const StreamInfo& info = file_.streams_[*file_.audio_stream_];
-  std::int64_t pts = packet.pts != AV_NOPTS_VALUE ? packet.pts : packet.dts;
-  if (pts == AV_NOPTS_VALUE) {
-    if (last_pts_[1] == AV_NOPTS_VALUE) {
-      warn("audio packet without timestamp skipped");
-      return;
-    }
-    pts = last_pts_[1] + std::max<std::int64_t>(1, packet.duration);
-  }
-  last_pts_[1] = pts;
-  Bytes au(packet.data, static_cast<std::size_t>(std::max(0, packet.size)));
+  const Bytes au(packet.data, static_cast<std::size_t>(std::max(0, packet.size)));
   if (au.empty()) return;
-
-  StagedFrame f;
-  f.pts = pts;
-  f.frame.pts_us = detail::to_us(pts, st->time_base) - detail::to_us(origin_, origin_tb_);
-  f.frame.duration_us = packet.duration > 0 ? detail::to_us(packet.duration, st->time_base) : 0;
-  f.frame.rtp_timestamp = rtp_timestamp(pts, st->time_base, info.clock_rate);
-  f.frame.stream = *file_.audio_stream_;
+  StagedFrame f = start_frame(*pts, packet, st, info.clock_rate, *file_.audio_stream_);
   f.frame.type = FrameType::kAudio;
-  f.first_staged = static_cast<std::uint32_t>(staged_packets_.size());
-
-  if (info.codec == Codec::kAac) {
-    // MPEG-TS carries ADTS frames; RFC 3640 carries raw access units.
-    if (auto adts = detail::parse_adts(au); adts) {
-      if (adts->raw_blocks != 1 || adts->frame_size > au.size()) {
-        warn("ADTS frame with several raw blocks or truncated; skipped");
-        return;
-      }
-      if (audio_config_.empty()) {
-        audio_config_ = detail::audio_specific_config(adts->object_type, adts->sample_rate_index,
-                                                      adts->channel_config);
-      }
-      au = au.subspan(adts->header_size, adts->frame_size - adts->header_size);
-    }
-    // RFC 3640 §3.3.6 (AAC-hbr): AU-headers-length = 16 bits, then one AU-header of
-    // AU-size(13) | AU-Index(3) = 0. The 13-bit size bounds an access unit to 8191 bytes.
-    if (au.empty() || au.size() > 8191) {
-      warn("AAC access unit of " + std::to_string(au.size()) + " bytes skipped");
-      return;
-    }
-    const std::uint16_t au_header = static_cast<std::uint16_t>(au.size() << 3);
-    const std::uint8_t head[4] = {0x00, 0x10, static_cast<std::uint8_t>(au_header >> 8),
-                                  static_cast<std::uint8_t>(au_header & 0xff)};
-    // §3.2.3: an AU larger than a packet is fragmented; every fragment repeats the AU-header
-    // with the full AU size, and the marker bit is set only on the last one.
-    const std::size_t chunk = options_.max_payload - sizeof head;
-    Bytes rest = au;
-    while (!rest.empty()) {
-      const std::size_t n = std::min(chunk, rest.size());
-      stage_payload(head, rest.first(n), n == rest.size(), false);
-      rest = rest.subspan(n);
-    }
-  } else {
-    // RFC 7587 §4.2: one Opus packet per RTP packet, never fragmented.
-    if (au.size() > options_.max_payload) {
-      warn("Opus packet of " + std::to_string(au.size()) + " bytes exceeds max_payload; skipped");
-      return;
-    }
-    // §4.1: the marker bit marks the first packet of a talkspurt; without DTX, only the first.
-    stage_payload({}, au, !opus_marker_sent_, false);
-    opus_marker_sent_ = true;
-  }
-  f.staged_count = static_cast<std::uint32_t>(staged_packets_.size()) - f.first_staged;
-  for (std::uint32_t i = f.first_staged; i < staged_packets_.size(); ++i) {
-    f.frame.bytes += staged_packets_[i].size;
-  }
+  const bool staged = info.codec == Codec::kAac ? aac_.add(au, sink_) : opus_.add(au, sink_);
+  if (!staged) return;
+  finish_frame(f);
   audio_.push_back(f);
 }
 
@@ -576,15 +340,16 @@ void MediaFileBuilder::finish_stream_info() {
     info.encoding = "H264/90000";
     // Same layout as FFmpeg's sdp.c, which ffplay and the other players are known to read.
     info.fmtp = "packetization-mode=1";
-    if (!sdp_sps_.empty() && !sdp_pps_.empty()) {
+    if (!h264_.sdp_sps().empty() && !h264_.sdp_pps().empty()) {
       std::string sets;
-      for (const auto& s : sdp_sps_)
+      for (const auto& s : h264_.sdp_sps())
         sets += (sets.empty() ? "" : ",") + detail::base64(s);
-      for (const auto& p : sdp_pps_)
+      for (const auto& p : h264_.sdp_pps())
         sets += "," + detail::base64(p);
       info.fmtp += "; sprop-parameter-sets=" + sets;
-      if (sdp_sps_[0].size() >= 4) {
-        info.fmtp += "; profile-level-id=" + detail::hex_upper(Bytes(sdp_sps_[0]).subspan(1, 3));
+      if (h264_.sdp_sps()[0].size() >= 4) {
+        info.fmtp +=
+            "; profile-level-id=" + detail::hex_upper(Bytes(h264_.sdp_sps()[0]).subspan(1, 3));
       }
     }
   }
@@ -596,7 +361,7 @@ void MediaFileBuilder::finish_stream_info() {
       info.fmtp =
           "profile-level-id=1;mode=AAC-hbr;sizelength=13;indexlength=3;indexdeltalength=3; "
           "config=" +
-          detail::hex_upper(audio_config_);
+          detail::hex_upper(aac_.config());
     } else {
       info.encoding = "opus/48000/2";  // RFC 7587 §7: always 2 channels in the rtpmap
       info.fmtp = info.channels == 2 ? "sprop-stereo=1" : "";
@@ -604,151 +369,8 @@ void MediaFileBuilder::finish_stream_info() {
   }
 }
 
-void MediaFileBuilder::order_video() {
-  const std::size_t n = video_.size();
-  std::vector<std::uint32_t> by_pts(n);
-  std::iota(by_pts.begin(), by_pts.end(), 0u);
-  std::stable_sort(by_pts.begin(), by_pts.end(),
-                   [&](std::uint32_t a, std::uint32_t b) { return video_[a].pts < video_[b].pts; });
-  display_of_.assign(n, 0);
-  for (std::uint32_t d = 0; d < n; ++d) {
-    display_of_[by_pts[d]] = d;
-    if (d > 0 && video_[by_pts[d]].pts == video_[by_pts[d - 1]].pts) {
-      warn("two video frames share pts " + std::to_string(video_[by_pts[d]].pts));
-    }
-  }
-  // The i-th frame in decode order is sent at the i-th presentation time: a monotonic send
-  // clock with the stream's constant reordering delay removed, without trusting container DTS.
-  for (std::uint32_t i = 0; i < n; ++i)
-    video_[i].send_us = video_[by_pts[i]].frame.pts_us;
-  std::stable_sort(audio_.begin(), audio_.end(),
-                   [](const StagedFrame& a, const StagedFrame& b) { return a.pts < b.pts; });
-  for (auto& a : audio_)
-    a.send_us = a.frame.pts_us;
-}
-
-void MediaFileBuilder::make_blocks() {
-  // The primary track decides where blocks may end: video if present, else audio.
-  std::vector<StagedFrame>& primary = video_.empty() ? audio_ : video_;
-  std::vector<StagedFrame>* secondary = video_.empty() ? nullptr : &audio_;
-  const std::size_t n = primary.size();
-
-  // cut_time[i]: earliest pts (µs) among primary frames [i, n); a cut before i is clean when
-  // every frame before it is presented earlier than that.
-  std::vector<std::int64_t> cut_time(n + 1, std::numeric_limits<std::int64_t>::max());
-  for (std::size_t i = n; i-- > 0;) {
-    cut_time[i] = std::min(cut_time[i + 1], primary[i].frame.pts_us);
-  }
-  std::vector<bool> clean(n + 1, false);
-  std::int64_t prefix_max = std::numeric_limits<std::int64_t>::min();
-  for (std::size_t i = 1; i < n; ++i) {
-    prefix_max = std::max(prefix_max, primary[i - 1].frame.pts_us);
-    clean[i] = prefix_max < cut_time[i];
-  }
-  end_us_ = 0;
-  for (const auto* track : {&video_, &audio_}) {
-    for (const auto& f : *track) {
-      end_us_ = std::max(end_us_, f.frame.pts_us + std::max<std::int64_t>(f.frame.duration_us, 0));
-    }
-  }
-
-  // Audio bytes with pts before a time, for byte-sized blocks.
-  std::vector<std::uint64_t> audio_prefix(1, 0);
-  if (secondary) {
-    for (const auto& a : *secondary)
-      audio_prefix.push_back(audio_prefix.back() + a.frame.bytes);
-  }
-  auto audio_bytes_before = [&](std::int64_t t) -> std::uint64_t {
-    if (!secondary) return 0;
-    auto it =
-        std::lower_bound(secondary->begin(), secondary->end(), t,
-                         [](const StagedFrame& a, std::int64_t v) { return a.frame.pts_us < v; });
-    return audio_prefix[static_cast<std::size_t>(it - secondary->begin())];
-  };
-
-  const std::int64_t start0 = cut_time[0];
-  cuts_.assign(1, 0);
-  block_start_us_.assign(1, start0);
-  const std::uint64_t size = options_.block.value;
-  if (options_.block.unit == BlockSize::Unit::kDuration) {
-    // Nominal boundaries sit on the k x d grid from the origin; each cut is the first clean
-    // point at or after one, so cuts never drift (an early frame, such as an AAC priming frame
-    // before the origin, just joins the first block).
-    const auto d = static_cast<std::int64_t>(size);
-    std::int64_t next_end = std::max(d, (floor_div(start0, d) + 1) * d);
-    for (std::size_t i = 1; i < n; ++i) {
-      if (!clean[i] || cut_time[i] < next_end) continue;
-      cuts_.push_back(static_cast<std::uint32_t>(i));
-      block_start_us_.push_back(cut_time[i]);
-      next_end = (floor_div(cut_time[i], d) + 1) * d;
-    }
-  } else {
-    std::uint64_t primary_bytes = 0;
-    std::uint64_t audio_at_start = audio_bytes_before(std::numeric_limits<std::int64_t>::min());
-    for (std::size_t i = 1; i < n; ++i) {
-      primary_bytes += primary[i - 1].frame.bytes;
-      if (!clean[i]) continue;
-      const std::uint64_t audio_now = audio_bytes_before(cut_time[i]);
-      if (primary_bytes + (audio_now - audio_at_start) < size) continue;
-      cuts_.push_back(static_cast<std::uint32_t>(i));
-      block_start_us_.push_back(cut_time[i]);
-      primary_bytes = 0;
-      audio_at_start = audio_now;
-    }
-  }
-  cuts_.push_back(static_cast<std::uint32_t>(n));
-
-  for (std::uint32_t k = 0; k + 1 < cuts_.size(); ++k) {
-    for (std::uint32_t i = cuts_[k]; i < cuts_[k + 1]; ++i)
-      primary[i].frame.block = k;
-  }
-  if (secondary) {
-    for (auto& a : *secondary) {
-      auto it = std::upper_bound(block_start_us_.begin(), block_start_us_.end(), a.frame.pts_us);
-      a.frame.block = it == block_start_us_.begin()
-                          ? 0
-                          : static_cast<std::uint32_t>(it - block_start_us_.begin() - 1);
-    }
-  }
-  end_us_ = std::max(end_us_, block_start_us_.back() + 1);
-}
-
-void MediaFileBuilder::assign_importance() {
-  for (auto& a : audio_)
-    a.frame.importance = kImportanceNever;
-  // Reference frames: later in the GOP means fewer frames depend on it, so lower importance.
-  std::uint32_t since_key = 0;
-  for (auto& v : video_) {
-    if (v.frame.type == FrameType::kKey) {
-      v.frame.importance = kImportanceKey;
-      since_key = 0;
-    } else if (v.frame.reference) {
-      ++since_key;
-      v.frame.importance = static_cast<std::uint8_t>(std::max<std::int64_t>(
-          kImportanceReferenceMin, std::int64_t{kImportanceKey} - since_key));
-    }
-  }
-  // Disposable frames: per block, in display order, ranked in bit-reversed order.
-  const std::uint32_t blocks = static_cast<std::uint32_t>(block_start_us_.size());
-  std::vector<std::vector<std::uint32_t>> disposable(blocks);
-  for (std::uint32_t i = 0; i < video_.size(); ++i) {
-    if (!video_[i].frame.reference) disposable[video_[i].frame.block].push_back(i);
-  }
-  for (auto& list : disposable) {
-    std::sort(list.begin(), list.end(),
-              [&](std::uint32_t a, std::uint32_t b) { return display_of_[a] < display_of_[b]; });
-    const auto m = static_cast<std::uint32_t>(list.size());
-    const auto rank = bit_reversed_ranks(m);
-    const std::uint32_t levels = kImportanceDisposableMax + 1;
-    for (std::uint32_t j = 0; j < m; ++j) {
-      const std::uint64_t level = m <= levels ? rank[j] : std::uint64_t{rank[j]} * levels / m;
-      video_[list[j]].frame.importance = static_cast<std::uint8_t>(level);
-    }
-  }
-}
-
 void MediaFileBuilder::emit() {
-  const std::uint32_t blocks = static_cast<std::uint32_t>(block_start_us_.size());
+  const std::uint32_t blocks = static_cast<std::uint32_t>(cuts_.start_us.size());
   file_.display_order_.assign(video_.size(), 0);
   file_.blocks_.resize(blocks);
   file_.frames_.reserve(video_.size() + audio_.size());
@@ -761,8 +383,8 @@ void MediaFileBuilder::emit() {
   for (std::uint32_t k = 0; k < blocks; ++k) {
     Block& b = file_.blocks_[k];
     b.index = k;
-    b.start_us = block_start_us_[k];
-    b.duration_us = (k + 1 < blocks ? block_start_us_[k + 1] : end_us_) - b.start_us;
+    b.start_us = cuts_.start_us[k];
+    b.duration_us = (k + 1 < blocks ? cuts_.start_us[k + 1] : cuts_.end_us) - b.start_us;
     b.first_packet = static_cast<std::uint32_t>(file_.packets_.size());
     b.first_frame = static_cast<std::uint32_t>(file_.frames_.size());
 
@@ -827,7 +449,7 @@ void MediaFileBuilder::emit() {
     if (b.display_count == 0) b.first_display = next_display;
     next_display = b.first_display + b.display_count;
   }
-  file_.duration_us_ = end_us_;
+  file_.duration_us_ = cuts_.end_us;
 }
 
 core::Result<std::string> ffmpeg_reference_sdp(const std::string& path) {

@@ -1,0 +1,63 @@
+// Frame importance for priority discard (see importance.hpp).
+#include "importance.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace predrop::media::detail {
+
+std::vector<std::uint32_t> bit_reversed_ranks(std::uint32_t m) {
+  unsigned bits = 0;
+  while ((std::uint64_t{1} << bits) < m)
+    ++bits;
+  auto reverse = [bits](std::uint32_t v) {
+    std::uint32_t r = 0;
+    for (unsigned b = 0; b < bits; ++b)
+      r |= ((v >> b) & 1u) << (bits - 1 - b);
+    return r;
+  };
+  std::vector<std::uint32_t> order(m);
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return reverse(a) < reverse(b); });
+  std::vector<std::uint32_t> rank(m);
+  for (std::uint32_t p = 0; p < m; ++p)
+    rank[order[p]] = p;
+  return rank;
+}
+
+void assign_importance(std::vector<StagedFrame>& video, std::vector<StagedFrame>& audio,
+                       const std::vector<std::uint32_t>& display_of, std::uint32_t blocks) {
+  for (auto& a : audio)
+    a.frame.importance = kImportanceNever;
+  // Reference frames: later in the GOP means fewer frames depend on it, so lower importance.
+  std::uint32_t since_key = 0;
+  for (auto& v : video) {
+    if (v.frame.type == FrameType::kKey) {
+      v.frame.importance = kImportanceKey;
+      since_key = 0;
+    } else if (v.frame.reference) {
+      ++since_key;
+      v.frame.importance = static_cast<std::uint8_t>(std::max<std::int64_t>(
+          kImportanceReferenceMin, std::int64_t{kImportanceKey} - since_key));
+    }
+  }
+  // Disposable frames: per block, in display order, ranked in bit-reversed order.
+  std::vector<std::vector<std::uint32_t>> disposable(blocks);
+  for (std::uint32_t i = 0; i < video.size(); ++i) {
+    if (!video[i].frame.reference) disposable[video[i].frame.block].push_back(i);
+  }
+  for (auto& list : disposable) {
+    std::sort(list.begin(), list.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return display_of[a] < display_of[b]; });
+    const auto m = static_cast<std::uint32_t>(list.size());
+    const auto rank = bit_reversed_ranks(m);
+    const std::uint32_t levels = kImportanceDisposableMax + 1;
+    for (std::uint32_t j = 0; j < m; ++j) {
+      const std::uint64_t level = m <= levels ? rank[j] : std::uint64_t{rank[j]} * levels / m;
+      video[list[j]].frame.importance = static_cast<std::uint8_t>(level);
+    }
+  }
+}
+
+}  // namespace predrop::media::detail
