@@ -384,10 +384,24 @@ rtsp::RtspResponse error_response(int status, std::uint32_t cseq, std::string_vi
 }
 }  // namespace
 
+// The request as the method handlers see it: the connection it came on, the request, the
+// session its Session header names (nullptr if none) and the time it is handled at.
+struct StreamServer::Request {
+  Connection& c;
+  rtsp::RtspRequest& req;
+  SessionEntry* entry;
+  std::uint64_t now_us;
+};
+
+rtsp::RtspResponse StreamServer::ok_response(const Request& q) const {
+  rtsp::RtspResponse r = rtsp::make_response(200, q.req.cseq);
+  r.headers.set("Server", "predrop");
+  if (q.entry != nullptr) r.set_session(q.entry->id, options_.session_timeout_s);
+  return r;
+}
+
 std::string StreamServer::handle(Connection& c, rtsp::RtspRequest& req) {
   const std::uint64_t now = net::EventLoop::now_us();
-  rtsp::RtspResponse r = rtsp::make_response(200, req.cseq);
-  r.headers.set("Server", "predrop");
   // Session header, when the request names one.
   SessionEntry* entry = nullptr;
   if (auto sh = req.headers.get("Session")) {
@@ -400,169 +414,205 @@ std::string StreamServer::handle(Connection& c, rtsp::RtspRequest& req) {
     entry = it->second.get();
     entry->last_request_us = now;
   }
-  auto session_header = [&](rtsp::RtspResponse& resp) {
-    if (entry != nullptr) resp.set_session(entry->id, options_.session_timeout_s);
-  };
+  Request q{c, req, entry, now};
+  return rtsp::serialize(dispatch(q));
+}
 
-  switch (req.method) {
+rtsp::RtspResponse StreamServer::dispatch(Request& q) {
+  switch (q.req.method) {
     case rtsp::RtspMethod::kOptions:
-    case rtsp::RtspMethod::kGetParameter: {
-      r.headers.set("Public", std::string(kPublic));
-      session_header(r);
-      return rtsp::serialize(r);
-    }
-    case rtsp::RtspMethod::kDescribe: {
-      auto url = rtsp::parse_rtsp_url(req.url);
-      if (!url) return rtsp::serialize(error_response(400, req.cseq, url.error().message));
-      const StreamDefinition* stream = find_stream(url->stream);
-      if (stream == nullptr) {
-        return rtsp::serialize(
-            error_response(404, req.cseq, "no stream named '" + url->stream + "'"));
-      }
-      wire::SrtpKeyMaterial* key = nullptr;
-      if (options_.srtp) {
-        auto [it, fresh] = c.keys.try_emplace(stream->name);
-        if (fresh) it->second = wire::generate_key(*options_.srtp);
-        key = &it->second;
-      }
-      std::string base = req.url;
-      if (!base.empty() && base.back() != '/') base += '/';
-      r.headers.set("Content-Base", base);
-      r.set_body("application/sdp", describe(*stream, key, url->host));
-      return rtsp::serialize(r);
-    }
-    case rtsp::RtspMethod::kSetup: {
-      auto url = rtsp::parse_rtsp_url(req.url);
-      if (!url) return rtsp::serialize(error_response(400, req.cseq, url.error().message));
-      const StreamDefinition* stream = find_stream(url->stream);
-      if (stream == nullptr) {
-        return rtsp::serialize(
-            error_response(404, req.cseq, "no stream named '" + url->stream + "'"));
-      }
-      const std::uint32_t track = url->track.value_or(0);
-      if (track >= stream->media->streams().size()) {
-        return rtsp::serialize(error_response(404, req.cseq, "no such track"));
-      }
-      auto transport_value = req.headers.get("Transport");
-      if (!transport_value)
-        return rtsp::serialize(error_response(400, req.cseq, "Transport missing"));
-      auto offers = rtsp::parse_transport(*transport_value);
-      if (!offers) return rtsp::serialize(error_response(461, req.cseq, offers.error().message));
-      auto chosen = rtsp::select_transport(*offers);
-      if (!chosen || !(*offers)[*chosen].client_port) {
-        return rtsp::serialize(error_response(461, req.cseq, "only UDP unicast with client_port"));
-      }
-      rtsp::TransportSpec spec = (*offers)[*chosen];
-      if (entry != nullptr && entry->stream != stream) {
-        return rtsp::serialize(error_response(459, req.cseq, "session belongs to another stream"));
-      }
-      if (entry != nullptr && entry->session) {
-        return rtsp::serialize(error_response(455, req.cseq, "SETUP after PLAY is not supported"));
-      }
-      if (entry == nullptr) {
-        if (sessions_.size() >= options_.max_sessions) {
-          ++stats_.sessions_refused;
-          return rtsp::serialize(error_response(453, req.cseq, "session limit reached"));
-        }
-        auto fresh = std::make_unique<SessionEntry>();
-        fresh->id = new_session_id();
-        fresh->stream = stream;
-        fresh->last_request_us = now;
-        if (options_.srtp) {
-          auto it = c.keys.find(stream->name);
-          // A client that skipped DESCRIBE on this connection gets a key it cannot know; it
-          // must DESCRIBE first (every RTSP player does).
-          if (it == c.keys.end()) {
-            return rtsp::serialize(
-                error_response(455, req.cseq, "DESCRIBE first: the keys are in the SDP"));
-          }
-          fresh->key = it->second;
-        }
-        fresh->feedback = req.headers.get(kFeedbackHeader).has_value();
-        std::string base = req.url.substr(0, req.url.rfind('/'));
-        fresh->base_url = base;
-        entry = fresh.get();
-        sessions_.emplace(fresh->id, std::move(fresh));
-        ++stats_.sessions_created;
-        c.sessions.push_back(entry->id);
-        // A connection that carries a session is the player's control channel: players ping
-        // every session timeout / 2 (FFmpeg), which the plain idle timeout would race, so it
-        // lives as long as the session may.
-        c.tcp->set_idle_timeout(
-            static_cast<std::uint64_t>(
-                std::max(options_.rtsp_idle_timeout_s, options_.session_timeout_s + 10)) *
-            1000);
-      }
-      for (std::uint32_t id : entry->track_ids) {
-        if (id == track)
-          return rtsp::serialize(error_response(459, req.cseq, "track already set up"));
-      }
-      const net::SocketAddress peer = c.tcp->peer_address();
-      auto dest = net::SocketAddress::from_ip(peer.ip_string(), spec.client_port->rtp);
-      auto rtcp_dest = net::SocketAddress::from_ip(peer.ip_string(), spec.client_port->rtcp);
-      if (!dest || !rtcp_dest)
-        return rtsp::serialize(error_response(400, req.cseq, "bad client address"));
-      const std::uint32_t ssrc = random_u32();
-      entry->tracks.push_back(SessionTrack{static_cast<std::uint8_t>(track), *dest, *rtcp_dest,
-                                           ssrc, static_cast<std::uint16_t>(random_u32()),
-                                           random_u32()});
-      entry->track_ids.push_back(track);
-      rtsp::TransportSpec reply;
-      reply.protocol = options_.srtp && spec.protocol.find("SAVP") != std::string::npos
-                           ? spec.protocol
-                           : spec.protocol;
-      reply.client_port = spec.client_port;
-      reply.server_port = rtsp::PortPair{rtp_port(), static_cast<std::uint16_t>(rtp_port() + 1)};
-      reply.ssrc = ssrc;
-      r.headers.set("Transport", rtsp::format_transport(reply));
-      session_header(r);
-      return rtsp::serialize(r);
-    }
-    case rtsp::RtspMethod::kPlay: {
-      if (entry == nullptr)
-        return rtsp::serialize(error_response(454, req.cseq, "Session missing"));
-      if (!start_session(*entry, now)) {
-        return rtsp::serialize(error_response(500, req.cseq, "session could not start"));
-      }
-      entry->session->play(now);
-      std::vector<rtsp::RtpInfoEntry> info;
-      for (std::size_t t = 0; t < entry->tracks.size(); ++t) {
-        rtsp::RtpInfoEntry e;
-        e.url = entry->base_url + "/trackID=" + std::to_string(entry->track_ids[t]);
-        e.seq = entry->session->next_sequence(t);
-        e.rtptime = entry->session->rtp_timestamp_at_start(t);
-        info.push_back(std::move(e));
-      }
-      r.headers.set("RTP-Info", rtsp::format_rtp_info(info));
-      r.headers.set("Range", "npt=0.000-");
-      session_header(r);
-      return rtsp::serialize(r);
-    }
-    case rtsp::RtspMethod::kPause: {
-      if (entry == nullptr)
-        return rtsp::serialize(error_response(454, req.cseq, "Session missing"));
-      if (entry->session) entry->session->pause();
-      session_header(r);
-      return rtsp::serialize(r);
-    }
-    case rtsp::RtspMethod::kTeardown: {
-      if (entry == nullptr)
-        return rtsp::serialize(error_response(454, req.cseq, "Session missing"));
-      remove_session(entry->id);
-      return rtsp::serialize(r);
-    }
+      return handle_options(q);
+    case rtsp::RtspMethod::kGetParameter:
+      return handle_get_parameter(q);
+    case rtsp::RtspMethod::kDescribe:
+      return handle_describe(q);
+    case rtsp::RtspMethod::kSetup:
+      return handle_setup(q);
+    case rtsp::RtspMethod::kPlay:
+      return handle_play(q);
+    case rtsp::RtspMethod::kPause:
+      return handle_pause(q);
+    case rtsp::RtspMethod::kTeardown:
+      return handle_teardown(q);
     case rtsp::RtspMethod::kAnnounce:
     case rtsp::RtspMethod::kRecord:
     case rtsp::RtspMethod::kSetParameter:
     case rtsp::RtspMethod::kRedirect: {
-      rtsp::RtspResponse e = error_response(405, req.cseq, "this server only plays");
+      rtsp::RtspResponse e = error_response(405, q.req.cseq, "this server only plays");
       e.headers.set("Allow", std::string(kPublic));
-      return rtsp::serialize(e);
+      return e;
     }
     case rtsp::RtspMethod::kUnknown:
       break;
   }
-  return rtsp::serialize(error_response(501, req.cseq, "method not implemented"));
+  return error_response(501, q.req.cseq, "method not implemented");
+}
+
+rtsp::RtspResponse StreamServer::handle_options(Request& q) {
+  rtsp::RtspResponse r = ok_response(q);
+  r.headers.set("Public", std::string(kPublic));
+  return r;
+}
+
+rtsp::RtspResponse StreamServer::handle_get_parameter(Request& q) {
+  // The keep-alive players send (FFmpeg, VLC): answered like OPTIONS; handle() has already
+  // refreshed the session it names.
+  return handle_options(q);
+}
+
+StreamServer::StreamLookup StreamServer::requested_stream(const Request& q) const {
+  StreamLookup out;
+  auto url = rtsp::parse_rtsp_url(q.req.url);
+  if (!url) {
+    out.error = error_response(400, q.req.cseq, url.error().message);
+    return out;
+  }
+  out.url = std::move(url.value());
+  out.stream = find_stream(out.url.stream);
+  if (out.stream == nullptr) {
+    out.error = error_response(404, q.req.cseq, "no stream named '" + out.url.stream + "'");
+  }
+  return out;
+}
+
+rtsp::RtspResponse StreamServer::handle_describe(Request& q) {
+  StreamLookup found = requested_stream(q);
+  if (found.error) return std::move(*found.error);
+  const StreamDefinition* stream = found.stream;
+  wire::SrtpKeyMaterial* key = nullptr;
+  if (options_.srtp) {
+    auto [it, fresh] = q.c.keys.try_emplace(stream->name);
+    if (fresh) it->second = wire::generate_key(*options_.srtp);
+    key = &it->second;
+  }
+  std::string base = q.req.url;
+  if (!base.empty() && base.back() != '/') base += '/';
+  rtsp::RtspResponse r = ok_response(q);
+  r.headers.set("Content-Base", base);
+  r.set_body("application/sdp", describe(*stream, key, found.url.host));
+  return r;
+}
+
+StreamServer::SessionEntry* StreamServer::create_session(Request& q, const StreamDefinition& stream,
+                                                         std::optional<rtsp::RtspResponse>& error) {
+  if (sessions_.size() >= options_.max_sessions) {
+    ++stats_.sessions_refused;
+    error = error_response(453, q.req.cseq, "session limit reached");
+    return nullptr;
+  }
+  auto fresh = std::make_unique<SessionEntry>();
+  fresh->id = new_session_id();
+  fresh->stream = &stream;
+  fresh->last_request_us = q.now_us;
+  if (options_.srtp) {
+    auto it = q.c.keys.find(stream.name);
+    // A client that skipped DESCRIBE on this connection gets a key it cannot know; it must
+    // DESCRIBE first (every RTSP player does).
+    if (it == q.c.keys.end()) {
+      error = error_response(455, q.req.cseq, "DESCRIBE first: the keys are in the SDP");
+      return nullptr;
+    }
+    fresh->key = it->second;
+  }
+  fresh->feedback = q.req.headers.get(kFeedbackHeader).has_value();
+  fresh->base_url = q.req.url.substr(0, q.req.url.rfind('/'));
+  SessionEntry* entry = fresh.get();
+  sessions_.emplace(fresh->id, std::move(fresh));
+  ++stats_.sessions_created;
+  q.c.sessions.push_back(entry->id);
+  // A connection that carries a session is the player's control channel: players ping every
+  // session timeout / 2 (FFmpeg), which the plain idle timeout would race, so it lives as long
+  // as the session may.
+  q.c.tcp->set_idle_timeout(static_cast<std::uint64_t>(std::max(options_.rtsp_idle_timeout_s,
+                                                                options_.session_timeout_s + 10)) *
+                            1000);
+  return entry;
+}
+
+rtsp::RtspResponse StreamServer::handle_setup(Request& q) {
+  const std::uint32_t cseq = q.req.cseq;
+  StreamLookup found = requested_stream(q);
+  if (found.error) return std::move(*found.error);
+  const StreamDefinition* stream = found.stream;
+  const std::uint32_t track = found.url.track.value_or(0);
+  if (track >= stream->media->streams().size()) {
+    return error_response(404, cseq, "no such track");
+  }
+  auto transport_value = q.req.headers.get("Transport");
+  if (!transport_value) return error_response(400, cseq, "Transport missing");
+  auto offers = rtsp::parse_transport(*transport_value);
+  if (!offers) return error_response(461, cseq, offers.error().message);
+  auto chosen = rtsp::select_transport(*offers);
+  if (!chosen || !(*offers)[*chosen].client_port) {
+    return error_response(461, cseq, "only UDP unicast with client_port");
+  }
+  const rtsp::TransportSpec spec = (*offers)[*chosen];
+  if (q.entry != nullptr && q.entry->stream != stream) {
+    return error_response(459, cseq, "session belongs to another stream");
+  }
+  if (q.entry != nullptr && q.entry->session) {
+    return error_response(455, cseq, "SETUP after PLAY is not supported");
+  }
+  if (q.entry == nullptr) {
+    std::optional<rtsp::RtspResponse> refused;
+    q.entry = create_session(q, *stream, refused);
+    if (q.entry == nullptr) return std::move(*refused);
+  }
+  SessionEntry& entry = *q.entry;
+  for (std::uint32_t id : entry.track_ids) {
+    if (id == track) return error_response(459, cseq, "track already set up");
+  }
+  // Media goes to the RTSP peer's own address; a Transport destination= is never honoured.
+  const net::SocketAddress peer = q.c.tcp->peer_address();
+  auto dest = net::SocketAddress::from_ip(peer.ip_string(), spec.client_port->rtp);
+  auto rtcp_dest = net::SocketAddress::from_ip(peer.ip_string(), spec.client_port->rtcp);
+  if (!dest || !rtcp_dest) return error_response(400, cseq, "bad client address");
+  const std::uint32_t ssrc = random_u32();
+  entry.tracks.push_back(SessionTrack{static_cast<std::uint8_t>(track), *dest, *rtcp_dest, ssrc,
+                                      static_cast<std::uint16_t>(random_u32()), random_u32()});
+  entry.track_ids.push_back(track);
+  rtsp::TransportSpec reply;
+  reply.protocol = spec.protocol;
+  reply.client_port = spec.client_port;
+  reply.server_port = rtsp::PortPair{rtp_port(), static_cast<std::uint16_t>(rtp_port() + 1)};
+  reply.ssrc = ssrc;
+  rtsp::RtspResponse r = ok_response(q);
+  r.headers.set("Transport", rtsp::format_transport(reply));
+  return r;
+}
+
+rtsp::RtspResponse StreamServer::handle_play(Request& q) {
+  if (q.entry == nullptr) return error_response(454, q.req.cseq, "Session missing");
+  SessionEntry& entry = *q.entry;
+  if (!start_session(entry, q.now_us)) {
+    return error_response(500, q.req.cseq, "session could not start");
+  }
+  entry.session->play(q.now_us);
+  std::vector<rtsp::RtpInfoEntry> info;
+  for (std::size_t t = 0; t < entry.tracks.size(); ++t) {
+    rtsp::RtpInfoEntry e;
+    e.url = entry.base_url + "/trackID=" + std::to_string(entry.track_ids[t]);
+    e.seq = entry.session->next_sequence(t);
+    e.rtptime = entry.session->rtp_timestamp_at_start(t);
+    info.push_back(std::move(e));
+  }
+  rtsp::RtspResponse r = ok_response(q);
+  r.headers.set("RTP-Info", rtsp::format_rtp_info(info));
+  r.headers.set("Range", "npt=0.000-");
+  return r;
+}
+
+rtsp::RtspResponse StreamServer::handle_pause(Request& q) {
+  if (q.entry == nullptr) return error_response(454, q.req.cseq, "Session missing");
+  if (q.entry->session) q.entry->session->pause();
+  return ok_response(q);
+}
+
+rtsp::RtspResponse StreamServer::handle_teardown(Request& q) {
+  if (q.entry == nullptr) return error_response(454, q.req.cseq, "Session missing");
+  remove_session(q.entry->id);
+  q.entry = nullptr;  // gone: the reply carries no Session header
+  return ok_response(q);
 }
 
 void StreamServer::remove_session(const std::string& id) {

@@ -23,12 +23,10 @@
 #include "predrop/net/socket_address.hpp"
 #include "predrop/net/tcp.hpp"
 #include "predrop/net/udp_endpoint.hpp"
+#include "predrop/rtsp/rtsp_headers.hpp"
+#include "predrop/rtsp/rtsp_message.hpp"
 #include "predrop/server/stream_session.hpp"
 #include "predrop/wire/sdes_key.hpp"
-
-namespace predrop::rtsp {
-struct RtspRequest;
-}  // namespace predrop::rtsp
 
 namespace predrop::server {
 
@@ -121,7 +119,30 @@ class StreamServer {
   void on_connection(std::unique_ptr<net::TcpConnection> tcp);
   void on_data(Connection& c, std::span<const std::uint8_t> data);
   void close_connection(Connection& c);
+
+  // RTSP request handling: handle() resolves the Session header and dispatch() calls one
+  // handler per method; each returns the response to send.
+  struct Request;
+  struct StreamLookup {
+    const StreamDefinition* stream = nullptr;
+    rtsp::RtspUrl url;
+    std::optional<rtsp::RtspResponse> error;  // set: the reply (400 bad URL, 404 no stream)
+  };
   std::string handle(Connection& c, rtsp::RtspRequest& request);
+  rtsp::RtspResponse dispatch(Request& q);
+  rtsp::RtspResponse handle_options(Request& q);
+  rtsp::RtspResponse handle_describe(Request& q);
+  rtsp::RtspResponse handle_setup(Request& q);
+  rtsp::RtspResponse handle_play(Request& q);
+  rtsp::RtspResponse handle_pause(Request& q);
+  rtsp::RtspResponse handle_teardown(Request& q);
+  rtsp::RtspResponse handle_get_parameter(Request& q);
+  // Shared by the handlers: a 200 carrying the request's Session; the stream the URL names; a
+  // new session for SETUP (nullptr and `error` set when refused).
+  rtsp::RtspResponse ok_response(const Request& q) const;
+  StreamLookup requested_stream(const Request& q) const;
+  SessionEntry* create_session(Request& q, const StreamDefinition& stream,
+                               std::optional<rtsp::RtspResponse>& error);
   void on_rtcp_datagram(std::span<const std::uint8_t> data, const net::SocketAddress& from,
                         std::uint64_t now_us);
   void tick();
