@@ -3,6 +3,7 @@
 // packet, fragmented when larger than the payload limit. MPEG-TS carries ADTS frames, which are
 // unwrapped to raw access units (and give the AudioSpecificConfig when extradata has none).
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "staging.hpp"
@@ -12,7 +13,8 @@ namespace predrop::media::detail {
 /// Packetizes the access units of one AAC stream.
 class AacPacketizer {
  public:
-  AacPacketizer(std::size_t max_payload, Warn warn) : max_payload_(max_payload), warn_(warn) {}
+  AacPacketizer(std::size_t max_payload, Warn warn)
+      : max_payload_(max_payload), warn_(std::move(warn)) {}
 
   /// The AudioSpecificConfig from the container's extradata (may be empty: then from ADTS).
   void configure(Bytes extradata) { config_.assign(extradata.begin(), extradata.end()); }

@@ -8,6 +8,7 @@
 // code, so sniffing corrupts such units. FFmpeg's h264_mp4toannexb decides the same way.
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "staging.hpp"
@@ -24,7 +25,8 @@ struct H264Picture {
 class H264Packetizer {
  public:
   /// `max_payload` bounds every payload (FU-A fragments above it).
-  H264Packetizer(std::size_t max_payload, Warn warn) : max_payload_(max_payload), warn_(warn) {}
+  H264Packetizer(std::size_t max_payload, Warn warn)
+      : max_payload_(max_payload), warn_(std::move(warn)) {}
 
   /// Reads the stream's extradata: avcC (length size and parameter sets) or Annex B units.
   void configure(Bytes extradata);

@@ -2,6 +2,7 @@
 // Private to media/src: Opus into RTP payloads per RFC 7587 — one Opus packet per RTP packet,
 // never fragmented; the marker bit on the first packet of a talkspurt (without DTX: the first).
 #include <cstdint>
+#include <utility>
 
 #include "staging.hpp"
 
@@ -10,7 +11,8 @@ namespace predrop::media::detail {
 /// Packetizes the packets of one Opus stream.
 class OpusPacketizer {
  public:
-  OpusPacketizer(std::size_t max_payload, Warn warn) : max_payload_(max_payload), warn_(warn) {}
+  OpusPacketizer(std::size_t max_payload, Warn warn)
+      : max_payload_(max_payload), warn_(std::move(warn)) {}
 
   /// Stages one Opus packet; returns false if it was skipped (larger than max_payload).
   bool add(Bytes packet, PayloadSink& sink);
