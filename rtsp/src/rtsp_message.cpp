@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdio>
+#include <type_traits>
 
 #include "predrop/core/text_util.hpp"
 
@@ -580,95 +581,78 @@ RtspParseEvent RtspFramer::next(Raw& raw, InterleavedFrame& frame, RtspParseErro
 
 }  // namespace detail
 
-// ---- request parser -------------------------------------------------------------------------
+// ---- start lines ----------------------------------------------------------------------------
 
-RtspRequestParser::RtspRequestParser(RtspParserLimits limits) : framer_(limits) {}
+namespace {
 
-RtspParseEvent RtspRequestParser::feed(std::span<const std::uint8_t> bytes) {
-  return feed(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-}
+// Why a start line was refused: the status to answer (or report) and the text.
+struct StartLineError {
+  int status = 400;
+  std::string message;
+};
 
-RtspParseEvent RtspRequestParser::feed(std::string_view text) {
-  if (failed_) {
-    return RtspParseEvent::kError;
-  }
-  if (!framer_.append(text, error_)) {
-    failed_ = true;
-    return RtspParseEvent::kError;
-  }
-  return next();
-}
-
-RtspParseEvent RtspRequestParser::next() {
-  if (failed_) {
-    return RtspParseEvent::kError;
-  }
-  const auto ev = framer_.next(raw_, frame_, error_);
-  if (ev == RtspParseEvent::kError) {
-    failed_ = error_.fatal;
-    return ev;
-  }
-  if (ev != RtspParseEvent::kMessage) {
-    return ev;
-  }
-  return finish(raw_);
-}
-
-RtspParseEvent RtspRequestParser::finish(detail::RtspFramer::Raw& raw) {
-  const auto fail = [&](int status, std::string message, std::optional<std::uint32_t> cseq) {
-    error_ = {status, std::move(message), cseq, false};
-    return RtspParseEvent::kError;
-  };
-  const auto cseq = find_cseq(raw.headers);
-  const auto parts = split_start_line(raw.start_line, 4);
+// "Method SP Request-URI SP RTSP-Version" (§6.1).
+std::optional<StartLineError> read_start_line(std::string_view line, RtspRequest& out) {
+  const auto parts = split_start_line(line, 4);
   if (parts.size() != 3) {
-    return fail(400, "malformed request line " + core::text::quote_for_error(raw.start_line),
-                cseq.value);
+    return StartLineError{400, "malformed request line " + core::text::quote_for_error(line)};
   }
   if (!core::text::is_token(parts[0])) {
-    return fail(400, "malformed method " + core::text::quote_for_error(parts[0]), cseq.value);
+    return StartLineError{400, "malformed method " + core::text::quote_for_error(parts[0])};
   }
   if (parts[2] != kVersion) {
     if (looks_like_version(parts[2])) {
-      return fail(505, "version " + core::text::quote_for_error(parts[2]) + " not supported",
-                  cseq.value);
+      return StartLineError{505,
+                            "version " + core::text::quote_for_error(parts[2]) + " not supported"};
     }
-    return fail(400, "malformed version " + core::text::quote_for_error(parts[2]), cseq.value);
+    return StartLineError{400, "malformed version " + core::text::quote_for_error(parts[2])};
   }
   if (core::text::has_ctl(parts[1])) {
-    return fail(400, "control character in URL", cseq.value);
+    return StartLineError{400, "control character in URL"};
   }
-  if (raw.header_error) {
-    return fail(400, *raw.header_error, cseq.value);
-  }
-  if (!cseq.error.empty()) {
-    return fail(400, cseq.error, std::nullopt);
-  }
-  if (!cseq.present) {
-    return fail(400, "missing CSeq header", std::nullopt);
-  }
-
-  request_ = RtspRequest{};
-  request_.method_name = std::string(parts[0]);
-  request_.method = method_from_string(parts[0]);
-  request_.url = std::string(parts[1]);
-  request_.cseq = *cseq.value;
-  for (auto& [name, value] : raw.headers) {
-    request_.headers.add(std::move(name), std::move(value));
-  }
-  request_.body = std::move(raw.body);
-  return RtspParseEvent::kMessage;
+  out.method_name = std::string(parts[0]);
+  out.method = method_from_string(parts[0]);
+  out.url = std::string(parts[1]);
+  return std::nullopt;
 }
 
-// ---- response parser ------------------------------------------------------------------------
+// "RTSP-Version SP Status-Code SP Reason-Phrase" (§7.1); the reason may be empty.
+std::optional<StartLineError> read_start_line(std::string_view line, RtspResponse& out) {
+  const auto parts = split_start_line(line, 3);
+  if (parts.size() >= 2 && parts[0] != kVersion && parts.back().ends_with(kVersion)) {
+    return StartLineError{
+        501, "request " + core::text::quote_for_error(parts[0]) + " from the server skipped"};
+  }
+  if (parts.size() < 2) {
+    return StartLineError{400, "malformed status line " + core::text::quote_for_error(line)};
+  }
+  if (parts[0] != kVersion) {
+    return StartLineError{looks_like_version(parts[0]) ? 505 : 400,
+                          "unexpected version " + core::text::quote_for_error(parts[0])};
+  }
+  const auto status = parts[1].size() == 3 ? core::text::parse_uint<int>(parts[1]) : std::nullopt;
+  if (!status || *status < 100 || *status > 599) {
+    return StartLineError{400, "malformed status code " + core::text::quote_for_error(parts[1])};
+  }
+  out.status = *status;
+  out.reason = parts.size() == 3 ? std::string(parts[2]) : std::string();
+  return std::nullopt;
+}
 
-RtspResponseParser::RtspResponseParser(RtspParserLimits limits) : framer_(limits) {}
+}  // namespace
 
-RtspParseEvent RtspResponseParser::feed(std::span<const std::uint8_t> bytes) {
+// ---- the parser -----------------------------------------------------------------------------
+
+template <typename Message>
+RtspMessageParser<Message>::RtspMessageParser(RtspParserLimits limits) : framer_(limits) {}
+
+template <typename Message>
+RtspParseEvent RtspMessageParser<Message>::feed(std::span<const std::uint8_t> bytes) {
   return feed(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
-RtspParseEvent RtspResponseParser::feed(std::string_view text) {
+template <typename Message>
+RtspParseEvent RtspMessageParser<Message>::feed(std::string_view text) {
   if (failed_) {
     return RtspParseEvent::kError;
   }
@@ -679,7 +663,8 @@ RtspParseEvent RtspResponseParser::feed(std::string_view text) {
   return next();
 }
 
-RtspParseEvent RtspResponseParser::next() {
+template <typename Message>
+RtspParseEvent RtspMessageParser<Message>::next() {
   if (failed_) {
     return RtspParseEvent::kError;
   }
@@ -691,57 +676,53 @@ RtspParseEvent RtspResponseParser::next() {
   if (ev != RtspParseEvent::kMessage) {
     return ev;
   }
-  return finish(raw_);
+  return finish();
 }
 
-RtspParseEvent RtspResponseParser::finish(detail::RtspFramer::Raw& raw) {
+// Turns a framed message into a request or response. The checks run in one order for both
+// directions -- start line, header lines, CSeq -- so that a message with several faults is
+// reported the same way whichever side parses it.
+template <typename Message>
+RtspParseEvent RtspMessageParser<Message>::finish() {
   const auto fail = [&](int status, std::string message, std::optional<std::uint32_t> cseq) {
     error_ = {status, std::move(message), cseq, false};
     return RtspParseEvent::kError;
   };
-  const auto cseq = find_cseq(raw.headers);
-  const auto parts = split_start_line(raw.start_line, 3);
-  if (parts.size() >= 2 && parts[0] != kVersion && parts.back().ends_with(kVersion)) {
-    return fail(501,
-                "request " + core::text::quote_for_error(parts[0]) + " from the server skipped",
-                cseq.value);
+  const auto cseq = find_cseq(raw_.headers);
+  Message message;
+  if (auto bad = read_start_line(raw_.start_line, message)) {
+    return fail(bad->status, std::move(bad->message), cseq.value);
   }
-  if (parts.size() < 2) {
-    return fail(400, "malformed status line " + core::text::quote_for_error(raw.start_line),
-                cseq.value);
-  }
-  if (parts[0] != kVersion) {
-    return fail(looks_like_version(parts[0]) ? 505 : 400,
-                "unexpected version " + core::text::quote_for_error(parts[0]), cseq.value);
-  }
-  const auto status = parts[1].size() == 3 ? core::text::parse_uint<int>(parts[1]) : std::nullopt;
-  if (!status || *status < 100 || *status > 599) {
-    return fail(400, "malformed status code " + core::text::quote_for_error(parts[1]), cseq.value);
-  }
-  if (raw.header_error) {
-    return fail(400, *raw.header_error, cseq.value);
+  if (raw_.header_error) {
+    return fail(400, *raw_.header_error, cseq.value);
   }
   if (!cseq.error.empty()) {
     return fail(400, cseq.error, std::nullopt);
   }
-
-  response_ = RtspResponse{};
-  response_.status = *status;
-  response_.reason = parts.size() == 3 ? std::string(parts[2]) : std::string();
-  for (auto& [name, value] : raw.headers) {
-    response_.headers.add(std::move(name), std::move(value));
+  if constexpr (std::is_same_v<Message, RtspRequest>) {
+    // Every request carries a CSeq (§12.17); a response without one just matches no request.
+    if (!cseq.present) {
+      return fail(400, "missing CSeq header", std::nullopt);
+    }
+    message.cseq = *cseq.value;
   }
-  response_.body = std::move(raw.body);
+  for (auto& [name, value] : raw_.headers) {
+    message.headers.add(std::move(name), std::move(value));
+  }
+  message.body = std::move(raw_.body);
+  message_ = std::move(message);
   return RtspParseEvent::kMessage;
 }
+
+template class RtspMessageParser<RtspRequest>;
+template class RtspMessageParser<RtspResponse>;
 
 // ---- one-shot helpers -----------------------------------------------------------------------
 
 namespace {
-template <typename Parser, typename Take>
-auto parse_one(std::string_view text, RtspParserLimits limits, Take take)
-    -> core::Result<decltype(take(std::declval<Parser&>()))> {
-  Parser parser(limits);
+template <typename Message>
+core::Result<Message> parse_one(std::string_view text, RtspParserLimits limits) {
+  RtspMessageParser<Message> parser(limits);
   const auto ev = parser.feed(text);
   if (ev == RtspParseEvent::kError) {
     return core::make_error(std::to_string(parser.error().status) + ": " + parser.error().message);
@@ -755,18 +736,16 @@ auto parse_one(std::string_view text, RtspParserLimits limits, Take take)
   if (parser.buffered() != 0) {
     return core::make_error("trailing bytes after the message");
   }
-  return take(parser);
+  return parser.take_message();
 }
 }  // namespace
 
 core::Result<RtspRequest> parse_request(std::string_view text, RtspParserLimits limits) {
-  return parse_one<RtspRequestParser>(text, limits,
-                                      [](RtspRequestParser& p) { return p.take_request(); });
+  return parse_one<RtspRequest>(text, limits);
 }
 
 core::Result<RtspResponse> parse_response(std::string_view text, RtspParserLimits limits) {
-  return parse_one<RtspResponseParser>(text, limits,
-                                       [](RtspResponseParser& p) { return p.take_response(); });
+  return parse_one<RtspResponse>(text, limits);
 }
 
 }  // namespace predrop::rtsp

@@ -11,6 +11,7 @@
 //
 // Threading: one parser per connection, used from one thread. Errors: as values.
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -183,26 +184,48 @@ class RtspFramer {
 };
 }  // namespace detail
 
-/// Incremental parser of RTSP requests from a server's TCP byte stream.
+/// Incremental parser of RTSP messages of one direction from a TCP byte stream: requests on a
+/// server's connection (RtspRequestParser), responses on a client's (RtspResponseParser). Both
+/// directions share everything but the start line, so there is one implementation, instantiated
+/// for the two message types in rtsp_message.cpp.
 ///
 /// Use: `for (auto ev = p.feed(bytes); ev != kNeedMore; ev = p.next()) { ... }`, stopping after a
 /// fatal kError. feed() appends bytes and returns the first event; next() returns the following
-/// event from bytes already buffered (pipelined requests). After kMessage, take_request() moves the
-/// request out; after kInterleaved, interleaved() holds the frame until the next call.
-class RtspRequestParser {
+/// event from bytes already buffered (pipelined messages). After kMessage, take_request() /
+/// take_response() moves the message out; after kInterleaved, interleaved() holds the frame until
+/// the next call. The response parser reports a request arriving from the server (e.g.
+/// SET_PARAMETER) as a non-fatal kError and skips it.
+template <typename Message>
+class RtspMessageParser {
  public:
   /// A parser with the given limits.
-  explicit RtspRequestParser(RtspParserLimits limits = {});
+  explicit RtspMessageParser(RtspParserLimits limits = {});
   /// Appends `bytes` and parses the next message.
   RtspParseEvent feed(std::span<const std::uint8_t> bytes);
   /// Appends `text` and parses the next message.
   RtspParseEvent feed(std::string_view text);
   /// Parses the next message from buffered bytes only.
   RtspParseEvent next();
-  /// The request of the last kMessage event.
-  const RtspRequest& request() const { return request_; }
-  /// Moves the request of the last kMessage event out.
-  RtspRequest take_request() { return std::move(request_); }
+  /// The message of the last kMessage event.
+  const Message& message() const { return message_; }
+  /// Moves the message of the last kMessage event out.
+  Message take_message() { return std::move(message_); }
+  /// The request of the last kMessage event (request parser).
+  const RtspRequest& request() const requires std::same_as<Message, RtspRequest> {
+    return message_;
+  }
+  /// Moves the request of the last kMessage event out (request parser).
+  RtspRequest take_request() requires std::same_as<Message, RtspRequest> {
+    return std::move(message_);
+  }
+  /// The response of the last kMessage event (response parser).
+  const RtspResponse& response() const requires std::same_as<Message, RtspResponse> {
+    return message_;
+  }
+  /// Moves the response of the last kMessage event out (response parser).
+  RtspResponse take_response() requires std::same_as<Message, RtspResponse> {
+    return std::move(message_);
+  }
   /// The frame of the last kInterleaved event.
   const InterleavedFrame& interleaved() const { return frame_; }
   /// The error of the last kError event (sticky once fatal).
@@ -211,50 +234,24 @@ class RtspRequestParser {
   std::size_t buffered() const { return framer_.buffered(); }
 
  private:
-  RtspParseEvent finish(detail::RtspFramer::Raw& raw);
+  RtspParseEvent finish();
 
   detail::RtspFramer framer_;
   detail::RtspFramer::Raw raw_;
-  RtspRequest request_;
+  Message message_;
   InterleavedFrame frame_;
   RtspParseError error_;
   bool failed_ = false;
 };
 
-/// Incremental parser of RTSP responses from a client's TCP byte stream (same contract as
-/// RtspRequestParser). A request arriving from the server (e.g. SET_PARAMETER) is reported as a
-/// non-fatal kError and skipped.
-class RtspResponseParser {
- public:
-  /// A parser with the given limits.
-  explicit RtspResponseParser(RtspParserLimits limits = {});
-  /// Appends `bytes` and parses the next message.
-  RtspParseEvent feed(std::span<const std::uint8_t> bytes);
-  /// Appends `text` and parses the next message.
-  RtspParseEvent feed(std::string_view text);
-  /// Parses the next message from buffered bytes only.
-  RtspParseEvent next();
-  /// The response of the last kMessage event.
-  const RtspResponse& response() const { return response_; }
-  /// Moves the response of the last kMessage event out.
-  RtspResponse take_response() { return std::move(response_); }
-  /// The frame of the last kInterleaved event.
-  const InterleavedFrame& interleaved() const { return frame_; }
-  /// The error of the last kError event (sticky once fatal).
-  const RtspParseError& error() const { return error_; }
-  /// Bytes received but not yet parsed into an event.
-  std::size_t buffered() const { return framer_.buffered(); }
+// Both instantiations live in rtsp_message.cpp.
+extern template class RtspMessageParser<RtspRequest>;
+extern template class RtspMessageParser<RtspResponse>;
 
- private:
-  RtspParseEvent finish(detail::RtspFramer::Raw& raw);
-
-  detail::RtspFramer framer_;
-  detail::RtspFramer::Raw raw_;
-  RtspResponse response_;
-  InterleavedFrame frame_;
-  RtspParseError error_;
-  bool failed_ = false;
-};
+/// Incremental parser of RTSP requests from a server's TCP byte stream.
+using RtspRequestParser = RtspMessageParser<RtspRequest>;
+/// Incremental parser of RTSP responses from a client's TCP byte stream.
+using RtspResponseParser = RtspMessageParser<RtspResponse>;
 
 /// Parses one complete request (tests, tools). Trailing bytes after it are an error.
 core::Result<RtspRequest> parse_request(std::string_view text, RtspParserLimits limits = {});
