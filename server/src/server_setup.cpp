@@ -159,6 +159,9 @@ std::string render_metrics(const StreamServer& server) {
   counter("predrop_sessions_created_total", "Sessions set up.", s.sessions_created);
   counter("predrop_sessions_refused_total", "Sessions refused (limit).", s.sessions_refused);
   counter("predrop_sessions_timed_out_total", "Sessions expired.", s.sessions_timed_out);
+  counter("predrop_connections_timed_out_total",
+          "RTSP connections closed idle or with a request not complete in time.",
+          s.connections_timed_out);
   counter("predrop_rtcp_datagrams_total", "RTCP datagrams received.", s.rtcp_datagrams);
   counter("predrop_rtcp_unknown_source_total", "RTCP from no known session.",
           s.rtcp_unknown_source);

@@ -27,9 +27,15 @@ constexpr std::string_view kFeedbackHeader = "X-Predrop-Feedback";
 // Connections past max_connections: each waits at most this long for the request it is to be
 // refused (503), and at most this many such connections are open at once; beyond that a new
 // connection is closed at once, so that a flood cannot hoard file descriptors.
-constexpr std::uint64_t kOverLimitIdleMs = 2000;
+constexpr std::uint64_t kOverLimitIdleUs = 2'000'000;
 std::size_t over_limit_allowance(std::size_t max_connections) {
   return std::max<std::size_t>(16, max_connections / 8);
+}
+
+// The clock of servers constructed without one.
+const net::Clock& default_clock() {
+  static const net::MonotonicClock clock;
+  return clock;
 }
 
 std::uint32_t random_u32() {
@@ -42,7 +48,10 @@ struct StreamServer::Connection {
   std::unique_ptr<net::TcpConnection> tcp;
   rtsp::RtspRequestParser parser;
   bool over_limit = false;
-  // Monotonic time since when an incomplete request has sat in the parser (0 = none): a request
+  // Clock time of the last byte received (or of the accept): housekeeping closes a connection
+  // that stays silent for longer than its idle limit (idle_limit_us()).
+  std::uint64_t last_activity_us = 0;
+  // Clock time since when an incomplete request has sat in the parser (0 = none): a request
   // must be complete within the idle timeout of its first byte (slow-loris clients that trickle
   // a byte at a time never reset the clock).
   std::uint64_t partial_since_us = 0;
@@ -64,7 +73,12 @@ struct StreamServer::SessionEntry {
 };
 
 StreamServer::StreamServer(net::EventLoop& loop, StreamServerOptions options, OnBlock on_block)
+    : StreamServer(loop, default_clock(), std::move(options), std::move(on_block)) {}
+
+StreamServer::StreamServer(net::EventLoop& loop, const net::Clock& clock,
+                           StreamServerOptions options, OnBlock on_block)
     : loop_(loop),
+      clock_(clock),
       options_(std::move(options)),
       on_block_(std::move(on_block)),
       rtcp_buffer_(4096 + net::kSrtpMaxTrailer) {}
@@ -126,7 +140,10 @@ void StreamServer::start() {
     }
     auto rtcp = net::UdpEndpoint::open(
         loop_, bind_ip(static_cast<std::uint16_t>(want + 1)), udp,
-        [this](auto data, const auto& from, std::uint64_t t) { on_rtcp_datagram(data, from, t); });
+        // The datagram's receive stamp is the real clock's; decisions use the server's clock.
+        [this](auto data, const auto& from, std::uint64_t) {
+          on_rtcp_datagram(data, from, clock_.now_us());
+        });
     if (!rtcp) {
       if (options_.rtp_port != 0) throw std::runtime_error("RTCP port: " + rtcp.error().message);
       continue;
@@ -203,7 +220,7 @@ void StreamServer::start() {
     const std::string id = entry->id;
     auto& ref = *entry;
     sessions_.emplace(id, std::move(entry));
-    if (!start_session(ref, net::EventLoop::now_us())) {
+    if (!start_session(ref, clock_.now_us())) {
       throw std::runtime_error("push session for " + push.stream + " could not start");
     }
   }
@@ -290,7 +307,7 @@ bool StreamServer::start_session(SessionEntry& entry, std::uint64_t now_us) {
   auto controller = core::make_rate_controller(policy);
   if (!controller) return false;
   try {
-    entry.session = std::make_unique<StreamSession>(entry.stream->media, *rtp_socket_, cfg,
+    entry.session = std::make_unique<StreamSession>(entry.stream->media, *rtp_socket_, clock_, cfg,
                                                     std::move(controller.value()), on_block_);
   } catch (const std::exception&) {
     return false;
@@ -307,10 +324,10 @@ void StreamServer::on_connection(std::unique_ptr<net::TcpConnection> tcp) {
   auto c = std::make_unique<Connection>();
   Connection* raw = c.get();
   c->tcp = std::move(tcp);
+  c->last_activity_us = clock_.now_us();
   for (auto it = connections_.begin(); it != connections_.end();) {
     it = it->second->tcp->is_open() ? std::next(it) : connections_.erase(it);
   }
-  std::uint64_t idle_ms = static_cast<std::uint64_t>(options_.rtsp_idle_timeout_s) * 1000;
   if (connections_.size() >= options_.max_connections) {
     // Over the limit: the first request gets 503 and the connection closes (RFC 2326 §11.3.6).
     ++stats_.connections_refused;
@@ -320,15 +337,27 @@ void StreamServer::on_connection(std::unique_ptr<net::TcpConnection> tcp) {
       return;
     }
     c->over_limit = true;
-    idle_ms = std::min(idle_ms, kOverLimitIdleMs);
   } else {
     ++stats_.connections_accepted;
   }
-  c->tcp->set_idle_timeout(idle_ms);
   auto st = c->tcp->start([this, raw](std::span<const std::uint8_t> d) { on_data(*raw, d); },
                           [this, raw](const core::Status&) { close_connection(*raw); });
   if (!st) return;
   connections_.emplace(raw, std::move(c));
+}
+
+std::uint64_t StreamServer::idle_limit_us(const Connection& c) const {
+  const std::uint64_t idle = static_cast<std::uint64_t>(options_.rtsp_idle_timeout_s) * 1'000'000;
+  if (c.over_limit) return std::min(idle, kOverLimitIdleUs);
+  // A connection that carries a session is the player's control channel: players ping every
+  // session timeout / 2 (FFmpeg), which the plain idle timeout would race, so it lives as long
+  // as the session may.
+  if (!c.sessions.empty()) {
+    return static_cast<std::uint64_t>(
+               std::max(options_.rtsp_idle_timeout_s, options_.session_timeout_s + 10)) *
+           1'000'000;
+  }
+  return idle;
 }
 
 void StreamServer::close_connection(Connection& c) {
@@ -342,6 +371,8 @@ void StreamServer::close_connection(Connection& c) {
 }
 
 void StreamServer::on_data(Connection& c, std::span<const std::uint8_t> data) {
+  c.last_activity_us = clock_.now_us();
+  stats_.rtsp_bytes_received += data.size();
   for (auto ev = c.parser.feed(data); ev != rtsp::RtspParseEvent::kNeedMore; ev = c.parser.next()) {
     if (ev == rtsp::RtspParseEvent::kInterleaved) continue;  // RTCP over TCP from a confused client
     if (ev == rtsp::RtspParseEvent::kError) {
@@ -372,7 +403,7 @@ void StreamServer::on_data(Connection& c, std::span<const std::uint8_t> data) {
   if (c.parser.buffered() == 0) {
     c.partial_since_us = 0;
   } else if (c.partial_since_us == 0) {
-    c.partial_since_us = net::EventLoop::now_us();
+    c.partial_since_us = clock_.now_us();
   }
 }
 
@@ -401,7 +432,7 @@ rtsp::RtspResponse StreamServer::ok_response(const Request& q) const {
 }
 
 std::string StreamServer::handle(Connection& c, rtsp::RtspRequest& req) {
-  const std::uint64_t now = net::EventLoop::now_us();
+  const std::uint64_t now = clock_.now_us();
   // Session header, when the request names one.
   SessionEntry* entry = nullptr;
   if (auto sh = req.headers.get("Session")) {
@@ -519,13 +550,7 @@ StreamServer::SessionEntry* StreamServer::create_session(Request& q, const Strea
   SessionEntry* entry = fresh.get();
   sessions_.emplace(fresh->id, std::move(fresh));
   ++stats_.sessions_created;
-  q.c.sessions.push_back(entry->id);
-  // A connection that carries a session is the player's control channel: players ping every
-  // session timeout / 2 (FFmpeg), which the plain idle timeout would race, so it lives as long
-  // as the session may.
-  q.c.tcp->set_idle_timeout(static_cast<std::uint64_t>(std::max(options_.rtsp_idle_timeout_s,
-                                                                options_.session_timeout_s + 10)) *
-                            1000);
+  q.c.sessions.push_back(entry->id);  // from now on the connection has the longer idle limit
   return entry;
 }
 
@@ -642,7 +667,7 @@ void StreamServer::on_rtcp_datagram(std::span<const std::uint8_t> data,
 }
 
 void StreamServer::tick() {
-  const std::uint64_t now = net::EventLoop::now_us();
+  const std::uint64_t now = clock_.now_us();
   // Every session's due packets go into one shared batch: full sendmmsg calls instead of one
   // short call per session (the scope flushes the rest when it closes).
   chain::SendBatchScope scope(*batch_);
@@ -652,14 +677,18 @@ void StreamServer::tick() {
 }
 
 void StreamServer::housekeeping() {
-  const std::uint64_t now = net::EventLoop::now_us();
+  const std::uint64_t now = clock_.now_us();
   const std::uint64_t request_deadline_us =
       static_cast<std::uint64_t>(options_.rtsp_idle_timeout_s) * 1'000'000;
   for (auto it = connections_.begin(); it != connections_.end();) {
     Connection& c = *it->second;
     if (c.tcp->is_open() && c.partial_since_us != 0 && request_deadline_us != 0 &&
         now > c.partial_since_us + request_deadline_us) {
+      ++stats_.connections_timed_out;
       c.tcp->close();  // a request trickled in for longer than the idle timeout
+    } else if (c.tcp->is_open() && now > c.last_activity_us + idle_limit_us(c)) {
+      ++stats_.connections_timed_out;
+      c.tcp->close();  // silent for longer than its idle limit
     }
     it = c.tcp->is_open() ? std::next(it) : connections_.erase(it);
   }

@@ -12,17 +12,20 @@ namespace predrop::server {
 namespace {
 constexpr std::uint64_t kSenderReportIntervalUs = 1'000'000;
 
-std::uint64_t wall_clock_ntp() {
+std::uint64_t wall_clock_unix_us() {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
-  return wire::ntp_from_unix_us(static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(now).count()));
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(now).count());
 }
 }  // namespace
 
 StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
-                             net::UdpEndpoint& rtp_socket, StreamSessionConfig config,
+                             net::UdpEndpoint& rtp_socket, const net::Clock& clock,
+                             StreamSessionConfig config,
                              std::unique_ptr<core::RateController> controller, OnBlock on_block)
     : media_(std::move(media)),
+      wall_anchor_us_(wall_clock_unix_us()),
+      clock_anchor_us_(clock.now_us()),
       config_(std::move(config)),
       controller_(std::move(controller)),
       on_block_(std::move(on_block)) {
@@ -220,7 +223,10 @@ void StreamSession::send_sender_reports(std::uint64_t now_us) {
         static_cast<std::uint32_t>(
             static_cast<std::uint64_t>(std::max<std::int64_t>(0, media_now)) * clock / 1'000'000);
   }
-  transmitter_->send_sender_reports(wall_clock_ntp(),
+  // The SR's wall-clock time moves with the session clock, so it stays in step with the RTP
+  // timestamps beside it even if the system clock is stepped.
+  const std::uint64_t wall_us = wall_anchor_us_ + (now_us - clock_anchor_us_);
+  transmitter_->send_sender_reports(wire::ntp_from_unix_us(wall_us),
                                     std::span(rtp_now.data(), config_.tracks.size()));
 }
 

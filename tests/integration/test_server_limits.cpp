@@ -3,8 +3,9 @@
 // close; a flood past it is closed at once), idle and half-open RTSP connections timing out (a
 // connection that carries a session does not), garbage requests (400) and unknown session ids
 // (454) answered while a session keeps streaming, and a streaming session unaffected by churn
-// and by a flood of new connections. Timeouts are set to about a second; nothing sleeps and no
-// wall-clock speed is asserted.
+// and by a flood of new connections. The time limits run on a FakeClock that the test moves
+// (the server's run_housekeeping() does what its timer does); nothing sleeps and no wall-clock
+// speed is asserted.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "fake_clock.hpp"
 #include "predrop/client/measuring_client.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/net/event_loop.hpp"
@@ -116,6 +118,7 @@ class ServerLimits : public ::testing::Test {
   }
 
   net::EventLoop loop_;
+  test::FakeClock clock_;  // for the tests of time limits
   std::vector<std::shared_ptr<std::unique_ptr<rtsp::RtspClient>>> clients_;
   std::uint16_t next_port_ = 47000;  // sink ports nobody listens on: the server never sends there
 };
@@ -243,35 +246,56 @@ TEST_F(ServerLimits, SetupWithUnparsableUrlAnswers400AndTheServerGoesOn) {
   EXPECT_TRUE(loop_.close().ok());
 }
 
+// Runs the loop until `done`; a 20 s real-time guard only bounds a hang (nothing asserts on it).
+bool run_until(net::EventLoop& loop, const std::function<bool()>& done) {
+  bool gave_up = false;
+  net::Timer guard(loop, [&] { gave_up = true; });
+  guard.start(20'000);
+  guard.keep_loop_alive(false);
+  while (!done() && !gave_up)
+    loop.run_once();
+  return done();
+}
+
 TEST_F(ServerLimits, FloodPastTheLimitIsClosedAndExpires) {
   auto o = options();
   o.max_connections = 4;  // allowance past the limit: 16 connections waiting for their 503
-  server::StreamServer srv(loop_, o);
+  server::StreamServer srv(loop_, clock_, o);
   srv.start();
   constexpr std::size_t kFlood = 60;
   std::vector<std::unique_ptr<RawPeer>> peers;
-  std::size_t closed = 0;
-  auto count = [&] {
+  auto closed = [&] {
     std::size_t n = 0;
     for (auto& p : peers)
       n += p->closed ? 1 : 0;
-    closed = n;
-    // Every connection past the limit ends: the excess at once, the waiting ones after 2 s.
-    if (peers.size() == kFlood && closed >= kFlood - 4) {
-      srv.stop();
-      loop_.stop();
-    }
+    return n;
   };
   // Connections that never send a byte.
   for (std::size_t i = 0; i < kFlood; ++i) {
     peers.push_back(std::make_unique<RawPeer>());
-    peers.back()->on_change = count;
     peers.back()->connect(loop_, srv.rtsp_address());
   }
-  loop_.run();
-  EXPECT_GE(closed, kFlood - 4);
-  EXPECT_GE(srv.stats().connections_refused, kFlood - 4);
-  EXPECT_LE(srv.stats().connections_accepted, 4u);
+  // 4 accepted, 16 waiting for their 503, the other 40 closed at once.
+  ASSERT_TRUE(run_until(
+      loop_,
+      [&] {
+        return srv.stats().connections_accepted + srv.stats().connections_refused == kFlood &&
+               closed() == kFlood - 4 - 16;
+      }))
+      << "accepted " << srv.stats().connections_accepted << ", refused "
+      << srv.stats().connections_refused << ", closed " << closed();
+  // The waiting ones expire after 2 s; the accepted ones have the 30 s idle limit.
+  clock_.advance_us(2'000'000);
+  srv.run_housekeeping();
+  EXPECT_EQ(srv.connection_count(), 4u + 16u) << "expired before 2 s";
+  clock_.advance_us(1);
+  srv.run_housekeeping();
+  EXPECT_TRUE(run_until(loop_, [&] { return closed() == kFlood - 4; })) << closed();
+  EXPECT_EQ(srv.connection_count(), 4u);
+  EXPECT_EQ(srv.stats().connections_refused, kFlood - 4);
+  EXPECT_EQ(srv.stats().connections_accepted, 4u);
+  EXPECT_EQ(srv.stats().connections_timed_out, 16u);
+  srv.stop();
   peers.clear();
   EXPECT_TRUE(loop_.close().ok());
 }
@@ -280,41 +304,49 @@ TEST_F(ServerLimits, IdleAndHalfOpenConnectionsTimeOutButSessionConnectionsStay)
   auto o = options();
   o.rtsp_idle_timeout_s = 1;
   o.session_timeout_s = 60;
-  server::StreamServer srv(loop_, o);
+  server::StreamServer srv(loop_, clock_, o);
   srv.start();
-  RawPeer silent;     // connects and says nothing
-  RawPeer trickling;  // starts a request and trickles a byte now and then, never finishing
-  silent.connect(loop_, srv.rtsp_address());
-  trickling.connect(loop_, srv.rtsp_address(), "OPTIONS " + url(srv) + " RTSP/1.0\r\nCSeq: 1\r\n");
-  net::Timer trickle(loop_, [&] { trickling.send("X"); });
-  trickle.start(300, 300);
+  // A session's control connection first; it stays quiet from here on.
   std::optional<int> session_status;
   rtsp::RtspClient* with_session = nullptr;
   setup_session(srv, [&](int status, rtsp::RtspClient& c) {
     session_status = status;
     with_session = &c;
   });
-  std::optional<int> ping_status;
-  // Once both idle peers are gone (at least 1 s later), the quiet session connection must still
-  // answer a keep-alive on the same connection.
-  net::Timer poll(loop_, [&] {
-    if (!silent.closed || !trickling.closed || with_session == nullptr || ping_status) return;
-    ping_status = 0;
-    with_session->send(RtspMethod::kGetParameter, url(srv), {}, [&](auto r) {
-      ping_status = r ? r->status : -1;
-      srv.stop();
-      loop_.stop();
-    });
-  });
-  poll.start(50, 50);
-  loop_.run();
-  trickle.stop();
-  poll.stop();
-  EXPECT_TRUE(silent.closed);
-  EXPECT_TRUE(trickling.closed);
+  ASSERT_TRUE(run_until(loop_, [&] { return session_status.has_value(); }));
+  ASSERT_EQ(session_status, 200);
+
+  RawPeer silent;     // connects and says nothing
+  RawPeer trickling;  // starts a request and trickles a byte now and then, never finishing
+  const std::string partial = "OPTIONS " + url(srv) + " RTSP/1.0\r\nCSeq: 1\r\n";
+  const std::uint64_t bytes0 = srv.stats().rtsp_bytes_received;
+  silent.connect(loop_, srv.rtsp_address());
+  trickling.connect(loop_, srv.rtsp_address(), partial);
+  ASSERT_TRUE(run_until(loop_, [&] {
+    return srv.connection_count() == 3 &&
+           srv.stats().rtsp_bytes_received == bytes0 + partial.size();
+  }));
+  // 0.6 s on, a byte trickles in; nobody has been idle for 1 s yet.
+  clock_.advance_ms(600);
+  srv.run_housekeeping();
+  EXPECT_EQ(srv.connection_count(), 3u);
+  trickling.send("X");
+  ASSERT_TRUE(run_until(
+      loop_, [&] { return srv.stats().rtsp_bytes_received == bytes0 + partial.size() + 1; }));
+  // 1.2 s after the connects: the silent peer has been idle too long, and the trickler's
+  // request, begun 1.2 s ago, is overdue although its last byte is only 0.6 s old.
+  clock_.advance_ms(600);
+  srv.run_housekeeping();
+  EXPECT_TRUE(run_until(loop_, [&] { return silent.closed && trickling.closed; }));
+  EXPECT_EQ(srv.stats().connections_timed_out, 2u);
   EXPECT_EQ(trickling.received, "") << "no reply to a request that never completed";
-  EXPECT_EQ(session_status, 200);
+  // The session connection, as quiet as the others, still answers a keep-alive.
+  std::optional<int> ping_status;
+  with_session->send(RtspMethod::kGetParameter, url(srv), {},
+                     [&](auto r) { ping_status = r ? r->status : -1; });
+  EXPECT_TRUE(run_until(loop_, [&] { return ping_status.has_value(); }));
   EXPECT_EQ(ping_status, 200);
+  srv.stop();
   clients_.clear();
   EXPECT_TRUE(loop_.close().ok());
 }

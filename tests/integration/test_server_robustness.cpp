@@ -1,16 +1,19 @@
 // The streaming server against clients that misbehave at the media layer, on loopback with real
-// sockets, real SRTP and one real libuv loop: a client that vanishes after PLAY (its session
-// expires), and forged, replayed, truncated and garbage SRTCP on the feedback port (counted and
+// sockets, real SRTP and one real libuv loop, on a FakeClock (time moves only when the test
+// says so): a client that vanishes after PLAY (its session expires exactly after its timeout),
+// and forged, replayed, truncated and garbage SRTCP on the feedback port (counted and
 // ignored; the one valid report still reaches the controller). Also: a stream whose media file
 // is not media fails at start-up with an error that names it.
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "fake_clock.hpp"
 #include "predrop/chain/feedback.hpp"
 #include "predrop/core/reception_meter.hpp"
 #include "predrop/media/media_file.hpp"
@@ -146,63 +149,78 @@ server::StreamServerOptions options() {
   return o;
 }
 
-TEST(ServerRobustness, VanishedClientSessionExpires) {
-  net::EventLoop loop;
-  server::StreamServer srv(loop, options());
-  srv.start();
-  HandClient c(loop, srv.rtsp_address());
-  net::Timer check(loop, [&] {
-    // Checked every 100 ms: the session must go within a few housekeeping rounds of the
-    // 1 s timeout, and the test ends as soon as it has.
-    if (srv.session_count() == 0) {
-      check.stop();
-      srv.stop();
-    }
-  });
-  c.start([&] {
-    EXPECT_EQ(srv.session_count(), 1u);
-    c.vanish();  // no TEARDOWN, no RTCP, no keep-alive: gone
-    check.start(100, 100);
-  });
-  net::Timer guard(loop, [&] {
-    ADD_FAILURE() << "the session of a vanished client never expired";
-    srv.stop();
-    check.stop();
-  });
+// Runs the loop until `done` (checked after every iteration) or until a 10 s real-time guard
+// gives up, which only bounds a hang: no assertion depends on how long anything took.
+bool run_until(net::EventLoop& loop, const std::function<bool()>& done) {
+  bool gave_up = false;
+  net::Timer guard(loop, [&] { gave_up = true; });
   guard.start(10'000);
   guard.keep_loop_alive(false);
-  loop.run();
+  while (!done() && !gave_up)
+    loop.run_once();
+  return done();
+}
+
+// Sets a session up and plays it; false if the handshake failed.
+bool play(net::EventLoop& loop, HandClient& c) {
+  bool playing = false;
+  c.start([&] { playing = true; });
+  return run_until(loop, [&] { return playing; });
+}
+
+TEST(ServerRobustness, VanishedClientSessionExpires) {
+  net::EventLoop loop;
+  test::FakeClock clock;
+  auto o = options();
+  o.session_timeout_s = 5;
+  server::StreamServer srv(loop, clock, o);
+  srv.start();
+  HandClient c(loop, srv.rtsp_address());
+  ASSERT_TRUE(play(loop, c));
+  ASSERT_EQ(srv.session_count(), 1u);
+  c.vanish();  // no TEARDOWN, no RTCP, no keep-alive: gone
+  // The last sign of life was the PLAY, at the clock's current time.
+  clock.advance_us(5'000'000);
+  srv.run_housekeeping();
+  EXPECT_EQ(srv.session_count(), 1u) << "expired before its timeout had passed";
+  EXPECT_EQ(srv.stats().sessions_timed_out, 0u);
+  clock.advance_us(1);
+  srv.run_housekeeping();
+  EXPECT_EQ(srv.session_count(), 0u) << "the session of a vanished client never expired";
   EXPECT_EQ(srv.stats().sessions_timed_out, 1u);
+  srv.stop();
+  loop.run_nowait();
 }
 
 TEST(ServerRobustness, ForgedReplayedTruncatedAndGarbageSrtcpAreCountedAndIgnored) {
   net::EventLoop loop;
+  test::FakeClock clock;
   auto o = options();
   o.session_timeout_s = 30;
-  server::StreamServer srv(loop, o);
+  server::StreamServer srv(loop, clock, o);
   srv.start();
   HandClient c(loop, srv.rtsp_address());
-  std::optional<net::SrtpSession> good, forged;
-  net::Timer done(loop, [&] {
-    srv.stop();
-    c.vanish();
-  });
-  c.start([&] {
-    good.emplace(net::SrtpDirection::Outbound, c.suite_, c.key_);
-    const auto other_key = wire::generate_key(c.suite_);
-    forged.emplace(net::SrtpDirection::Outbound, c.suite_, other_key);
-    const auto valid = c.feedback(0, c.key_, *good);
-    const auto wrong_key = c.feedback(0, other_key, *forged);
-    std::vector<std::uint8_t> truncated(valid.begin(), valid.begin() + 20);
-    const std::vector<std::uint8_t> garbage(64, 0x5a);
-    c.send_rtcp(wrong_key);
-    c.send_rtcp(garbage);
-    c.send_rtcp(truncated);
-    c.send_rtcp(valid);
-    c.send_rtcp(valid);  // replayed
-    done.start(300);
-  });
-  // Once the five datagrams are in, look at the session before stopping.
+  ASSERT_TRUE(play(loop, c));
+  // The first packets of block 0 are due at PLAY time.
+  srv.run_pacing();
+  net::SrtpSession good(net::SrtpDirection::Outbound, c.suite_, c.key_);
+  const auto other_key = wire::generate_key(c.suite_);
+  net::SrtpSession forged(net::SrtpDirection::Outbound, c.suite_, other_key);
+  const auto valid = c.feedback(0, c.key_, good);
+  const auto wrong_key = c.feedback(0, other_key, forged);
+  std::vector<std::uint8_t> truncated(valid.begin(), valid.begin() + 20);
+  const std::vector<std::uint8_t> garbage(64, 0x5a);
+  c.send_rtcp(wrong_key);
+  c.send_rtcp(garbage);
+  c.send_rtcp(truncated);
+  c.send_rtcp(valid);
+  c.send_rtcp(valid);  // replayed
+
+  // Once the five datagrams are in, a timer callback takes the session's counters; the
+  // assertions run after the loop, and the test fails if the callback never ran.
+  bool peeked = false;
+  server::SessionStats seen;
+  double rate = -1;
   net::Timer peek(loop, [&] {
     const auto sessions = srv.sessions();
     if (sessions.size() != 1 ||
@@ -210,15 +228,31 @@ TEST(ServerRobustness, ForgedReplayedTruncatedAndGarbageSrtcpAreCountedAndIgnore
       return;
     }
     peek.stop();
-    const auto& st = sessions[0]->stats();
-    EXPECT_EQ(st.reports, 1u) << "only the valid report counts";
-    EXPECT_EQ(st.rtcp_errors, 4u) << "wrong key, garbage, truncated, replay";
-    EXPECT_DOUBLE_EQ(sessions[0]->controller().rate(), 0.05) << "R = Rp after stage 0's report";
+    seen = sessions[0]->stats();
+    rate = sessions[0]->controller().rate();
+    peeked = true;
   });
-  peek.start(20, 20);
-  peek.keep_loop_alive(false);
-  loop.run();
-  EXPECT_GT(c.media_packets_, 0u) << "the session kept streaming meanwhile";
+  peek.start(1, 1);
+  run_until(loop, [&] { return peeked; });
+  ASSERT_TRUE(peeked) << "the five datagrams never all reached the session";
+  EXPECT_EQ(seen.reports, 1u) << "only the valid report counts";
+  EXPECT_EQ(seen.rtcp_errors, 4u) << "wrong key, garbage, truncated, replay";
+  EXPECT_DOUBLE_EQ(rate, 0.05) << "R = Rp after stage 0's report";
+
+  // The session kept streaming meanwhile: the rest of block 0 goes out as the clock moves on.
+  const auto sent_before = srv.sessions()[0]->transmitter_stats().packets_sent;
+  srv.run_pacing();
+  EXPECT_EQ(srv.sessions()[0]->transmitter_stats().packets_sent, sent_before)
+      << "the pacer sent packets the server's clock did not make due";
+  clock.advance_ms(200);
+  srv.run_pacing();
+  const auto sent_after = srv.sessions()[0]->transmitter_stats().packets_sent;
+  EXPECT_GT(sent_after, sent_before) << "no media after the forged datagrams";
+  EXPECT_TRUE(run_until(loop, [&] { return c.media_packets_ >= sent_after; }))
+      << "sent " << sent_after << ", received " << c.media_packets_;
+  srv.stop();
+  c.vanish();
+  loop.run_nowait();
 }
 
 TEST(ServerRobustness, NonMediaFileFailsAtStartupNamingTheStream) {

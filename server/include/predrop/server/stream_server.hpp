@@ -3,6 +3,10 @@
 // shared RTP socket and one shared RTCP socket (the server_port pair), a pacing tick that pumps
 // every playing session, and housekeeping (session timeouts, idle connections).
 //
+// Time: every decision (session and report timeouts, RTSP idle limits and request deadlines,
+// the pacing "now") reads the net::Clock given at construction; the loop's timers only say
+// when to look. Tests pass a FakeClock and call run_housekeeping() / run_pacing().
+//
 // Threading: everything runs on the one loop given at construction.
 // Errors: start() throws on bad set-up (ports taken); requests get RTSP status codes; bad
 // datagrams are counted in ServerStats.
@@ -19,6 +23,7 @@
 #include "predrop/core/discard_planner.hpp"
 #include "predrop/core/policy_factory.hpp"
 #include "predrop/media/media_file.hpp"
+#include "predrop/net/clock.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/socket_address.hpp"
 #include "predrop/net/tcp.hpp"
@@ -77,6 +82,8 @@ struct ServerStats {
   std::uint64_t sessions_created = 0;
   std::uint64_t sessions_refused = 0;  ///< Over max_sessions (answered 453).
   std::uint64_t sessions_timed_out = 0;
+  std::uint64_t connections_timed_out = 0;  ///< Idle, or a request not complete in time.
+  std::uint64_t rtsp_bytes_received = 0;
   std::uint64_t rtcp_datagrams = 0;
   std::uint64_t rtcp_unknown_source = 0;
   std::uint64_t rtp_port_datagrams = 0;  ///< NAT-punch packets and strays on the RTP port.
@@ -87,7 +94,11 @@ class StreamServer {
  public:
   using OnBlock = StreamSession::OnBlock;
 
+  /// A server on the real monotonic clock.
   StreamServer(net::EventLoop& loop, StreamServerOptions options, OnBlock on_block = {});
+  /// A server on `clock`, which must outlive it.
+  StreamServer(net::EventLoop& loop, const net::Clock& clock, StreamServerOptions options,
+               OnBlock on_block = {});
   ~StreamServer();
   StreamServer(const StreamServer&) = delete;
   StreamServer& operator=(const StreamServer&) = delete;
@@ -111,6 +122,12 @@ class StreamServer {
   /// Live sessions, for metrics.
   std::vector<const StreamSession*> sessions() const;
 
+  /// What the 1 s housekeeping timer does, now: closes idle connections and connections whose
+  /// request is overdue, expires sessions. For tests on a fake clock.
+  void run_housekeeping() { housekeeping(); }
+  /// What the 1 ms pacing timer does, now: sends every playing session's due packets.
+  void run_pacing() { tick(); }
+
  private:
   struct Connection;
   struct PendingSession;
@@ -119,6 +136,7 @@ class StreamServer {
   void on_connection(std::unique_ptr<net::TcpConnection> tcp);
   void on_data(Connection& c, std::span<const std::uint8_t> data);
   void close_connection(Connection& c);
+  std::uint64_t idle_limit_us(const Connection& c) const;
 
   // RTSP request handling: handle() resolves the Session header and dispatch() calls one
   // handler per method; each returns the response to send.
@@ -153,6 +171,7 @@ class StreamServer {
   bool start_session(SessionEntry& entry, std::uint64_t now_us);
 
   net::EventLoop& loop_;
+  const net::Clock& clock_;
   StreamServerOptions options_;
   OnBlock on_block_;
   std::unique_ptr<net::TcpListener> listener_;

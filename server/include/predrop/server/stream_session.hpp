@@ -7,6 +7,10 @@
 // updated in on_rtcp() -> RateController::on_report (core/), the report is parsed in
 // chain::decode_rtcp / chain::to_stage_report.
 //
+// Time: every "now_us" argument is the time of the clock the session was made with (the server
+// reads it once per tick and passes it in); the SR's NTP time is a wall-clock anchor taken at
+// construction plus that clock's elapsed time, so the session never reads a clock itself.
+//
 // Threading: the server's loop thread. Per packet nothing is allocated; per block one trace row.
 #include <array>
 #include <cstdint>
@@ -21,6 +25,7 @@
 #include "predrop/core/discard_planner.hpp"
 #include "predrop/core/rate_controller.hpp"
 #include "predrop/media/media_file.hpp"
+#include "predrop/net/clock.hpp"
 #include "predrop/wire/rtcp.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
@@ -88,10 +93,11 @@ class StreamSession {
  public:
   using OnBlock = std::function<void(const BlockTrace&)>;
 
-  /// Throws std::runtime_error when SRTP cannot be set up (setup time only).
+  /// Throws std::runtime_error when SRTP cannot be set up (setup time only). `clock` must
+  /// outlive the session; every now_us passed in is its time.
   StreamSession(std::shared_ptr<const media::MediaFile> media, net::UdpEndpoint& rtp_socket,
-                StreamSessionConfig config, std::unique_ptr<core::RateController> controller,
-                OnBlock on_block);
+                const net::Clock& clock, StreamSessionConfig config,
+                std::unique_ptr<core::RateController> controller, OnBlock on_block);
   ~StreamSession();
   StreamSession(const StreamSession&) = delete;
   StreamSession& operator=(const StreamSession&) = delete;
@@ -143,6 +149,9 @@ class StreamSession {
             const core::Decision& d);
 
   std::shared_ptr<const media::MediaFile> media_;
+  // Wall-clock time (µs since the Unix epoch) at the session clock's time clock_anchor_us_.
+  std::uint64_t wall_anchor_us_ = 0;
+  std::uint64_t clock_anchor_us_ = 0;
   StreamSessionConfig config_;
   std::unique_ptr<core::RateController> controller_;
   OnBlock on_block_;
