@@ -211,19 +211,21 @@ class RtspMessageParser {
   /// Moves the message of the last kMessage event out.
   Message take_message() { return std::move(message_); }
   /// The request of the last kMessage event (request parser).
-  const RtspRequest& request() const requires std::same_as<Message, RtspRequest> {
+  // (Declared with Message, not the concrete type: clang 14 instantiates the bodies of
+  // constrained members in an explicit instantiation, and the other type would not convert.)
+  const Message& request() const requires std::same_as<Message, RtspRequest> {
     return message_;
   }
   /// Moves the request of the last kMessage event out (request parser).
-  RtspRequest take_request() requires std::same_as<Message, RtspRequest> {
+  Message take_request() requires std::same_as<Message, RtspRequest> {
     return std::move(message_);
   }
   /// The response of the last kMessage event (response parser).
-  const RtspResponse& response() const requires std::same_as<Message, RtspResponse> {
+  const Message& response() const requires std::same_as<Message, RtspResponse> {
     return message_;
   }
   /// Moves the response of the last kMessage event out (response parser).
-  RtspResponse take_response() requires std::same_as<Message, RtspResponse> {
+  Message take_response() requires std::same_as<Message, RtspResponse> {
     return std::move(message_);
   }
   /// The frame of the last kInterleaved event.
