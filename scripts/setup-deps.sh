@@ -11,6 +11,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   dataset-fashion-mnist
+  gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
+  gstreamer1.0-libav python3-gi gir1.2-gst-plugins-base-1.0 gir1.2-gstreamer-1.0
+  clang-tidy
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(iproute2 iperf3 gnuplot-nox valgrind)
