@@ -1,0 +1,83 @@
+#include "relay_sender.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "predrop/chain/feedback.hpp"
+
+namespace predrop::ddl {
+
+DdlRelayPeerStage send_stage(RelayPeer& p, const StageSend& send, ControlChannel& control,
+                             net::UdpEndpoint& socket) {
+  const StageReport& r = *send.report;
+  const std::uint32_t s = r.stage;
+  const ContributorReport& c = r.contributors[p.contributor];
+  const double rate = p.controller->rate();
+  const chain::StagePlan plan = p.tx->begin_stage(s, rate, send.importance);
+  PlanRecord& rec = p.plans[s % kPlanRing];
+  rec = PlanRecord{s,
+                   true,
+                   false,
+                   rate,
+                   static_cast<std::uint32_t>(plan.packets),
+                   static_cast<std::uint32_t>(plan.discarded),
+                   0};
+  // Stage closed + the relay's report on this worker's uplink, before the aggregate itself.
+  core::StageMeasurement m;
+  m.stage = s;
+  m.first_arrival_us = c.first_us;
+  m.last_arrival_us = c.last_us;
+  m.reception_period_us = static_cast<double>(c.period_us());
+  m.received = c.received;
+  m.announced = c.announced;
+  const core::StageMeasurement& metered = p.metered[s % 4];
+  if (metered.stage == s && metered.received != 0) m.queue_delay_us = metered.queue_delay_us;
+  ControlMessage msg;
+  msg.sender_ssrc = send.control_ssrc;
+  msg.feedback = chain::make_feedback(m, std::numeric_limits<double>::quiet_NaN(),
+                                      wire::PdfbMetric::kLossDelta, p.ssrc);
+  msg.stage_closed =
+      StageClosed{s, static_cast<std::uint8_t>(r.reason), static_cast<std::uint16_t>(plan.to_send),
+                  static_cast<std::uint16_t>(send.live)};
+  control.send(socket, msg, p.address);
+  if (send.paced) {
+    p.pace_next = 0;
+    p.pace_end = send.packets.size();
+  } else {
+    rec.sent = static_cast<std::uint32_t>(p.tx->send(send.packets, 0, send.now));
+  }
+  DdlRelayPeerStage ps;
+  ps.rank = p.rank;
+  ps.live = true;
+  ps.rate = rate;
+  ps.planned = rec.planned;
+  ps.discarded = rec.discarded;
+  ps.sent = send.paced ? static_cast<std::uint32_t>(plan.to_send) : rec.sent;
+  ps.up_received = c.received;
+  ps.up_announced = c.announced;
+  ps.up_period_us = static_cast<double>(c.period_us());
+  return ps;
+}
+
+bool pace_pending(std::span<const std::unique_ptr<RelayPeer>> peers) {
+  for (const auto& p : peers) {
+    if (p && !p->gone && p->pace_next < p->pace_end) return true;
+  }
+  return false;
+}
+
+void pace_tick(std::span<const std::unique_ptr<RelayPeer>> peers,
+               std::span<const chain::OutgoingPacket> packets, std::uint32_t stage,
+               std::uint64_t now) {
+  // One batch per worker per tick, interleaved, so that no worker waits for the others.
+  for (const auto& pp : peers) {
+    if (!pp || pp->gone || pp->pace_next >= pp->pace_end) continue;
+    RelayPeer& p = *pp;
+    const std::size_t n = std::min(kRelayPaceBatch, p.pace_end - p.pace_next);
+    const std::size_t sent = p.tx->send(packets.subspan(p.pace_next, n), p.pace_next, now);
+    p.plans[stage % kPlanRing].sent += static_cast<std::uint32_t>(sent);
+    p.pace_next += n;
+  }
+}
+
+}  // namespace predrop::ddl
