@@ -159,6 +159,9 @@ std::string render_metrics(const StreamServer& server) {
   counter("predrop_sessions_created_total", "Sessions set up.", s.sessions_created);
   counter("predrop_sessions_refused_total", "Sessions refused (limit).", s.sessions_refused);
   counter("predrop_sessions_timed_out_total", "Sessions expired.", s.sessions_timed_out);
+  counter("predrop_rtsp_foreign_session_requests_total",
+          "Requests naming a session set up from another address (answered 454).",
+          s.session_requests_foreign);
   counter("predrop_connections_timed_out_total",
           "RTSP connections closed idle or with a request not complete in time.",
           s.connections_timed_out);
@@ -182,18 +185,20 @@ std::string render_metrics(const StreamServer& server) {
       "# HELP predrop_session_late_blocks_total Blocks with a packet sent past its due time.\n"
       "# TYPE predrop_session_late_blocks_total counter\n";
   for (const StreamSession* ss : server.sessions()) {
-    const char* id = ss->id().c_str();
+    // Labelled by the session's public number: the id is the credential that controls the
+    // session, and /metrics is often readable by more people than the RTSP port.
+    const auto id = static_cast<unsigned long long>(ss->config().number);
     const auto& st = ss->stats();
     const auto& tx = ss->transmitter_stats();
     std::snprintf(line, sizeof line,
-                  "predrop_session_rate{session=\"%s\",policy=\"%.*s\"} %.4f\n"
-                  "predrop_session_reception_period_seconds{session=\"%s\"} %.6f\n"
-                  "predrop_session_performance{session=\"%s\"} %.3f\n"
-                  "predrop_session_packets_sent_total{session=\"%s\"} %llu\n"
-                  "predrop_session_packets_discarded_total{session=\"%s\"} %llu\n"
-                  "predrop_session_reports_total{session=\"%s\"} %llu\n"
-                  "predrop_session_reports_missing_total{session=\"%s\"} %llu\n"
-                  "predrop_session_late_blocks_total{session=\"%s\"} %llu\n",
+                  "predrop_session_rate{session=\"%llu\",policy=\"%.*s\"} %.4f\n"
+                  "predrop_session_reception_period_seconds{session=\"%llu\"} %.6f\n"
+                  "predrop_session_performance{session=\"%llu\"} %.3f\n"
+                  "predrop_session_packets_sent_total{session=\"%llu\"} %llu\n"
+                  "predrop_session_packets_discarded_total{session=\"%llu\"} %llu\n"
+                  "predrop_session_reports_total{session=\"%llu\"} %llu\n"
+                  "predrop_session_reports_missing_total{session=\"%llu\"} %llu\n"
+                  "predrop_session_late_blocks_total{session=\"%llu\"} %llu\n",
                   id, static_cast<int>(ss->controller().name().size()),
                   ss->controller().name().data(), ss->controller().rate(), id,
                   st.last_reception_period_us / 1e6, id, st.last_performance, id,

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <random>
 #include <stdexcept>
 #include <utility>
 
@@ -15,7 +14,12 @@
 #include "predrop/wire/rtcp.hpp"
 #include "predrop/wire/rtp.hpp"
 
+#include "os_random.hpp"
+
 namespace predrop::server {
+
+using detail::random_u16;
+using detail::random_u32;
 
 namespace {
 constexpr std::uint8_t kStageExtId = 1;
@@ -28,6 +32,12 @@ constexpr std::string_view kFeedbackHeader = "X-Predrop-Feedback";
 // refused (503), and at most this many such connections are open at once; beyond that a new
 // connection is closed at once, so that a flood cannot hoard file descriptors.
 constexpr std::uint64_t kOverLimitIdleUs = 2'000'000;
+constexpr std::size_t kSessionIdBytes = 16;
+bool same_ip(const std::optional<net::SocketAddress>& owner, const net::SocketAddress& peer) {
+  return owner && owner->is_v4() == peer.is_v4() &&
+         std::equal(owner->ip_bytes(), owner->ip_bytes() + owner->ip_size(), peer.ip_bytes());
+}
+
 std::size_t over_limit_allowance(std::size_t max_connections) {
   return std::max<std::size_t>(16, max_connections / 8);
 }
@@ -38,10 +48,6 @@ const net::Clock& default_clock() {
   return clock;
 }
 
-std::uint32_t random_u32() {
-  static std::mt19937 gen{std::random_device{}()};
-  return static_cast<std::uint32_t>(gen());
-}
 }  // namespace
 
 struct StreamServer::Connection {
@@ -61,7 +67,11 @@ struct StreamServer::Connection {
 };
 
 struct StreamServer::SessionEntry {
-  std::string id;
+  std::string id;            // the credential a request names it by; never shown elsewhere
+  std::uint64_t number = 0;  // public ordinal (1, 2, ...), the metrics label
+  // IP address the session was set up from (port ignored): only requests from it control the
+  // session. Empty for push sessions, which nobody controls.
+  std::optional<net::SocketAddress> owner;
   const StreamDefinition* stream = nullptr;
   wire::SrtpKeyMaterial key;
   bool feedback = false;
@@ -110,11 +120,24 @@ std::vector<const StreamSession*> StreamServer::sessions() const {
   return out;
 }
 
+std::uint32_t StreamServer::new_ssrc(const SessionEntry& entry) {
+  // Random (RFC 3550 §8.1), and distinct among the session's own tracks.
+  for (;;) {
+    const std::uint32_t ssrc = random_u32();
+    if (std::none_of(entry.tracks.begin(), entry.tracks.end(),
+                     [ssrc](const SessionTrack& t) { return t.ssrc == ssrc; })) {
+      return ssrc;
+    }
+  }
+}
+
 std::string StreamServer::new_session_id() {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%08X%04X", random_u32(),
-                static_cast<unsigned>(++id_counter_ & 0xffff));
-  return buf;
+  // 128 random bits (RFC 2326 §12.37 ids are the only credential a request carries; an id
+  // that counts or comes from a seeded PRNG can be guessed from one's own session).
+  for (;;) {
+    std::string id = detail::random_hex(kSessionIdBytes);
+    if (!sessions_.contains(id)) return id;
+  }
 }
 
 void StreamServer::start() {
@@ -175,6 +198,7 @@ void StreamServer::start() {
     if (stream == nullptr) throw std::runtime_error("push of unknown stream " + push.stream);
     auto entry = std::make_unique<SessionEntry>();
     entry->id = new_session_id();
+    entry->number = ++session_numbers_;
     entry->stream = stream;
     if (options_.srtp) entry->key = wire::generate_key(*options_.srtp);
     const auto streams = stream->media->streams();
@@ -187,8 +211,7 @@ void StreamServer::start() {
           net::SocketAddress::from_ip(dest.ip_string(), static_cast<std::uint16_t>(dest.port() + 1))
               .value();
       entry->tracks.push_back(SessionTrack{static_cast<std::uint8_t>(i), dest, rtcp_dest,
-                                           random_u32(), static_cast<std::uint16_t>(random_u32()),
-                                           random_u32()});
+                                           new_ssrc(*entry), random_u16(), random_u32()});
       entry->track_ids.push_back(static_cast<std::uint32_t>(i));
     }
     // The SDP file describes the destination ports, as ffmpeg's own -sdp_file does.
@@ -287,6 +310,7 @@ bool StreamServer::start_session(SessionEntry& entry, std::uint64_t now_us) {
   if (entry.tracks.empty()) return false;
   StreamSessionConfig cfg;
   cfg.id = entry.id;
+  cfg.number = entry.number;
   cfg.tracks = entry.tracks;
   cfg.extension_ids = wire::RtpExtensionIds{kStageExtId, kAbsSendTimeExtId};
   cfg.srtp_suite = options_.srtp;
@@ -439,7 +463,12 @@ std::string StreamServer::handle(Connection& c, rtsp::RtspRequest& req) {
     auto parsed = rtsp::parse_session(*sh);
     if (!parsed) return rtsp::serialize(error_response(454, req.cseq, "malformed Session header"));
     auto it = sessions_.find(parsed->id);
-    if (it == sessions_.end()) {
+    // A session answers only to the address that set it up; to anyone else it does not exist
+    // (the same 454 as an unknown id, so the answer tells nothing about other clients).
+    const bool foreign =
+        it != sessions_.end() && !same_ip(it->second->owner, c.tcp->peer_address());
+    if (foreign) ++stats_.session_requests_foreign;
+    if (it == sessions_.end() || foreign) {
       return rtsp::serialize(error_response(454, req.cseq, "no session " + parsed->id));
     }
     entry = it->second.get();
@@ -533,6 +562,8 @@ StreamServer::SessionEntry* StreamServer::create_session(Request& q, const Strea
   }
   auto fresh = std::make_unique<SessionEntry>();
   fresh->id = new_session_id();
+  fresh->number = ++session_numbers_;
+  fresh->owner = q.c.tcp->peer_address();
   fresh->stream = &stream;
   fresh->last_request_us = q.now_us;
   if (options_.srtp) {
@@ -592,9 +623,9 @@ rtsp::RtspResponse StreamServer::handle_setup(Request& q) {
   auto dest = net::SocketAddress::from_ip(peer.ip_string(), spec.client_port->rtp);
   auto rtcp_dest = net::SocketAddress::from_ip(peer.ip_string(), spec.client_port->rtcp);
   if (!dest || !rtcp_dest) return error_response(400, cseq, "bad client address");
-  const std::uint32_t ssrc = random_u32();
+  const std::uint32_t ssrc = new_ssrc(entry);
   entry.tracks.push_back(SessionTrack{static_cast<std::uint8_t>(track), *dest, *rtcp_dest, ssrc,
-                                      static_cast<std::uint16_t>(random_u32()), random_u32()});
+                                      random_u16(), random_u32()});
   entry.track_ids.push_back(track);
   rtsp::TransportSpec reply;
   reply.protocol = spec.protocol;

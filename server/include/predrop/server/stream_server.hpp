@@ -84,6 +84,7 @@ struct ServerStats {
   std::uint64_t sessions_timed_out = 0;
   std::uint64_t connections_timed_out = 0;  ///< Idle, or a request not complete in time.
   std::uint64_t rtsp_bytes_received = 0;
+  std::uint64_t session_requests_foreign = 0;  ///< Named a session from another IP (454).
   std::uint64_t rtcp_datagrams = 0;
   std::uint64_t rtcp_unknown_source = 0;
   std::uint64_t rtp_port_datagrams = 0;  ///< NAT-punch packets and strays on the RTP port.
@@ -168,6 +169,7 @@ class StreamServer {
   void remove_session(const std::string& id);
   const StreamDefinition* find_stream(std::string_view name) const;
   std::string new_session_id();
+  static std::uint32_t new_ssrc(const SessionEntry& entry);
   bool start_session(SessionEntry& entry, std::uint64_t now_us);
 
   net::EventLoop& loop_;
@@ -184,9 +186,9 @@ class StreamServer {
   std::unique_ptr<net::Timer> housekeeper_;
   std::map<Connection*, std::unique_ptr<Connection>> connections_;
   std::map<std::string, std::unique_ptr<SessionEntry>> sessions_;
+  std::uint64_t session_numbers_ = 0;
   std::unordered_map<net::SocketAddress, std::string> session_by_address_;
   std::vector<std::uint8_t> rtcp_buffer_;
-  std::uint64_t id_counter_ = 0;
   ServerStats stats_;
 };
 

@@ -43,7 +43,8 @@ struct SessionTrack {
 
 /// Everything a session is created with.
 struct StreamSessionConfig {
-  std::string id;
+  std::string id;            ///< RTSP session id: a credential, never shown in metrics.
+  std::uint64_t number = 0;  ///< Public ordinal of the session (1, 2, ...): the metrics label.
   std::vector<SessionTrack> tracks;
   wire::RtpExtensionIds extension_ids{1, 2};
   std::optional<wire::SrtpSuite> srtp_suite;  ///< Empty: plain RTP.

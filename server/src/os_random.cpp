@@ -1,0 +1,52 @@
+#include "os_random.hpp"
+
+#include <sys/random.h>
+
+#include <cerrno>
+#include <system_error>
+
+namespace predrop::server::detail {
+
+void fill_random(std::span<std::uint8_t> out) {
+  std::size_t got = 0;
+  while (got < out.size()) {
+    // Without flags getrandom reads the urandom pool once it is initialised; requests of up to
+    // 256 bytes are never short, but looping costs nothing and survives EINTR.
+    const ssize_t n = ::getrandom(out.data() + got, out.size() - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw std::system_error(errno, std::generic_category(), "getrandom");
+    }
+    got += static_cast<std::size_t>(n);
+  }
+}
+
+std::uint32_t random_u32() {
+  std::uint8_t b[4];
+  fill_random(b);
+  return static_cast<std::uint32_t>(b[0]) << 24 | static_cast<std::uint32_t>(b[1]) << 16 |
+         static_cast<std::uint32_t>(b[2]) << 8 | b[3];
+}
+
+std::uint16_t random_u16() {
+  return static_cast<std::uint16_t>(random_u32() >> 16);
+}
+
+std::string random_hex(std::size_t bytes) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::uint8_t buf[64];
+  std::string out;
+  out.reserve(2 * bytes);
+  while (bytes > 0) {
+    const std::size_t n = bytes < sizeof buf ? bytes : sizeof buf;
+    fill_random(std::span(buf, n));
+    for (std::size_t i = 0; i < n; ++i) {
+      out += kHex[buf[i] >> 4];
+      out += kHex[buf[i] & 0xf];
+    }
+    bytes -= n;
+  }
+  return out;
+}
+
+}  // namespace predrop::server::detail
