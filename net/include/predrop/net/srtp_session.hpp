@@ -81,6 +81,12 @@ class SrtpLibraryGuard {
   SrtpLibraryGuard& operator=(SrtpLibraryGuard&&) = delete;
 };
 
+/// True once the first SrtpLibraryGuard or session of the process has initialised libsrtp's
+/// crypto backend (NSS, in Debian's build) for speed rather than space: without it libsrtp's
+/// own NSS initialisation sizes NSS's tables for memory and protect() slows down as sessions
+/// are added. False with a non-NSS libsrtp, or if something else initialised NSS first.
+bool srtp_crypto_tables_for_speed();
+
 /// One libsrtp session for one direction. Movable (the moved-from session fails every call with
 /// SrtpError::Other), not copyable.
 class SrtpSession {
