@@ -40,8 +40,7 @@
 #include "predrop/media/media_file.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/srtp_session.hpp"
-#include "predrop/rtsp/rtsp_client.hpp"
-#include "predrop/rtsp/rtsp_transport.hpp"
+#include "predrop/rtsp/client_session.hpp"
 #include "predrop/server/stream_server.hpp"
 #include "predrop/wire/rtp.hpp"
 #include "predrop/wire/sdes_key.hpp"
@@ -313,64 +312,32 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
   srv.start();
   const std::string url =
       "rtsp://127.0.0.1:" + std::to_string(srv.rtsp_address().port()) + "/bench";
-  const std::size_t tracks = media->streams().size();
 
   ServerRun run;
   run.sessions = sessions;
-  std::vector<std::unique_ptr<rtsp::RtspClient>> clients(sessions);
+  std::vector<std::unique_ptr<rtsp::ClientSession>> clients(sessions);
   // Set up session i: DESCRIBE (for the key), SETUP every track to the sink ports, PLAY, then
-  // hang up (sessions outlive their RTSP connection).
+  // hang up without TEARDOWN (sessions outlive their RTSP connection).
   auto start_client = [&](std::size_t i) {
-    auto fail = [&run, &clients, i](std::string why) {
-      if (run.first_error.empty()) run.first_error = std::move(why);
-      ++run.setup_errors;
-      if (clients[i]) clients[i]->close();
+    rtsp::ClientSessionOptions co;
+    co.url = url;
+    co.server = srv.rtsp_address();
+    co.keepalive = false;
+    rtsp::ClientSession::Handlers h;
+    h.client_ports = [&sinks](const rtsp::SessionTrack& t) -> core::Result<rtsp::PortPair> {
+      const auto port = static_cast<std::uint16_t>(sinks.base + 2 * (t.index % 2));
+      return rtsp::PortPair{port, static_cast<std::uint16_t>(port + 1)};
     };
-    auto c =
-        rtsp::RtspClient::connect(loop, srv.rtsp_address(), [&, i, fail](const core::Status& st) {
-          if (!st) return fail("connect: " + st.error().message);
-          clients[i]->send(
-              rtsp::RtspMethod::kDescribe, url, {},
-              [&, i, fail](core::Result<rtsp::RtspResponse> r) {
-                if (!r) return fail("DESCRIBE: " + r.error().message);
-                if (r->status != 200) return fail("DESCRIBE: " + std::to_string(r->status));
-                auto setup = std::make_shared<std::function<void(std::size_t)>>();
-                *setup = [&, i, fail, setup](std::size_t t) {
-                  if (t == tracks) {
-                    clients[i]->send(rtsp::RtspMethod::kPlay, url, {},
-                                     [&, i, fail](core::Result<rtsp::RtspResponse> p) {
-                                       if (!p) return fail("PLAY: " + p.error().message);
-                                       if (p->status != 200) {
-                                         return fail("PLAY: " + std::to_string(p->status));
-                                       }
-                                       ++run.playing;
-                                       clients[i]->close();
-                                     });
-                    return;
-                  }
-                  rtsp::TransportSpec spec;
-                  spec.protocol = so.srtp ? "RTP/SAVP" : "RTP/AVP";
-                  const auto port = static_cast<std::uint16_t>(sinks.base + 2 * (t % 2));
-                  spec.client_port = rtsp::PortPair{port, static_cast<std::uint16_t>(port + 1)};
-                  rtsp::RtspHeaders h;
-                  h.set("Transport", rtsp::format_transport(spec));
-                  clients[i]->send(rtsp::RtspMethod::kSetup, url + "/trackID=" + std::to_string(t),
-                                   h, [fail, setup, t](core::Result<rtsp::RtspResponse> s) {
-                                     if (!s) return fail("SETUP: " + s.error().message);
-                                     if (s->status != 200) {
-                                       return fail("SETUP: " + std::to_string(s->status));
-                                     }
-                                     (*setup)(t + 1);
-                                   });
-                };
-                (*setup)(0);
-              });
-        });
-    if (!c) {
+    h.on_playing = [&run, &clients, i] {
+      ++run.playing;
+      clients[i]->close();
+    };
+    h.on_failed = [&run](const rtsp::SessionError& e) {
+      if (run.first_error.empty()) run.first_error = e.message();
       ++run.setup_errors;
-      return;
-    }
-    clients[i] = std::move(c.value());
+    };
+    clients[i] = std::make_unique<rtsp::ClientSession>(loop, co, std::move(h));
+    clients[i]->start();
   };
   // Spread the starts over the ramp so that sessions' frames do not all fall due on one tick.
   std::size_t started = 0;

@@ -15,10 +15,7 @@
 #include "predrop/media/psnr.hpp"
 #include "predrop/media/video_decoder.hpp"
 #include "predrop/net/udp_endpoint.hpp"
-#include "predrop/rtsp/rtsp_client.hpp"
-#include "predrop/rtsp/rtsp_headers.hpp"
-#include "predrop/rtsp/rtsp_transport.hpp"
-#include "predrop/rtsp/sdp.hpp"
+#include "predrop/rtsp/client_session.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
 namespace predrop::client {
@@ -60,16 +57,12 @@ core::Result<Impairment> parse_impairment(std::string_view text) {
 
 namespace {
 
+// Our side of one track (the session holds what was negotiated, at the same index).
 struct Track {
-  std::string control_url;
-  int payload_type = -1;
-  bool video = false;
   std::unique_ptr<net::UdpEndpoint> rtp;
   std::unique_ptr<net::UdpEndpoint> rtcp;
   std::uint32_t rtp_base = 0;  // RTP timestamp of media time 0 (from RTP-Info)
   bool have_base = false;
-  std::uint32_t ssrc = 0;
-  std::uint16_t server_rtcp_port = 0;
 };
 
 struct PendingBlock {
@@ -87,9 +80,8 @@ struct MeasuringClient::Impl {
 
   net::SocketAddress server_addr;
   std::string url;
-  std::string content_base;
-  std::unique_ptr<rtsp::RtspClient> rtsp;
-  std::vector<Track> tracks;
+  std::unique_ptr<rtsp::ClientSession> session;
+  std::vector<Track> tracks;  // every track of the SDP, all set up, in SDP order
   std::size_t video_track = SIZE_MAX;
   std::optional<wire::SrtpSuite> suite;
   wire::SrtpKeyMaterial key;
@@ -106,11 +98,9 @@ struct MeasuringClient::Impl {
   std::FILE* save = nullptr;
 
   std::unique_ptr<net::Timer> poll_timer;
-  std::unique_ptr<net::Timer> keepalive_timer;
   std::deque<PendingBlock> pending;
   std::uint64_t last_media_us = 0;
   bool playing = false;
-  bool base_from_rtp_info = false;
   bool done = false;
   std::uint32_t reporter_ssrc = 0;
   ClientSummary summary;
@@ -145,123 +135,93 @@ struct MeasuringClient::Impl {
           scorer ? scorer->late() : 0);
     }
     poll_timer.reset();
-    keepalive_timer.reset();
     for (auto& t : tracks) {
       if (t.rtp) t.rtp->close();
       if (t.rtcp) t.rtcp->close();
     }
     auto cb = std::move(on_done);
     ClientSummary s = summary;
-    if (rtsp && playing && st) {
+    if (session && playing && st) {
       // Tear down politely, then report; the connection closes either way.
-      rtsp->send(rtsp::RtspMethod::kTeardown, url, {},
-                 [this, cb, s, st](core::Result<rtsp::RtspResponse>) {
-                   rtsp->close();
-                   if (cb) cb(st, s);
-                 });
+      session->teardown([cb, s, st] {
+        if (cb) cb(st, s);
+      });
       return;
     }
-    if (rtsp) rtsp->close();
+    if (session) session->close();
     if (cb) cb(st, s);
   }
 
   void fail(const std::string& why) { finish(core::make_error(why)); }
 
   void start() {
-    auto parsed = rtsp::parse_rtsp_url(options.url);
-    if (!parsed) return fail("bad URL: " + parsed.error().message);
-    const std::string host = parsed->host == "localhost" ? "127.0.0.1" : parsed->host;
-    auto addr = net::SocketAddress::from_ip(host, parsed->port);
-    if (!addr) return fail("server host must be an IP address: " + addr.error().message);
+    auto addr = rtsp::server_address_of(options.url);
+    if (!addr) return fail(addr.error().message);
     server_addr = *addr;
     url = options.url;
-    auto c = rtsp::RtspClient::connect(
-        loop, server_addr,
-        [this](const core::Status& st) {
-          if (!st)
-            return fail("cannot connect to " + server_addr.to_string() + ": " + st.error().message);
-          describe();
-        },
-        [this](const core::Status&) {
-          if (!done) fail("the server closed the RTSP connection");
-        });
-    if (!c) return fail(c.error().message);
-    rtsp = std::move(c.value());
+    rtsp::ClientSessionOptions so;
+    so.url = url;
+    so.server = server_addr;
+    so.feedback = options.feedback;
+    rtsp::ClientSession::Handlers h;
+    h.on_described =
+        [this](const rtsp::SessionDescription& d) -> core::Result<std::vector<std::size_t>> {
+      if (auto st = prepare(d); !st) return st.error();
+      std::vector<std::size_t> all(d.tracks.size());
+      for (std::size_t i = 0; i < all.size(); ++i)
+        all[i] = i;
+      return all;
+    };
+    h.client_ports = [this](const rtsp::SessionTrack& t) { return open_ports(tracks[t.index]); };
+    h.on_playing = [this] { on_playing(); };
+    h.on_failed = [this](const rtsp::SessionError& e) { on_session_failed(e); };
+    session = std::make_unique<rtsp::ClientSession>(loop, so, std::move(h));
+    session->start();
   }
 
-  void describe() {
-    rtsp::RtspHeaders h;
-    h.set("Accept", "application/sdp");
-    rtsp->send(rtsp::RtspMethod::kDescribe, url, h, [this](auto r) {
-      if (!r) return fail(r.error().message);
-      if (r->status != 200) {
-        return fail("DESCRIBE: " + std::to_string(r->status) + " " + r->reason);
-      }
-      content_base = std::string(r->headers.get("Content-Base").value_or(url));
-      auto sdp = rtsp::parse_sdp(r->body);
-      if (!sdp) return fail("SDP: " + sdp.error().message);
-      if (auto st = prepare(*sdp); !st) return fail(st.error().message);
-      setup(0);
-    });
+  void on_session_failed(const rtsp::SessionError& e) {
+    switch (e.step) {
+      case rtsp::SessionStep::kConnect:
+        return fail("cannot connect to " + server_addr.to_string() + ": " + e.detail);
+      case rtsp::SessionStep::kClosed:
+        if (!done) fail("the server closed the RTSP connection");
+        return;
+      case rtsp::SessionStep::kKeepAlive:
+        // The keep-alive's answer never ended a run: the stream goes on until it is over.
+        core::log(core::LogLevel::kWarn, "client", "%s", e.message().c_str());
+        return;
+      case rtsp::SessionStep::kDescribe:
+        // SDP and reference problems read as themselves; refusals name the request.
+        return fail(e.status == 0 ? e.detail : e.message());
+      default:
+        return fail(e.message());
+    }
   }
 
-  core::Status prepare(const rtsp::SdpSession& sdp) {
+  core::Status prepare(const rtsp::SessionDescription& d) {
     // Block settings: the server says how it cut the file, so that our reference packetization
     // matches its blocks exactly.
-    for (const auto& a : sdp.attributes) {
-      if (a.rfind("x-predrop-block:", 0) != 0) continue;
-      std::string_view v = std::string_view(a).substr(16);
-      while (!v.empty()) {
-        const auto semi = v.find(';');
-        const std::string_view item = v.substr(0, semi);
-        v = semi == std::string_view::npos ? std::string_view{} : v.substr(semi + 1);
-        const auto eq = item.find('=');
-        if (eq == std::string_view::npos) continue;
-        const std::string name(item.substr(0, eq));
-        std::uint64_t value = 0;
-        const std::string_view digits = item.substr(eq + 1);
-        auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-        if (ec != std::errc() || value == 0) {
-          return core::make_error("bad x-predrop-block attribute: " + a);
-        }
-        if (name == "duration_us") {
-          packetize.block = {media::BlockSize::Unit::kDuration, value};
-        } else if (name == "bytes") {
-          packetize.block = {media::BlockSize::Unit::kBytes, value};
-        } else if (name == "payload") {
-          packetize.max_payload = value;
-        }
+    if (d.block_attribute) {
+      auto block = rtsp::parse_block_attribute(*d.block_attribute);
+      if (!block) return block.error();
+      if (block->duration_us) {
+        packetize.block = {media::BlockSize::Unit::kDuration, *block->duration_us};
       }
+      if (block->bytes) packetize.block = {media::BlockSize::Unit::kBytes, *block->bytes};
+      if (block->payload) packetize.max_payload = *block->payload;
     }
-    for (const auto& m : sdp.media) {
-      Track t;
-      t.control_url = rtsp::resolve_control_url(content_base, m.control);
-      t.payload_type = m.payload_type;
-      t.video = m.kind == "video";
-      if (!m.crypto.empty()) {
-        auto suite_found = wire::suite_from_name(m.crypto[0].suite);
-        if (!suite_found) return core::make_error("unsupported SRTP suite " + m.crypto[0].suite);
-        std::uint8_t buf[64];
-        auto n = wire::base64_decode(m.crypto[0].inline_key(), buf);
-        if (!n || *n != wire::key_salt_size(*suite_found)) {
-          return core::make_error("a=crypto key of the wrong size");
-        }
-        wire::SrtpKeyMaterial k;
-        std::copy(buf, buf + *n, k.bytes.begin());
-        k.size = *n;
-        if (suite && (*suite != *suite_found || k.span().size() != key.span().size() ||
-                      !std::equal(k.bytes.begin(), k.bytes.begin() + k.size, key.bytes.begin()))) {
+    for (const auto& t : d.tracks) {
+      if (t.key) {
+        if (suite && (*suite != t.key->suite || !(key == t.key->key))) {
           return core::make_error("tracks with different SRTP keys are not supported");
         }
-        suite = suite_found;
-        key = k;
+        suite = t.key->suite;
+        key = t.key->key;
       }
-      for (const auto& e : m.extmaps) {
-        if (e.uri == wire::kStageExtensionUri) ext_ids.stage = static_cast<std::uint8_t>(e.id);
-        if (e.uri == wire::kAbsSendTimeUri) ext_ids.abs_send_time = static_cast<std::uint8_t>(e.id);
-      }
-      if (t.video && video_track == SIZE_MAX) video_track = tracks.size();
-      tracks.push_back(std::move(t));
+      if (t.extensions.stage != 0) ext_ids.stage = t.extensions.stage;
+      if (t.extensions.abs_send_time != 0) ext_ids.abs_send_time = t.extensions.abs_send_time;
+      if (t.media.kind == "video" && video_track == SIZE_MAX) video_track = tracks.size();
+      tracks.emplace_back();
     }
     if (video_track == SIZE_MAX) return core::make_error("the stream has no video track");
     if (ext_ids.stage == 0) {
@@ -323,7 +283,7 @@ struct MeasuringClient::Impl {
     return true;
   }
 
-  core::Status open_ports(Track& t) {
+  core::Result<rtsp::PortPair> open_ports(Track& t) {
     // An even RTP port and the next one for RTCP (RFC 3550 §11); retry on collisions.
     std::mt19937 gen{std::random_device{}()};
     for (int attempt = 0; attempt < 64; ++attempt) {
@@ -343,86 +303,42 @@ struct MeasuringClient::Impl {
       if (!rtcp) continue;
       t.rtp = std::move(rtp.value());
       t.rtcp = std::move(rtcp.value());
-      return core::Ok{};
+      return rtsp::PortPair{t.rtp->local_address().port(), t.rtcp->local_address().port()};
     }
     return core::make_error("no free UDP port pair");
   }
 
-  void setup(std::size_t i) {
-    if (i == tracks.size()) return play();
-    Track& t = tracks[i];
-    if (auto st = open_ports(t); !st) return fail(st.error().message);
-    rtsp::RtspHeaders h;
-    rtsp::TransportSpec spec;
-    spec.protocol = suite ? "RTP/SAVP" : "RTP/AVP";
-    spec.client_port =
-        rtsp::PortPair{t.rtp->local_address().port(), t.rtcp->local_address().port()};
-    h.set("Transport", rtsp::format_transport(spec));
-    if (options.feedback) h.set("X-Predrop-Feedback", "1");
-    rtsp->send(rtsp::RtspMethod::kSetup, t.control_url, h, [this, i](auto r) {
-      if (!r) return fail(r.error().message);
-      if (r->status != 200) return fail("SETUP: " + std::to_string(r->status) + " " + r->reason);
-      auto tr = r->headers.get("Transport");
-      if (!tr) return fail("SETUP reply without Transport");
-      auto specs = rtsp::parse_transport(*tr);
-      if (!specs || specs->empty() || !(*specs)[0].server_port) {
-        return fail("SETUP reply: no server_port");
+  void on_playing() {
+    const auto& negotiated = session->tracks();
+    bool video_base_from_rtp_info = false;
+    for (std::size_t i = 0; i < tracks.size() && i < negotiated.size(); ++i) {
+      Track& t = tracks[i];
+      if (negotiated[i].rtp_info_rtptime && !t.have_base) {
+        t.rtp_base = *negotiated[i].rtp_info_rtptime;
+        t.have_base = true;
+        video_base_from_rtp_info = video_base_from_rtp_info || i == video_track;
       }
-      tracks[i].server_rtcp_port = (*specs)[0].server_port->rtcp;
-      tracks[i].ssrc = (*specs)[0].ssrc.value_or(0);
-      setup(i + 1);
-    });
-  }
-
-  void play() {
-    rtsp::RtspHeaders h;
-    h.set("Range", "npt=0.000-");
-    rtsp->send(rtsp::RtspMethod::kPlay, url, h, [this](auto r) {
-      if (!r) return fail(r.error().message);
-      if (r->status != 200) return fail("PLAY: " + std::to_string(r->status) + " " + r->reason);
-      if (auto info = r->headers.get("RTP-Info")) {
-        if (auto entries = rtsp::parse_rtp_info(*info)) {
-          for (const auto& e : *entries) {
-            for (auto& t : tracks) {
-              const bool same_url = e.url == t.control_url ||
-                                    (t.control_url.size() >= e.url.size() &&
-                                     t.control_url.compare(t.control_url.size() - e.url.size(),
-                                                           e.url.size(), e.url) == 0);
-              if (e.rtptime && !t.have_base && same_url) {
-                t.rtp_base = *e.rtptime;
-                t.have_base = true;
-                base_from_rtp_info = true;
-              }
-            }
-          }
-        }
-      }
-      if (base_from_rtp_info) {
-        // RTP-Info's rtptime belongs to the first block's start; media time 0 is earlier by it.
-        const auto& first = reference_media->blocks().front();
-        const auto clock = reference_media->streams()[*reference_media->video_stream()].clock_rate;
-        tracks[video_track].rtp_base -= static_cast<std::uint32_t>(
-            static_cast<std::uint64_t>(std::max<std::int64_t>(0, first.start_us)) * clock /
-            1'000'000);
-      }
-      playing = true;
-      last_media_us = net::EventLoop::now_us();
-      poll_timer = std::make_unique<net::Timer>(loop, [this] { poll(); });
-      poll_timer->start(20, 20);
-      const std::uint64_t ka_ms =
-          std::max<std::uint32_t>(5, rtsp->session_timeout_s() / 2) * 1000ull;
-      keepalive_timer = std::make_unique<net::Timer>(
-          loop, [this] { rtsp->send(rtsp::RtspMethod::kGetParameter, url, {}, [](auto) {}); });
-      keepalive_timer->start(ka_ms, ka_ms);
-      core::log(core::LogLevel::kInfo, "client", "playing %s (session %s, SRTP %s)", url.c_str(),
-                rtsp->session().c_str(),
-                suite ? std::string(wire::suite_name(*suite)).c_str() : "off");
-    });
+    }
+    if (video_base_from_rtp_info) {
+      // RTP-Info's rtptime belongs to the first block's start; media time 0 is earlier by it.
+      const auto& first = reference_media->blocks().front();
+      const auto clock = reference_media->streams()[*reference_media->video_stream()].clock_rate;
+      tracks[video_track].rtp_base -= static_cast<std::uint32_t>(
+          static_cast<std::uint64_t>(std::max<std::int64_t>(0, first.start_us)) * clock /
+          1'000'000);
+    }
+    playing = true;
+    last_media_us = net::EventLoop::now_us();
+    poll_timer = std::make_unique<net::Timer>(loop, [this] { poll(); });
+    poll_timer->start(20, 20);
+    core::log(core::LogLevel::kInfo, "client", "playing %s (session %s, SRTP %s)", url.c_str(),
+              session->session_id().c_str(),
+              suite ? std::string(wire::suite_name(*suite)).c_str() : "off");
   }
 
   void on_rtp(const wire::RtpPacketView& v) {
     Track& video = tracks[video_track];
-    if (v.header.payload_type != video.payload_type) return;
+    if (v.header.payload_type != session->tracks()[video_track].payload_type) return;
     if (!video.have_base) {
       // Media may overtake the PLAY response. The first video packet the server sends is the
       // SPS of the first keyframe (never discarded), so its timestamp anchors media time.
@@ -480,13 +396,15 @@ struct MeasuringClient::Impl {
 
   void report(const core::StageMeasurement& m, const media::Block& b, double psnr) {
     const Track& video = tracks[video_track];
+    const rtsp::SessionTrack& negotiated = session->tracks()[video_track];
     if (options.feedback) {
-      auto fb = chain::make_feedback(m, psnr, wire::PdfbMetric::kPsnrDb, video.ssrc);
+      auto fb =
+          chain::make_feedback(m, psnr, wire::PdfbMetric::kPsnrDb, negotiated.ssrc.value_or(0));
       std::uint8_t buf[256];
       auto n =
           chain::encode_feedback(buf, reporter_ssrc, fb, feedback_out ? &*feedback_out : nullptr);
       if (n) {
-        auto to = net::SocketAddress::from_ip(server_addr.ip_string(), video.server_rtcp_port);
+        auto to = net::SocketAddress::from_ip(server_addr.ip_string(), negotiated.server_port.rtcp);
         if (to) video.rtcp->send(std::span<const std::uint8_t>(buf, *n), *to);
       }
     }

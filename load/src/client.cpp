@@ -10,10 +10,7 @@
 #include "predrop/chain/stage_receiver.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/net/udp_endpoint.hpp"
-#include "predrop/rtsp/rtsp_client.hpp"
-#include "predrop/rtsp/rtsp_headers.hpp"
-#include "predrop/rtsp/rtsp_transport.hpp"
-#include "predrop/rtsp/sdp.hpp"
+#include "predrop/rtsp/client_session.hpp"
 #include "predrop/wire/rtcp.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
@@ -27,13 +24,10 @@ double loss_quality_db(double loss, double cap_db, double concealed_db) {
 
 namespace {
 
+// Our sockets of one track (the session holds what was negotiated, at the same index).
 struct Track {
-  std::string control_url;
-  bool video = false;
   std::unique_ptr<net::UdpEndpoint> rtp;
   std::unique_ptr<net::UdpEndpoint> rtcp;
-  std::uint32_t ssrc = 0;
-  std::uint16_t server_rtcp_port = 0;
 };
 
 enum class State { kIdle, kSettingUp, kPlaying, kLeaving, kDone };
@@ -45,8 +39,8 @@ struct LightClient::Impl {
   LightClientConfig config;
   Events events;
   State state = State::kIdle;
-  std::unique_ptr<rtsp::RtspClient> rtsp;
-  std::vector<Track> tracks;
+  std::unique_ptr<rtsp::ClientSession> rtsp_session;
+  std::vector<Track> tracks;  // the tracks set up, in SETUP order
   std::size_t feedback_track = 0;
   std::optional<wire::SrtpSuite> suite;
   wire::SrtpKeyMaterial key;
@@ -57,9 +51,6 @@ struct LightClient::Impl {
   std::vector<std::uint8_t> verify_buf;
   std::uint64_t datagrams = 0;
   std::uint32_t reporter_ssrc = 0;
-  std::unique_ptr<net::Timer> deadline;  // RTSP request timeout
-  std::unique_ptr<net::Timer> keepalive;
-  std::size_t in_flight = 0;
   std::uint64_t last_media_us = 0;
   std::string session;
   LightClientStats stats;
@@ -68,13 +59,11 @@ struct LightClient::Impl {
       : loop(l), config(std::move(c)), events(std::move(e)) {}
 
   void close_all() {
-    deadline.reset();
-    keepalive.reset();
     for (auto& t : tracks) {
       if (t.rtp) t.rtp->close();
       if (t.rtcp) t.rtcp->close();
     }
-    if (rtsp) rtsp->close();
+    if (rtsp_session) rtsp_session->close();
   }
 
   void fail(int status, std::string what, std::string detail = {}) {
@@ -87,84 +76,46 @@ struct LightClient::Impl {
 
   LightClient* owner = nullptr;
 
-  // Sends a request with the client's timeout; `then` gets only successful responses.
-  void request(rtsp::RtspMethod m, const std::string& url, rtsp::RtspHeaders h, const char* what,
-               std::function<void(const rtsp::RtspResponse&)> then) {
-    ++in_flight;
-    deadline->start(static_cast<std::uint64_t>(config.request_timeout_s * 1000));
-    rtsp->send(m, url, std::move(h), [this, what, then = std::move(then)](auto r) {
-      if (in_flight > 0) --in_flight;
-      if (in_flight == 0 && deadline) deadline->stop();
-      if (state == State::kDone) return;
-      if (!r) return fail(0, what, r.error().message);
-      if (r->status != 200) return fail(r->status, what, r->reason);
-      then(*r);
-    });
-  }
-
   void start() {
     state = State::kSettingUp;
-    deadline = std::make_unique<net::Timer>(loop, [this] {
-      if (in_flight == 0) return;
-      if (state == State::kLeaving) return finish_leave();  // no answer to TEARDOWN: just go
-      fail(0, "timeout", "no RTSP response");
-    });
-    auto c = rtsp::RtspClient::connect(
-        loop, config.server,
-        [this](const core::Status& st) {
-          if (!st) return fail(0, "connect", st.error().message);
-          describe();
-        },
-        [this](const core::Status& why) {
-          if (state == State::kLeaving) return finish_leave();
-          fail(0, "closed", why ? "by the server" : why.error().message);
-        });
-    if (!c) return fail(0, "connect", c.error().message);
-    rtsp = std::move(c.value());
-    deadline->start(static_cast<std::uint64_t>(config.request_timeout_s * 1000));
-    ++in_flight;  // the connect itself
+    rtsp::ClientSessionOptions so;
+    so.url = config.url;
+    so.server = config.server;
+    so.feedback = config.group.feedback;
+    so.request_timeout_ms = static_cast<std::uint64_t>(config.request_timeout_s * 1000);
+    rtsp::ClientSession::Handlers h;
+    h.on_described =
+        [this](const rtsp::SessionDescription& d) -> core::Result<std::vector<std::size_t>> {
+      std::vector<std::size_t> chosen;
+      for (const auto& t : d.tracks) {
+        if (config.group.video_only && (t.media.kind != "video" || !chosen.empty())) continue;
+        chosen.push_back(t.index);
+      }
+      if (auto st = prepare(d, chosen); !st) return st.error();
+      return chosen;
+    };
+    h.client_ports = [this](const rtsp::SessionTrack&) { return open_ports(); };
+    h.on_playing = [this] { on_playing(); };
+    h.on_failed = [this](const rtsp::SessionError& e) {
+      if (e.step == rtsp::SessionStep::kTimeout) return fail(0, "timeout", "no RTSP response");
+      fail(e.status, std::string(e.what()), e.detail);
+    };
+    rtsp_session = std::make_unique<rtsp::ClientSession>(loop, so, std::move(h));
+    rtsp_session->start();
   }
 
-  void describe() {
-    if (in_flight > 0) --in_flight;
-    rtsp::RtspHeaders h;
-    h.set("Accept", "application/sdp");
-    request(rtsp::RtspMethod::kDescribe, config.url, h, "DESCRIBE",
-            [this](const rtsp::RtspResponse& r) {
-              const std::string base(r.headers.get("Content-Base").value_or(config.url));
-              auto sdp = rtsp::parse_sdp(r.body);
-              if (!sdp) return fail(0, "DESCRIBE", "SDP: " + sdp.error().message);
-              if (auto st = prepare(*sdp, base); !st)
-                return fail(0, "DESCRIBE", st.error().message);
-              setup(0);
-            });
-  }
-
-  core::Status prepare(const rtsp::SdpSession& sdp, const std::string& base) {
-    for (const auto& m : sdp.media) {
-      if (config.group.video_only && m.kind != "video") continue;
-      if (config.group.video_only && !tracks.empty()) continue;
-      Track t;
-      t.control_url = rtsp::resolve_control_url(base, m.control);
-      t.video = m.kind == "video";
-      if (!m.crypto.empty()) {
-        auto s = wire::suite_from_name(m.crypto[0].suite);
-        if (!s) return core::make_error("unsupported SRTP suite " + m.crypto[0].suite);
-        std::uint8_t buf[64];
-        auto n = wire::base64_decode(m.crypto[0].inline_key(), buf);
-        if (!n || *n != wire::key_salt_size(*s)) return core::make_error("bad a=crypto key");
-        std::copy(buf, buf + *n, key.bytes.begin());
-        key.size = *n;
-        suite = s;
+  core::Status prepare(const rtsp::SessionDescription& d, const std::vector<std::size_t>& chosen) {
+    for (std::size_t i = 0; i < chosen.size(); ++i) {
+      const rtsp::SessionTrack& t = d.tracks[chosen[i]];
+      if (t.key) {
+        suite = t.key->suite;
+        key = t.key->key;
       }
-      for (const auto& e : m.extmaps) {
-        if (e.uri == wire::kStageExtensionUri) ext_ids.stage = static_cast<std::uint8_t>(e.id);
-        if (e.uri == wire::kAbsSendTimeUri) ext_ids.abs_send_time = static_cast<std::uint8_t>(e.id);
-      }
-      if (t.video) feedback_track = tracks.size();
-      tracks.push_back(std::move(t));
+      if (t.extensions.stage != 0) ext_ids.stage = t.extensions.stage;
+      if (t.extensions.abs_send_time != 0) ext_ids.abs_send_time = t.extensions.abs_send_time;
+      if (t.media.kind == "video") feedback_track = i;
     }
-    if (tracks.empty()) return core::make_error("no track to set up");
+    if (chosen.empty()) return core::make_error("no track to set up");
     if (ext_ids.stage == 0) return core::make_error("no urn:predrop:stage extension");
     chain::ReceiverConfig rc;
     rc.extension_ids = ext_ids;
@@ -210,7 +161,7 @@ struct LightClient::Impl {
     }
   }
 
-  core::Status open_ports(Track& t) {
+  core::Result<rtsp::PortPair> open_ports() {
     net::UdpOptions uo;
     uo.recv_buffer_bytes = 256 << 10;
     uo.recv_batch = 4;  // thousands of sockets: keep each receive slab small
@@ -224,54 +175,19 @@ struct LightClient::Impl {
     ro.recv_buffer_bytes = 4096;
     auto rtcp = net::UdpEndpoint::open(loop, net::SocketAddress::any_v4(0), ro, {});
     if (!rtcp) return rtcp.error();
+    Track t;
     t.rtp = std::move(rtp.value());
     t.rtcp = std::move(rtcp.value());
-    return core::Ok{};
+    const rtsp::PortPair ports{t.rtp->local_address().port(), t.rtcp->local_address().port()};
+    tracks.push_back(std::move(t));
+    return ports;
   }
 
-  void setup(std::size_t i) {
-    if (i == tracks.size()) return play();
-    Track& t = tracks[i];
-    if (auto st = open_ports(t); !st) return fail(0, "SETUP", "ports: " + st.error().message);
-    rtsp::TransportSpec spec;
-    spec.protocol = suite ? "RTP/SAVP" : "RTP/AVP";
-    spec.client_port =
-        rtsp::PortPair{t.rtp->local_address().port(), t.rtcp->local_address().port()};
-    rtsp::RtspHeaders h;
-    h.set("Transport", rtsp::format_transport(spec));
-    if (config.group.feedback) h.set("X-Predrop-Feedback", "1");
-    request(rtsp::RtspMethod::kSetup, t.control_url, h, "SETUP",
-            [this, i](const rtsp::RtspResponse& r) {
-              auto tr = r.headers.get("Transport");
-              auto specs = tr ? rtsp::parse_transport(*tr)
-                              : core::Result<std::vector<rtsp::TransportSpec>>(
-                                    core::make_error("no Transport"));
-              if (!specs || specs->empty() || !(*specs)[0].server_port) {
-                return fail(0, "SETUP", "reply without server_port");
-              }
-              tracks[i].server_rtcp_port = (*specs)[0].server_port->rtcp;
-              tracks[i].ssrc = (*specs)[0].ssrc.value_or(0);
-              setup(i + 1);
-            });
-  }
-
-  void play() {
-    rtsp::RtspHeaders h;
-    h.set("Range", "npt=0.000-");
-    request(rtsp::RtspMethod::kPlay, config.url, h, "PLAY", [this](const rtsp::RtspResponse&) {
-      state = State::kPlaying;
-      session = rtsp->session();
-      last_media_us = net::EventLoop::now_us();
-      const std::uint64_t ka_ms = std::max<std::uint64_t>(5, rtsp->session_timeout_s() / 2) * 1000;
-      keepalive = std::make_unique<net::Timer>(loop, [this] {
-        if (state == State::kPlaying) {
-          request(rtsp::RtspMethod::kGetParameter, config.url, {}, "GET_PARAMETER",
-                  [](const rtsp::RtspResponse&) {});
-        }
-      });
-      keepalive->start(ka_ms, ka_ms);
-      if (events.on_playing) events.on_playing(*owner);
-    });
+  void on_playing() {
+    state = State::kPlaying;
+    session = rtsp_session->session_id();
+    last_media_us = net::EventLoop::now_us();
+    if (events.on_playing) events.on_playing(*owner);
   }
 
   void on_stage(const core::StageMeasurement& m) {
@@ -284,11 +200,13 @@ struct LightClient::Impl {
     ++stats.blocks;
     if (config.group.feedback) {
       const Track& t = tracks[feedback_track];
-      auto fb = chain::make_feedback(m, b.quality_db, wire::PdfbMetric::kPsnrDb, t.ssrc);
+      const rtsp::SessionTrack& negotiated = rtsp_session->tracks()[feedback_track];
+      auto fb = chain::make_feedback(m, b.quality_db, wire::PdfbMetric::kPsnrDb,
+                                     negotiated.ssrc.value_or(0));
       std::uint8_t buf[256];
       auto n =
           chain::encode_feedback(buf, reporter_ssrc, fb, feedback_out ? &*feedback_out : nullptr);
-      auto to = net::SocketAddress::from_ip(config.server.ip_string(), t.server_rtcp_port);
+      auto to = net::SocketAddress::from_ip(config.server.ip_string(), negotiated.server_port.rtcp);
       if (n && to && t.rtcp->send(std::span<const std::uint8_t>(buf, *n), *to)) {
         b.reported = true;
         b.report_time_us = net::EventLoop::now_us();
@@ -311,24 +229,20 @@ struct LightClient::Impl {
 
   void leave() {
     if (state == State::kDone || state == State::kLeaving) return;
-    if (state != State::kPlaying || !rtsp) {
+    if (state != State::kPlaying || !rtsp_session) {
       state = State::kDone;
       close_all();
       if (events.on_left) events.on_left(*owner);
       return;
     }
     state = State::kLeaving;
-    keepalive.reset();
-    ++in_flight;
-    deadline->start(static_cast<std::uint64_t>(config.request_timeout_s * 1000));
-    rtsp->send(rtsp::RtspMethod::kTeardown, config.url, {}, [this](auto) { finish_leave(); });
-  }
-
-  void finish_leave() {
-    if (state != State::kLeaving) return;
-    state = State::kDone;
-    close_all();
-    if (events.on_left) events.on_left(*owner);
+    // TEARDOWN; answered, unanswered for the request timeout, or the connection gone: left.
+    rtsp_session->teardown([this] {
+      if (state != State::kLeaving) return;
+      state = State::kDone;
+      close_all();
+      if (events.on_left) events.on_left(*owner);
+    });
   }
 };
 

@@ -19,8 +19,12 @@ core::Result<std::unique_ptr<RtspClient>> RtspClient::connect(net::EventLoop& lo
           auto started = raw->tcp_->start(
               [raw](std::span<const std::uint8_t> d) { raw->on_data(d); },
               [raw](const core::Status& why) {
+                // A failed request's callback may destroy the client; so may on_closed.
+                std::weak_ptr<bool> alive = raw->alive_;
                 raw->fail_all(why ? "connection closed by the server" : why.error().message);
-                if (raw->on_closed_) raw->on_closed_(why);
+                if (alive.expired() || !raw->on_closed_) return;
+                const auto notify = raw->on_closed_;  // a copy: it may destroy the client
+                notify(why);
               });
           if (!started) {
             on_connected(started);
