@@ -1,47 +1,22 @@
+// The load tester's scheduler (predrop/load/runner.hpp): ramp, hold with churn, drain.
 #include "predrop/load/runner.hpp"
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <deque>
-#include <limits>
 #include <random>
 #include <unordered_map>
 #include <utility>
 
 #include "predrop/client/measuring_client.hpp"
 #include "predrop/load/client.hpp"
+#include "predrop/load/csv_output.hpp"
+#include "predrop/load/metrics_probe.hpp"
 #include "predrop/load/proc.hpp"
-#include "predrop/net/tcp.hpp"
+#include "predrop/load/progress.hpp"
 #include "predrop/rtsp/rtsp_headers.hpp"
 
 namespace predrop::load {
-
-Percentiles percentiles(std::vector<double>& v) {
-  Percentiles p;
-  p.count = v.size();
-  if (v.empty()) {
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    p.p50 = p.p90 = p.p99 = p.max = p.mean = nan;
-    return p;
-  }
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) {
-    // Nearest rank.
-    const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
-    return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
-  };
-  p.p50 = at(0.50);
-  p.p90 = at(0.90);
-  p.p99 = at(0.99);
-  p.max = v.back();
-  double sum = 0;
-  for (double x : v)
-    sum += x;
-  p.mean = sum / static_cast<double>(v.size());
-  return p;
-}
 
 namespace {
 
@@ -61,57 +36,6 @@ const char* phase_name(Phase p) {
   return "?";
 }
 
-// One HTTP/1.0 GET of the server's /metrics, parsed into the figures the report uses.
-struct MetricsSnapshot {
-  std::uint64_t fetched_us = 0;
-  std::unordered_map<std::string, double> reports;  // session id -> reports_total
-  std::unordered_map<std::string, double> sent;     // session id -> packets_sent_total
-  double packets_sent = 0;
-  double late_blocks = 0;
-  bool late_known = false;
-  bool ok = false;
-};
-
-MetricsSnapshot parse_metrics(const std::string& body, std::uint64_t at) {
-  MetricsSnapshot m;
-  m.fetched_us = at;
-  std::size_t pos = body.find("\r\n\r\n");
-  pos = pos == std::string::npos ? 0 : pos + 4;
-  m.ok = body.rfind("HTTP/1.", 0) == 0 && body.find(" 200") != std::string::npos;
-  while (pos < body.size()) {
-    std::size_t eol = body.find('\n', pos);
-    if (eol == std::string::npos) eol = body.size();
-    std::string_view line(body.data() + pos, eol - pos);
-    pos = eol + 1;
-    if (line.empty() || line[0] == '#') continue;
-    const auto sp = line.rfind(' ');
-    if (sp == std::string_view::npos) continue;
-    const double value = std::strtod(std::string(line.substr(sp + 1)).c_str(), nullptr);
-    const std::string_view name_labels = line.substr(0, sp);
-    const auto brace = name_labels.find('{');
-    const std::string_view name = name_labels.substr(0, brace);
-    std::string session;
-    if (brace != std::string_view::npos) {
-      const auto k = name_labels.find("session=\"", brace);
-      if (k != std::string_view::npos) {
-        const auto end = name_labels.find('"', k + 9);
-        if (end != std::string_view::npos)
-          session = std::string(name_labels.substr(k + 9, end - k - 9));
-      }
-    }
-    if (name == "predrop_session_reports_total" && !session.empty()) {
-      m.reports[session] = value;
-    } else if (name == "predrop_session_packets_sent_total") {
-      m.packets_sent += value;
-      if (!session.empty()) m.sent[session] = value;
-    } else if (name == "predrop_session_late_blocks_total" || name == "predrop_late_blocks_total") {
-      m.late_blocks += value;
-      m.late_known = true;
-    }
-  }
-  return m;
-}
-
 struct Slot {
   std::uint64_t id = 0;
   std::unique_ptr<LightClient> light;
@@ -129,8 +53,7 @@ struct Slot {
 struct LoadRunner::Impl {
   net::EventLoop& loop;
   LoadScenario sc;
-  std::FILE* progress;
-  bool tty = false;
+  ProgressLine progress;
   net::SocketAddress server;
   int server_pid = 0;
   std::mt19937_64 rng;
@@ -164,30 +87,20 @@ struct LoadRunner::Impl {
   std::unique_ptr<net::Timer> ticker;
   std::unique_ptr<net::Timer> progress_timer;
   std::unique_ptr<net::Timer> metrics_timer;
-  std::unique_ptr<net::TcpConnection> metrics_conn;
-  std::string metrics_body;
-  std::uint64_t metrics_started_us = 0;
+  std::unique_ptr<MetricsProbe> metrics;
   MetricsSnapshot last_metrics;
   // Packets the server sent, summed over per-session increments, so that sessions that ended
   // (and vanished from /metrics) keep counting.
   std::unordered_map<std::string, double> sent_seen;
   double sent_total = 0;
   bool sent_known = false;
-  std::optional<net::SocketAddress> metrics_addr;
-  std::FILE* csv = nullptr;
+  IntervalCsv csv;
   std::uint64_t last_progress_us = 0, last_progress_packets = 0, last_progress_bytes = 0;
-  std::uint64_t last_print_us = 0;
   std::optional<double> last_progress_cpu;
   std::uint64_t tick_count = 0;
 
   Impl(net::EventLoop& l, LoadScenario s, std::FILE* p)
-      : loop(l), sc(std::move(s)), progress(p), rng(sc.seed) {
-    tty = progress != nullptr && ::isatty(::fileno(progress)) != 0;
-  }
-
-  ~Impl() {
-    if (csv != nullptr) std::fclose(csv);
-  }
+      : loop(l), sc(std::move(s)), progress(p), rng(sc.seed) {}
 
   double elapsed_s(std::uint64_t now) const { return static_cast<double>(now - start_us) / 1e6; }
 
@@ -436,38 +349,15 @@ struct LoadRunner::Impl {
   }
 
   void fetch_metrics() {
-    if (!metrics_addr || metrics_conn) return;
-    metrics_body.clear();
-    metrics_started_us = net::EventLoop::now_us();
-    auto c = net::TcpConnection::connect(loop, *metrics_addr, [this](const core::Status& st) {
-      if (!st) {
-        error("metrics connect");
-        metrics_conn.reset();
-        return;
-      }
-      (void)metrics_conn->start(
-          [this](std::span<const std::uint8_t> d) {
-            metrics_body.append(reinterpret_cast<const char*>(d.data()), d.size());
-          },
-          [this](const core::Status&) { on_metrics_done(); });
-      (void)metrics_conn->write("GET /metrics HTTP/1.0\r\nHost: predrop\r\n\r\n");
+    if (!metrics || metrics->busy()) return;
+    metrics->fetch([this](core::Result<MetricsSnapshot> m) {
+      if (!m) return error(m.error().message);  // the kind: "metrics connect" / "metrics reply"
+      on_metrics(std::move(m.value()));
     });
-    if (!c) {
-      error("metrics connect");
-      return;
-    }
-    metrics_conn = std::move(c.value());
   }
 
-  void on_metrics_done() {
-    const std::uint64_t now = net::EventLoop::now_us();
-    MetricsSnapshot m = parse_metrics(metrics_body, now);
-    // The connection is closed by the server; destroying it inside its own callback is allowed.
-    metrics_conn.reset();
-    if (!m.ok) {
-      error("metrics reply");
-      return;
-    }
+  void on_metrics(MetricsSnapshot m) {
+    const std::uint64_t now = m.fetched_us;
     for (const auto& [session, value] : m.sent) {
       auto [it, fresh] = sent_seen.try_emplace(session, 0.0);
       if (value > it->second) sent_total += value - it->second;
@@ -496,55 +386,41 @@ struct LoadRunner::Impl {
     const std::uint64_t now = net::EventLoop::now_us();
     const auto [packets, bytes] = traffic();
     const double dt = static_cast<double>(now - last_progress_us) / 1e6;
-    const double pps = dt > 0 ? static_cast<double>(packets - last_progress_packets) / dt : 0;
-    const double mbit =
-        dt > 0 ? static_cast<double>(bytes - last_progress_bytes) * 8 / 1e6 / dt : 0;
     std::optional<double> cpu = server_pid > 0 ? process_cpu_seconds(server_pid) : std::nullopt;
-    double cpu_pct = -1;
-    if (cpu && last_progress_cpu && dt > 0) cpu_pct = 100 * (*cpu - *last_progress_cpu) / dt;
+    ProgressSample p;
+    p.t_s = elapsed_s(now);
+    p.phase = phase_name(phase);
+    p.playing = playing();
+    p.live = live();
+    p.clients = sc.clients;
+    p.rx_pkt_per_s = dt > 0 ? static_cast<double>(packets - last_progress_packets) / dt : 0;
+    p.rx_mbit_per_s = dt > 0 ? static_cast<double>(bytes - last_progress_bytes) * 8 / 1e6 / dt : 0;
+    if (cpu && last_progress_cpu && dt > 0) {
+      p.server_cpu_pct = 100 * (*cpu - *last_progress_cpu) / dt;
+    }
     last_progress_cpu = cpu;
     last_progress_us = now;
     last_progress_packets = packets;
     last_progress_bytes = bytes;
     std::vector<double> recent(l_ms.end() - std::min<std::size_t>(l_ms.size(), 2000), l_ms.end());
     const Percentiles lp = percentiles(recent);
-    std::uint64_t errors = 0;
-    for (const auto& [k, v] : summary.errors)
-      errors += v;
-    const std::size_t pl = playing();
-    const std::size_t lv = live();
-    if (progress != nullptr && (tty || now - last_print_us >= 5'000'000)) {
-      last_print_us = now;
-      std::fprintf(progress,
-                   "%s[%6.1fs %-5s] sessions %4zu/%u (+%zu setting up) | rx %7.0f pkt/s %6.1f "
-                   "Mbit/s | L p50 %6.1f p99 %6.1f ms | reports %llu | server CPU %s | refused "
-                   "453:%llu 503:%llu | errors %llu%s",
-                   tty ? "\r" : "", elapsed_s(now), phase_name(phase), pl, sc.clients,
-                   lv > pl ? lv - pl : 0, pps, mbit, lp.p50, lp.p99,
-                   static_cast<unsigned long long>(summary.reports),
-                   cpu_pct >= 0 ? (std::to_string(static_cast<int>(cpu_pct)) + "%").c_str() : "n/a",
-                   static_cast<unsigned long long>(summary.refused_453),
-                   static_cast<unsigned long long>(summary.refused_503),
-                   static_cast<unsigned long long>(errors), tty ? "\033[K" : "\n");
-      std::fflush(progress);
-    }
-    if (csv != nullptr) {
-      std::fprintf(csv, "%.2f,%s,%zu,%zu,%.0f,%.3f,%.3f,%.1f,%llu,%llu,%llu,%llu\n", elapsed_s(now),
-                   phase_name(phase), pl, lv, pps, lp.p50, lp.p99, cpu_pct,
-                   static_cast<unsigned long long>(summary.reports),
-                   static_cast<unsigned long long>(summary.refused_453),
-                   static_cast<unsigned long long>(summary.refused_503),
-                   static_cast<unsigned long long>(errors));
-    }
+    p.l_p50_ms = lp.p50;
+    p.l_p99_ms = lp.p99;
+    p.reports = summary.reports;
+    p.refused_453 = summary.refused_453;
+    p.refused_503 = summary.refused_503;
+    p.errors = total_errors(summary);
+    progress.show(p, now);
+    csv.write(p);
   }
 
   void finish() {
     show_progress();
-    if (progress != nullptr && tty) std::fputc('\n', progress);
+    progress.finish();
     ticker.reset();
     progress_timer.reset();
     metrics_timer.reset();
-    metrics_conn.reset();
+    metrics.reset();
     for (auto& [id, s] : slots)
       s->done = true;
     reap();  // keeps their counters
@@ -564,14 +440,10 @@ struct LoadRunner::Impl {
     if (!sc.metrics.empty()) {
       auto m = net::SocketAddress::parse(sc.metrics);
       if (!m) return core::make_error("server.metrics: " + m.error().message);
-      metrics_addr = *m;
+      metrics = std::make_unique<MetricsProbe>(loop, *m);
     }
     if (!sc.csv.empty()) {
-      csv = std::fopen(sc.csv.c_str(), "w");
-      if (csv == nullptr) return core::make_error("cannot write " + sc.csv);
-      std::fprintf(csv,
-                   "t_s,phase,playing,live,rx_pkt_per_s,l_p50_ms,l_p99_ms,server_cpu_pct,reports,"
-                   "refused_453,refused_503,errors\n");
+      if (auto st = csv.open(sc.csv); !st) return st.error();
     }
     summary.label = sc.label;
     start_us = net::EventLoop::now_us();
@@ -582,7 +454,7 @@ struct LoadRunner::Impl {
     progress_timer = std::make_unique<net::Timer>(loop, [this] { show_progress(); });
     const auto pms = static_cast<std::uint64_t>(sc.progress_s * 1000);
     progress_timer->start(pms, pms);
-    if (metrics_addr) {
+    if (metrics) {
       metrics_timer = std::make_unique<net::Timer>(loop, [this] { fetch_metrics(); });
       const auto mms = static_cast<std::uint64_t>(sc.metrics_poll_s * 1000);
       metrics_timer->start(0, mms);
@@ -634,99 +506,6 @@ core::Result<LoadSummary> LoadRunner::run() {
 
 void LoadRunner::stop() {
   impl_->stop_requested = true;
-}
-
-namespace {
-std::string ms(const Percentiles& p) {
-  char b[96];
-  if (p.count == 0) return "-";
-  std::snprintf(b, sizeof b, "p50 %.1f  p99 %.1f  max %.1f  (n=%zu)", p.p50, p.p99, p.max, p.count);
-  return b;
-}
-}  // namespace
-
-void print_summary(std::FILE* out, const LoadScenario& sc, const LoadSummary& s) {
-  std::fprintf(out, "\npredrop-load summary%s%s\n", s.label.empty() ? "" : ": ", s.label.c_str());
-  std::fprintf(out, "  %-28s %s\n", "stream", sc.url.c_str());
-  std::fprintf(out, "  %-28s %u clients, ramp %.0f s, hold %.0f s, churn +%.2f/-%.2f per s\n",
-               "scenario", sc.clients, sc.ramp_s, sc.hold_s, sc.join_per_s, sc.leave_per_s);
-  std::fprintf(out, "  %-28s %llu joins, %llu leaves\n", "joins",
-               static_cast<unsigned long long>(s.joins), static_cast<unsigned long long>(s.leaves));
-  std::fprintf(out, "  %-28s %llu after ramp, mean %.1f, max %llu\n", "sessions held",
-               static_cast<unsigned long long>(s.playing_after_ramp), s.sessions_mean,
-               static_cast<unsigned long long>(s.sessions_max));
-  std::fprintf(out, "  %-28s %.0f pkt/s, %.1f Mbit/s (received, hold window %.1f s)\n", "traffic",
-               s.packets_per_s, s.mbit_per_s, s.hold_s);
-  if (s.server_cpu_pct >= 0) {
-    std::fprintf(out, "  %-28s %.1f %% of one core, %.2f us per packet sent\n", "server CPU",
-                 s.server_cpu_pct, s.server_us_per_packet);
-  } else {
-    std::fprintf(out, "  %-28s n/a (no server pid)\n", "server CPU");
-  }
-  if (s.server_pkt_per_s >= 0) {
-    std::fprintf(out, "  %-28s %.0f pkt/s (server metrics)\n", "server sent", s.server_pkt_per_s);
-  }
-  std::fprintf(out, "  %-28s %s ms\n", "block L", ms(s.l_ms).c_str());
-  std::fprintf(out, "  %-28s %s %%\n", "network loss per block", ms(s.loss_pct).c_str());
-  std::fprintf(out, "  %-28s %s dB\n", "quality (loss-derived)", ms(s.quality_db).c_str());
-  std::fprintf(out, "  %-28s %s ms\n", "report delay", ms(s.report_delay_ms).c_str());
-  std::fprintf(out, "  %-28s %s ms\n", "feedback round trip",
-               s.feedback_rtt_ms.count ? ms(s.feedback_rtt_ms).c_str() : "n/a (needs metrics)");
-  std::fprintf(out, "  %-28s %llu blocks, %llu reports sent\n", "blocks",
-               static_cast<unsigned long long>(s.blocks),
-               static_cast<unsigned long long>(s.reports));
-  if (s.full_blocks > 0) {
-    std::fprintf(out, "  %-28s %llu blocks, mean PSNR %.2f dB\n", "full clients",
-                 static_cast<unsigned long long>(s.full_blocks), s.full_psnr_mean);
-  }
-  std::fprintf(out, "  %-28s 453: %llu  503: %llu\n", "refused",
-               static_cast<unsigned long long>(s.refused_453),
-               static_cast<unsigned long long>(s.refused_503));
-  std::fprintf(out, "  %-28s %llu failed of %llu verified\n", "SRTP",
-               static_cast<unsigned long long>(s.srtp_failures),
-               static_cast<unsigned long long>(s.srtp_verified));
-  if (s.server_late_known) {
-    std::fprintf(out, "  %-28s %llu\n", "server late blocks",
-                 static_cast<unsigned long long>(s.server_late_blocks));
-  }
-  if (s.errors.empty()) {
-    std::fprintf(out, "  %-28s none\n", "errors");
-  } else {
-    for (const auto& [k, v] : s.errors)
-      std::fprintf(out, "  %-28s %s: %llu\n", "errors", k.c_str(),
-                   static_cast<unsigned long long>(v));
-  }
-}
-
-core::Status append_summary_csv(const std::string& path, const LoadSummary& s) {
-  std::FILE* f = std::fopen(path.c_str(), "a+");
-  if (f == nullptr) return core::make_error("cannot write " + path);
-  std::fseek(f, 0, SEEK_END);
-  if (std::ftell(f) == 0) {
-    std::fprintf(f,
-                 "label,hold_s,joins,sessions_after_ramp,sessions_mean,sessions_max,pkt_per_s,"
-                 "mbit_per_s,server_cpu_pct,server_us_per_pkt,l_p50_ms,l_p99_ms,loss_p99_pct,"
-                 "report_delay_p50_ms,report_delay_p99_ms,feedback_rtt_p50_ms,feedback_rtt_p99_ms,"
-                 "blocks,reports,refused_453,refused_503,errors,srtp_failures\n");
-  }
-  std::uint64_t errors = 0;
-  for (const auto& [k, v] : s.errors)
-    errors += v;
-  std::fprintf(
-      f,
-      "%s,%.1f,%llu,%llu,%.1f,%llu,%.0f,%.2f,%.1f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.1f,%.1f,"
-      "%llu,%llu,%llu,%llu,%llu,%llu\n",
-      s.label.c_str(), s.hold_s, static_cast<unsigned long long>(s.joins),
-      static_cast<unsigned long long>(s.playing_after_ramp), s.sessions_mean,
-      static_cast<unsigned long long>(s.sessions_max), s.packets_per_s, s.mbit_per_s,
-      s.server_cpu_pct, s.server_us_per_packet, s.l_ms.p50, s.l_ms.p99, s.loss_pct.p99,
-      s.report_delay_ms.p50, s.report_delay_ms.p99, s.feedback_rtt_ms.p50, s.feedback_rtt_ms.p99,
-      static_cast<unsigned long long>(s.blocks), static_cast<unsigned long long>(s.reports),
-      static_cast<unsigned long long>(s.refused_453),
-      static_cast<unsigned long long>(s.refused_503), static_cast<unsigned long long>(errors),
-      static_cast<unsigned long long>(s.srtp_failures));
-  std::fclose(f);
-  return core::Ok{};
 }
 
 }  // namespace predrop::load

@@ -1,72 +1,21 @@
 #pragma once
-// The load tester's scheduler and report: runs a LoadScenario against a running server on one
-// loop -- ramp, hold with churn, drain -- with light clients (and a few full measuring clients),
-// and gathers what the final table shows:
-//
-// - sessions: joins attempted, playing at the end of the ramp, mean and max while holding;
-// - traffic: packets/s and Mbit/s received by all clients during the hold;
-// - server CPU: from /proc/<pid>/stat of the server process, as % of one core and µs per packet;
-// - blocks: reception period L (p50/p99), network loss, quality figure;
-// - feedback: report delay (block's last packet -> PDFB sent, exact) and, with the server's
-//   metrics endpoint, the feedback round trip (PDFB sent -> the session's reports_total counter
-//   shows it in /metrics; an upper bound with the poll interval as resolution);
-// - errors by kind and refusals (453 session limit, 503 connection limit).
+// The load tester's scheduler: runs a LoadScenario against a running server on one loop -- ramp,
+// hold with churn, drain -- with light clients (and a few full measuring clients), polls the
+// server's metrics endpoint and /proc for the server's figures, and gathers a LoadSummary
+// (summary.hpp says what it holds). The live line is progress.hpp's, the files csv_output.hpp's.
 //
 // Bounded: joins are capped by max_joins, the run ends after ramp + hold + drain by itself.
 // Threading: loop thread.
-#include <cstdint>
 #include <cstdio>
-#include <map>
 #include <memory>
-#include <string>
-#include <vector>
 
 #include "predrop/core/result.hpp"
+#include "predrop/load/csv_output.hpp"
 #include "predrop/load/scenario.hpp"
+#include "predrop/load/summary.hpp"
 #include "predrop/net/event_loop.hpp"
 
 namespace predrop::load {
-
-/// Percentiles of a sample (NaN when empty).
-struct Percentiles {
-  std::size_t count = 0;
-  double p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
-};
-
-/// Computes the percentiles of `values` (sorted in place).
-Percentiles percentiles(std::vector<double>& values);
-
-/// What a run measured (hold phase unless said otherwise).
-struct LoadSummary {
-  std::string label;
-  double hold_s = 0;  ///< Length of the measurement window.
-  std::uint64_t joins = 0;
-  std::uint64_t playing_after_ramp = 0;
-  double sessions_mean = 0;
-  std::uint64_t sessions_max = 0;
-  std::uint64_t leaves = 0;
-  double packets_per_s = 0;
-  double mbit_per_s = 0;
-  double server_cpu_pct = -1;  ///< -1: unknown (no pid).
-  double server_us_per_packet = -1;
-  double server_pkt_per_s = -1;  ///< From the metrics endpoint (-1: none).
-  Percentiles l_ms;              ///< Reception period of blocks closed in the hold.
-  Percentiles loss_pct;
-  Percentiles quality_db;
-  Percentiles report_delay_ms;
-  Percentiles feedback_rtt_ms;  ///< Needs the metrics endpoint.
-  std::uint64_t blocks = 0;
-  std::uint64_t reports = 0;
-  std::uint64_t refused_453 = 0;
-  std::uint64_t refused_503 = 0;
-  std::map<std::string, std::uint64_t> errors;  ///< By kind ("timeout", "SETUP 454", ...).
-  std::uint64_t srtp_failures = 0;
-  std::uint64_t srtp_verified = 0;
-  std::uint64_t full_blocks = 0;
-  double full_psnr_mean = 0;
-  std::uint64_t server_late_blocks = 0;  ///< If the metrics endpoint exports it.
-  bool server_late_known = false;
-};
 
 /// Runs a scenario. Construct, run() (which runs the loop until the scenario is over).
 class LoadRunner {
@@ -86,10 +35,5 @@ class LoadRunner {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-/// The final table, human-readable.
-void print_summary(std::FILE* out, const LoadScenario& scenario, const LoadSummary& s);
-/// Appends one CSV row (and the header if the file is new or empty).
-core::Status append_summary_csv(const std::string& path, const LoadSummary& s);
 
 }  // namespace predrop::load
