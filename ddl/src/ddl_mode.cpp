@@ -153,11 +153,12 @@ int run_ddl_mode(const config::ServerConfig& config) {
   RelayTrace trace(csv);
   net::SrtpLibraryGuard srtp_library;
   net::EventLoop loop;
+  const net::MonotonicClock clock;
   int code = 0;
   {
     std::unique_ptr<DdlRelay> relay;
     try {
-      relay = std::make_unique<DdlRelay>(loop, o, &trace);
+      relay = std::make_unique<DdlRelay>(loop, clock, o, &trace);
     } catch (const std::exception& e) {
       core::log(core::LogLevel::kError, kLog, "%s", e.what());
       if (csv != nullptr) std::fclose(csv);

@@ -53,8 +53,9 @@ DdlRelayOptions validated(DdlRelayOptions o) {
 
 class DdlRelay::Impl {
  public:
-  Impl(net::EventLoop& loop, DdlRelayOptions o, DdlRelayListener* listener)
+  Impl(net::EventLoop& loop, const net::Clock& clock, DdlRelayOptions o, DdlRelayListener* listener)
       : loop_(loop),
+        clock_(clock),
         o_(validated(std::move(o))),
         listener_(listener),
         control_ssrc_(random_nonzero_u32()),
@@ -73,9 +74,8 @@ class DdlRelay::Impl {
     uo.send_buffer_bytes = o_.socket_buffer_bytes;
     auto sock = net::UdpEndpoint::open(
         loop_, o_.listen, uo,
-        [this](std::span<const std::uint8_t> d, const net::SocketAddress& from, std::uint64_t t) {
-          on_datagram(d, from, t);
-        });
+        [this](std::span<const std::uint8_t> d, const net::SocketAddress& from,
+               std::uint64_t /*recv_time*/) { on_datagram(d, from, clock_.now_us()); });
     if (!sock) {
       return core::make_error("cannot listen on " + o_.listen.to_string() + ": " +
                               sock.error().message);
@@ -106,12 +106,24 @@ class DdlRelay::Impl {
     return stats_;
   }
 
+  void poll() {
+    if (!running_) return;
+    const std::uint64_t now = clock_.now_us();
+    check_timeouts(now);
+    if (!running_) return;
+    stages_.reset_grace();
+    poll_stage(now, true);
+  }
+
  private:
   // ---- datagrams ----
 
+  // `t` is the clock's time when the loop handed the datagram over: every decision (deadline,
+  // reception periods, silence) uses the injected clock, never the socket's own stamp.
   void on_datagram(std::span<const std::uint8_t> data, const net::SocketAddress& from,
                    std::uint64_t t) {
     if (!running_) return;
+    ++stats_.datagrams;
     if (wire::looks_like_rtcp(data)) {
       on_control(data, from, t);
       return;
@@ -131,7 +143,8 @@ class DdlRelay::Impl {
     auto m = control_->decode(data);
     if (!m) {
       ++control_failures_;
-      if (t - last_auth_warning_us_ > kAuthWarningIntervalUs) {
+      if (!auth_warned_ || t - last_auth_warning_us_ > kAuthWarningIntervalUs) {
+        auth_warned_ = true;
         last_auth_warning_us_ = t;
         core::log(core::LogLevel::kWarn, kLog,
                   "control datagram from %s rejected: %s (another job key or SRTP suite?)",
@@ -306,7 +319,7 @@ class DdlRelay::Impl {
 
   void on_deadline_timer() {
     if (!running_) return;
-    const std::uint64_t now = net::monotonic_now_us();
+    const std::uint64_t now = clock_.now_us();
     if (stages_.timer_fired(now)) poll_stage(now, true);
   }
 
@@ -374,13 +387,16 @@ class DdlRelay::Impl {
 
   void on_pace_timer() {
     if (!running_) return;
-    pace_tick(members_.peers(), aggregate_.packets(), stage_ - 1, net::monotonic_now_us());
+    pace_tick(members_.peers(), aggregate_.packets(), stage_ - 1, clock_.now_us());
     if (!pace_pending(members_.peers())) pace_timer_->stop();
   }
 
   void on_housekeeping() {
-    if (!running_) return;
-    const std::uint64_t now = net::monotonic_now_us();
+    if (running_) check_timeouts(clock_.now_us());
+  }
+
+  // Workers silent for peer_timeout_ms, joined or waiting (relay_eviction.hpp).
+  void check_timeouts(std::uint64_t now) {
     for (const auto& p : members_.peers()) {
       if (!p) continue;
       auto why = timeout_eviction(*p, now, o_.peer_timeout_ms);
@@ -448,6 +464,7 @@ class DdlRelay::Impl {
   }
 
   net::EventLoop& loop_;
+  const net::Clock& clock_;
   DdlRelayOptions o_;
   DdlRelayListener* listener_;
   std::uint32_t control_ssrc_;
@@ -458,6 +475,7 @@ class DdlRelay::Impl {
   std::unique_ptr<net::UdpEndpoint> socket_;
   std::unique_ptr<net::Timer> pace_timer_, housekeeping_;
   std::unique_ptr<ControlChannel> control_;
+  bool auth_warned_ = false;
   std::uint64_t last_auth_warning_us_ = 0;
   std::uint64_t control_failures_ = 0;
 
@@ -472,8 +490,9 @@ class DdlRelay::Impl {
   DdlRelayStats stats_;
 };
 
-DdlRelay::DdlRelay(net::EventLoop& loop, DdlRelayOptions options, DdlRelayListener* listener)
-    : impl_(std::make_unique<Impl>(loop, std::move(options), listener)) {}
+DdlRelay::DdlRelay(net::EventLoop& loop, const net::Clock& clock, DdlRelayOptions options,
+                   DdlRelayListener* listener)
+    : impl_(std::make_unique<Impl>(loop, clock, std::move(options), listener)) {}
 
 DdlRelay::~DdlRelay() = default;
 
@@ -491,6 +510,10 @@ net::SocketAddress DdlRelay::local_address() const {
 
 const DdlRelayStats& DdlRelay::stats() const {
   return impl_->current_stats();
+}
+
+void DdlRelay::poll() {
+  impl_->poll();
 }
 
 }  // namespace predrop::ddl

@@ -9,6 +9,13 @@
 //  - a worker that vanishes is evicted and the others go on; a late joiner is refused; a worker
 //    with another key gets no answer.
 //
+// Time. Every test but the training one runs relay and workers on one FakeClock
+// (tests/support/fake_clock.hpp): the loop runs until no datagram is left in flight, and only then
+// does the test move time on (drive()). While time stands still a whole stage arrives at one
+// instant, so reception periods are exactly 0 unless a test injects a delay, and a deadline, an
+// eviction or a join retry happens exactly when the test's clock says: the outcomes are exact,
+// whatever the machine's load. The training test runs on the real clock, as a job does.
+//
 // PREDROP_DDL_TEST_STAGES scales the training test down (the ASan build sets it).
 #include <gtest/gtest.h>
 
@@ -22,10 +29,12 @@
 #include <string>
 #include <vector>
 
+#include "fake_clock.hpp"
 #include "predrop/core/exact_rule.hpp"
 #include "predrop/ddl/protocol.hpp"
 #include "predrop/ddl/relay.hpp"
 #include "predrop/ddl/train/worker.hpp"
+#include "predrop/net/clock.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/srtp_session.hpp"
 
@@ -46,7 +55,43 @@ std::uint32_t env_stages(std::uint32_t fallback) {
   return static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
 }
 
+// Runs `loop` without blocking until three passes in a row handled no datagram (`handled` counts
+// them over every peer). On loopback a datagram is in the receiver's queue when the sender's call
+// returns, so then nothing is in flight: every peer is done or waits for time to pass.
+void settle(net::EventLoop& loop, const std::function<std::uint64_t()>& handled) {
+  std::uint64_t last = handled();
+  for (int idle = 0; idle < 3;) {
+    loop.run_nowait();
+    const std::uint64_t now = handled();
+    idle = now == last ? idle + 1 : 0;
+    last = now;
+  }
+}
+
+// Settles the loop, and while `done` is false moves `clock` on by `step_ms` and lets every peer
+// judge the new time (`poll_all`). Returns the number of steps; fails the test after `max_steps`.
+std::uint32_t drive(net::EventLoop& loop, test::FakeClock& clock, std::uint64_t step_ms,
+                    std::uint32_t max_steps, const std::function<std::uint64_t()>& handled,
+                    const std::function<void()>& poll_all, const std::function<bool()>& done) {
+  std::uint32_t steps = 0;
+  for (;;) {
+    settle(loop, handled);
+    if (done()) break;
+    if (steps == max_steps) {
+      ADD_FAILURE() << "not done after " << steps << " steps of " << step_ms << " ms";
+      break;
+    }
+    clock.advance_ms(step_ms);
+    poll_all();
+    ++steps;
+  }
+  loop.run();  // the handles' close callbacks
+  return steps;
+}
+
 struct JobSpec {
+  bool manual_clock = true;     ///< FakeClock and drive(); false: the real clock and loop.run().
+  std::uint64_t step_ms = 100;  ///< drive()'s time step.
   std::uint32_t workers = 3;
   std::uint32_t stages = 20;
   core::PolicyConfig policy;
@@ -71,6 +116,7 @@ struct JobResult {
   std::vector<ddl::train::DdlWorkerSummary> summaries;
   std::optional<core::Status> relay_status;
   ddl::DdlRelayStats relay_stats;
+  std::uint32_t time_steps = 0;  ///< drive()'s steps (manual clock).
   bool loop_closed_cleanly = false;
 };
 
@@ -95,6 +141,9 @@ JobResult run_job(const JobSpec& spec) {
   result.summaries.resize(spec.workers);
   const ddl::JobKey key = ddl::generate_job_key(wire::SrtpSuite::AeadAes128Gcm);
   net::EventLoop loop;
+  test::FakeClock fake;
+  const net::MonotonicClock real;
+  const net::Clock& clock = spec.manual_clock ? static_cast<const net::Clock&>(fake) : real;
   Collector collector(result);
   ddl::DdlRelayOptions ro;
   ro.listen = net::SocketAddress::loopback_v4(0);
@@ -107,7 +156,7 @@ JobResult run_job(const JobSpec& spec) {
   ro.key = key;
   ro.evict_after_stages = spec.evict_after_stages;
   ro.evict_min_silence_ms = spec.evict_min_silence_ms;
-  auto relay = std::make_unique<ddl::DdlRelay>(loop, ro, &collector);
+  auto relay = std::make_unique<ddl::DdlRelay>(loop, clock, ro, &collector);
   EXPECT_TRUE(relay->start().ok());
   std::vector<std::unique_ptr<ddl::train::DdlWorker>> workers;
   for (std::uint16_t w = 0; w < spec.workers; ++w) {
@@ -123,7 +172,7 @@ JobResult run_job(const JobSpec& spec) {
     o.relay_silence_ms = 20'000;
     if (spec.tweak) spec.tweak(o, w);
     workers.push_back(std::make_unique<ddl::train::DdlWorker>(
-        loop, dataset(), o,
+        loop, clock, dataset(), o,
         [&result, w](const ddl::train::DdlWorkerStageRow& r) { result.rows[w].push_back(r); },
         [&result, w](const core::Status& st, const ddl::train::DdlWorkerSummary& s) {
           result.worker_status[w] = st;
@@ -131,7 +180,28 @@ JobResult run_job(const JobSpec& spec) {
         }));
     EXPECT_TRUE(workers.back()->start().ok());
   }
-  loop.run();
+  if (spec.manual_clock) {
+    result.time_steps = drive(
+        loop, fake, spec.step_ms, 1000,
+        [&] {
+          std::uint64_t n = relay->stats().datagrams;
+          for (const auto& w : workers)
+            n += w->datagrams_received();
+          return n;
+        },
+        [&] {
+          relay->poll();
+          for (const auto& w : workers)
+            w->poll();
+        },
+        [&] {
+          return result.relay_status.has_value() &&
+                 std::all_of(result.worker_status.begin(), result.worker_status.end(),
+                             [](const auto& st) { return st.has_value(); });
+        });
+  } else {
+    loop.run();
+  }
   result.relay_stats = relay->stats();
   workers.clear();
   relay.reset();
@@ -145,8 +215,8 @@ core::RuleParams rule_for_delay_test() {
   p.rp1 = 0.10;
   p.rp2 = 0.05;
   p.rmax = 0.5;
-  p.t1 = core::Threshold::absolute(100.0);      // P never "worse by more than T1": delay only
-  p.t2 = core::Threshold::absolute(400'000.0);  // 400 ms: far above loopback jitter
+  p.t1 = core::Threshold::absolute(100.0);     // P never "worse by more than T1": delay only
+  p.t2 = core::Threshold::absolute(40'000.0);  // 40 ms; without the delay L is exactly 0
   return p;
 }
 
@@ -161,6 +231,7 @@ class DdlJob : public ::testing::Test {
 // history (the configs/ddl.toml settings) and priority pre-discard.
 TEST_F(DdlJob, ShortJobTrainsWellAboveChance) {
   JobSpec spec;
+  spec.manual_clock = false;
   spec.stages = env_stages(300);
   spec.eval_every = 100;
   spec.policy.policy = "history";
@@ -203,16 +274,17 @@ TEST_F(DdlJob, ShortJobTrainsWellAboveChance) {
   EXPECT_TRUE(r.loop_closed_cleanly);
 }
 
-// (b) Rank 0's aggregate of stages 4 and 9 arrives with its second half 1 s late (raised
-// arrival times, no real wait). L grows by far more than T2 = 400 ms, P is never worse by more
+// (b) Rank 0's aggregate of stages 4 and 9 arrives with its second half 100 ms late (raised
+// arrival times on the manual clock). L grows by more than T2 = 40 ms, P is never worse by more
 // than T1: the exact rule raises R at those stages, and replaying rank 0's reports through a
-// fresh core::ExactRule gives the relay's decisions one for one. (All peers share one loop here,
-// so a worker's L also holds the time the others spend training: T2 is set far above that.)
+// fresh core::ExactRule gives the relay's decisions one for one. Time never moves otherwise, so
+// every other L is exactly 0 and the job needs no time step.
 TEST_F(DdlJob, InjectedDelayRaisesRateAsTheRuleSays) {
+  constexpr double kDelayUs = 100'000;
   JobSpec spec;
   spec.workers = 2;
   spec.stages = 14;
-  spec.deadline_ms = 5000;  // the delay must stretch L, not cut the stage
+  spec.deadline_ms = 2000;  // the delay must stretch L, not cut the stage
   spec.policy.policy = "basic";
   spec.policy.rule = rule_for_delay_test();
   spec.tweak = [](ddl::train::DdlWorkerOptions& o, std::uint16_t rank) {
@@ -220,7 +292,7 @@ TEST_F(DdlJob, InjectedDelayRaisesRateAsTheRuleSays) {
     o.impairment = [](const wire::RtpPacketView& v, std::uint64_t& arrival) {
       if (v.stage && (v.stage->stage_id == 4 || v.stage->stage_id == 9) &&
           v.stage->index >= v.stage->count / 2) {
-        arrival += 1'000'000;
+        arrival += static_cast<std::uint64_t>(kDelayUs);
       }
       return true;
     };
@@ -234,6 +306,7 @@ TEST_F(DdlJob, InjectedDelayRaisesRateAsTheRuleSays) {
     if (rep.rank == 0) rank0[rep.stage] = rep;
   }
   ASSERT_EQ(rank0.size(), spec.stages);
+  EXPECT_EQ(r.time_steps, 0u);
   core::ExactRule replay(rule_for_delay_test());
   double rate = 0.0;
   for (const auto& [stage, rep] : rank0) {
@@ -247,10 +320,11 @@ TEST_F(DdlJob, InjectedDelayRaisesRateAsTheRuleSays) {
     EXPECT_EQ(d->kind, rep.decision.kind) << core::to_string(rep.decision.kind);
     EXPECT_DOUBLE_EQ(d->rate, rep.next_rate);
     rate = rep.next_rate;
+    const bool impaired = stage == 4 || stage == 9;
+    EXPECT_EQ(rep.report.reception_period_us, impaired ? kDelayUs : 0.0);
   }
   for (const std::uint32_t s : {4u, 9u}) {
     SCOPED_TRACE("impaired stage " + std::to_string(s));
-    EXPECT_GE(rank0[s].report.reception_period_us, 1'000'000.0);
     EXPECT_EQ(rank0[s].decision.kind, core::DecisionKind::kIncrease);
     EXPECT_NEAR(rank0[s].next_rate, *rank0[s].report.rate_used + 0.10, 1e-12);
     // The stage after the impaired one is sent with the raised R, discarding round(R x n).
@@ -259,20 +333,20 @@ TEST_F(DdlJob, InjectedDelayRaisesRateAsTheRuleSays) {
     EXPECT_NEAR(static_cast<double>(next.discarded), next.rate * next.planned, 1.0);
   }
   EXPECT_EQ(rank0[0].decision.kind, core::DecisionKind::kInitial);
-  // Rank 1 was not impaired: its typical L stays far below the injected delay. (The median, not
-  // every stage: on a loaded machine under a sanitizer one stage can stall for other reasons.)
-  std::vector<double> rank1;
+  // Rank 1 was not impaired: every one of its stages arrived at one instant.
+  std::uint32_t rank1 = 0;
   for (const auto& rep : r.reports) {
-    if (rep.rank == 1) rank1.push_back(rep.report.reception_period_us);
+    if (rep.rank != 1) continue;
+    ++rank1;
+    EXPECT_TRUE(rep.reported);
+    EXPECT_EQ(rep.report.reception_period_us, 0.0) << "stage " << rep.stage;
   }
-  ASSERT_FALSE(rank1.empty());
-  std::nth_element(rank1.begin(), rank1.begin() + rank1.size() / 2, rank1.end());
-  EXPECT_LT(rank1[rank1.size() / 2], 1'000'000.0);
+  EXPECT_EQ(rank1, spec.stages);
   EXPECT_TRUE(r.loop_closed_cleanly);
 }
 
-// (c) With R forced to 0 (policy fixed, fixed_rate 0) and a deadline long enough for every chunk,
-// each worker applies the exact average of the three workers' gradients.
+// (c) With R forced to 0 (policy fixed, fixed_rate 0) each worker applies the exact average of
+// the three workers' gradients. Time stands still, so no deadline can cut a stage short.
 TEST_F(DdlJob, ZeroRateAggregateIsTheExactAverage) {
   struct Seen {
     std::vector<float> own, applied;
@@ -280,7 +354,6 @@ TEST_F(DdlJob, ZeroRateAggregateIsTheExactAverage) {
   std::vector<std::map<std::uint32_t, Seen>> seen(3);
   JobSpec spec;
   spec.stages = 6;
-  spec.deadline_ms = 5000;
   spec.policy.policy = "fixed";
   spec.policy.fixed_rate = 0.0;
   spec.tweak = [&seen](ddl::train::DdlWorkerOptions& o, std::uint16_t rank) {
@@ -288,14 +361,16 @@ TEST_F(DdlJob, ZeroRateAggregateIsTheExactAverage) {
       Seen& s = seen[rank][t.stage];
       s.own.assign(t.own_gradient.begin(), t.own_gradient.end());
       s.applied.assign(t.applied.begin(), t.applied.end());
-      for (const std::uint16_t got : t.received)
-        ASSERT_EQ(got, 1u);
+      EXPECT_EQ(std::count(t.received.begin(), t.received.end(), std::uint16_t{1}),
+                static_cast<std::ptrdiff_t>(t.received.size()))
+          << "stage " << t.stage;
     };
   };
   const JobResult r = run_job(spec);
   ASSERT_TRUE(r.relay_status.has_value());
   EXPECT_TRUE(r.relay_status->ok()) << r.relay_status->error().message;
   ASSERT_EQ(r.stages.size(), spec.stages);
+  EXPECT_EQ(r.time_steps, 0u);
   for (std::uint32_t s = 0; s < spec.stages; ++s) {
     SCOPED_TRACE("stage " + std::to_string(s));
     EXPECT_EQ(r.stages[s].reason, 0) << "closed complete";
@@ -328,16 +403,22 @@ TEST_F(DdlJob, ZeroRateAggregateIsTheExactAverage) {
   EXPECT_TRUE(r.loop_closed_cleanly);
 }
 
-// (d) Rank 2 dies at stage 5 (its socket closes, no BYE). The stages after it close at their
-// deadline without it; once it has missed 3 stages and been silent for 200 ms the relay evicts
-// it, and the other two finish every stage, again closing stages complete.
+// (d) Rank 2 dies at stage 5 (its socket closes, no BYE). With a fixed 100 ms deadline and time
+// moved on in 100 ms steps only when everything else waits, stages 5..8 each close at their
+// deadline without it. Its last packet (the report on stage 4) came after stage 4 closed, so stage
+// 5 still counts it as heard; stages 6, 7 and 8 are missed, and at stage 8's close it has been
+// silent for 400 ms >= 250 ms: evicted then, exactly. The other two finish every stage, each
+// later stage complete with 2 contributors, and no more time passes.
 constexpr std::uint32_t kVanish = 5;
 
 TEST_F(DdlJob, VanishedWorkerIsEvictedAndTheOthersGoOn) {
   JobSpec spec;
   spec.stages = 80;
   spec.policy.policy = "fixed";
-  spec.evict_min_silence_ms = 200;
+  spec.deadline_ms = 100;
+  spec.step_ms = 100;
+  spec.evict_after_stages = 3;
+  spec.evict_min_silence_ms = 250;
   spec.tweak = [](ddl::train::DdlWorkerOptions& o, std::uint16_t rank) {
     if (rank == 2) o.vanish_at_stage = kVanish;
   };
@@ -352,41 +433,46 @@ TEST_F(DdlJob, VanishedWorkerIsEvictedAndTheOthersGoOn) {
   ASSERT_TRUE(r.worker_status[2].has_value());
   EXPECT_FALSE(r.worker_status[2]->ok());
   EXPECT_EQ(r.rows[2].size(), kVanish);
+  EXPECT_EQ(r.time_steps, 4u) << "one step per deadline close";
   EXPECT_EQ(r.relay_stats.evicted, 1u);
   const auto ev = std::find_if(r.events.begin(), r.events.end(), [](const auto& e) {
     return e.kind == ddl::DdlRelayEvent::Kind::kEvicted;
   });
   ASSERT_NE(ev, r.events.end());
   EXPECT_EQ(ev->rank, 2u);
+  EXPECT_EQ(ev->text, "nothing received from it for 3 stages (400 ms)");
   ASSERT_EQ(r.stages.size(), spec.stages);
-  // The first stage without it waited for it until the deadline.
-  EXPECT_EQ(r.stages[kVanish].reason, 1) << "deadline";
-  std::uint32_t first_without = spec.stages;
-  for (const auto& s : r.stages) {
-    if (!s.peers[2].live) {
-      first_without = s.stage;
-      break;
+  for (std::uint32_t s = 0; s < spec.stages; ++s) {
+    SCOPED_TRACE("stage " + std::to_string(s));
+    const auto& st = r.stages[s];
+    if (s < kVanish) {
+      EXPECT_EQ(st.reason, 0) << "complete";
+      EXPECT_EQ(st.contributors, 3u);
+    } else if (s < kVanish + 4) {
+      EXPECT_EQ(st.reason, 1) << "deadline";
+      EXPECT_EQ(st.contributors, 3u);
+      EXPECT_TRUE(st.peers[2].live);
+      EXPECT_EQ(st.peers[2].up_received, 0u);
+      EXPECT_EQ(st.deadline_us, 100'000u);
+    } else {
+      EXPECT_EQ(st.reason, 0) << "complete";
+      EXPECT_EQ(st.contributors, 2u);
+      EXPECT_FALSE(st.peers[2].live);
     }
   }
-  // Stage kVanish's close still counts its report of the stage before; then 3 missed stages.
-  EXPECT_GE(first_without, kVanish + 4);
-  ASSERT_LT(first_without + 10, spec.stages) << "evicted too late to check the rest";
-  std::size_t complete_after = 0;
-  for (std::uint32_t s = first_without; s < spec.stages; ++s) {
-    EXPECT_EQ(r.stages[s].contributors, 2u);
-    EXPECT_FALSE(r.stages[s].peers[2].live);
-    if (r.stages[s].reason == 0) ++complete_after;
-  }
-  EXPECT_GE(complete_after, (spec.stages - first_without) * 3 / 4);
   EXPECT_TRUE(r.loop_closed_cleanly);
 }
 
 // A worker that comes after the job started is refused with a clear message; one with another
-// key gets no answer and gives up with a message naming the likely causes.
+// key gets no answer and gives up with a message naming the likely causes. On the manual clock
+// neither retries its join before the job is over (time stands still until then), so the relay
+// sees exactly one refused join and one datagram that fails SRTCP; then time moves on until the
+// wrong-key worker's 600 ms join time-out.
 TEST_F(DdlJob, LateJoinerAndWrongKeyGetClearErrors) {
   net::SrtpLibraryGuard srtp;
   const ddl::JobKey key = ddl::generate_job_key(wire::SrtpSuite::AeadAes128Gcm);
   net::EventLoop loop;
+  test::FakeClock clock;
   JobResult result;
   Collector collector(result);
   ddl::DdlRelayOptions ro;
@@ -394,14 +480,14 @@ TEST_F(DdlJob, LateJoinerAndWrongKeyGetClearErrors) {
   ro.workers = 1;
   ro.policy.policy = "fixed";
   ro.key = key;
-  ddl::DdlRelay relay(loop, ro, &collector);
+  ddl::DdlRelay relay(loop, clock, ro, &collector);
   ASSERT_TRUE(relay.start().ok());
   auto options = [&](const ddl::JobKey& k) {
     ddl::train::DdlWorkerOptions o;
     o.relay = relay.local_address();
     o.bind = net::SocketAddress::loopback_v4(0);
     o.key = k;
-    o.stages = 60;
+    o.stages = 40;
     o.train_subset = 2000;
     o.test_subset = 500;
     o.eval_every = 0;
@@ -409,24 +495,41 @@ TEST_F(DdlJob, LateJoinerAndWrongKeyGetClearErrors) {
     return o;
   };
   std::optional<core::Status> first, late, wrong;
+  ddl::train::DdlWorkerSummary wrong_summary;
   std::unique_ptr<ddl::train::DdlWorker> late_worker, wrong_worker;
   ddl::train::DdlWorker worker(
-      loop, dataset(), options(key),
+      loop, clock, dataset(), options(key),
       [&](const ddl::train::DdlWorkerStageRow& row) {
         if (row.stage != 5) return;
         late_worker = std::make_unique<ddl::train::DdlWorker>(
-            loop, dataset(), options(key), nullptr,
+            loop, clock, dataset(), options(key), nullptr,
             [&](const core::Status& st, const ddl::train::DdlWorkerSummary&) { late = st; });
         EXPECT_TRUE(late_worker->start().ok());
         wrong_worker = std::make_unique<ddl::train::DdlWorker>(
-            loop, dataset(), options(ddl::generate_job_key(wire::SrtpSuite::AeadAes128Gcm)),
-            nullptr,
-            [&](const core::Status& st, const ddl::train::DdlWorkerSummary&) { wrong = st; });
+            loop, clock, dataset(), options(ddl::generate_job_key(wire::SrtpSuite::AeadAes128Gcm)),
+            nullptr, [&](const core::Status& st, const ddl::train::DdlWorkerSummary& s) {
+              wrong = st;
+              wrong_summary = s;
+            });
         EXPECT_TRUE(wrong_worker->start().ok());
       },
       [&](const core::Status& st, const ddl::train::DdlWorkerSummary&) { first = st; });
   ASSERT_TRUE(worker.start().ok());
-  loop.run();
+  const std::uint32_t steps = drive(
+      loop, clock, 100, 100,
+      [&] {
+        std::uint64_t n = relay.stats().datagrams + worker.datagrams_received();
+        if (late_worker) n += late_worker->datagrams_received();
+        if (wrong_worker) n += wrong_worker->datagrams_received();
+        return n;
+      },
+      [&] {
+        relay.poll();
+        worker.poll();
+        if (late_worker) late_worker->poll();
+        if (wrong_worker) wrong_worker->poll();
+      },
+      [&] { return first && late && wrong && result.relay_status; });
   ASSERT_TRUE(first && late && wrong);
   EXPECT_TRUE(first->ok()) << first->error().message;
   ASSERT_FALSE(late->ok());
@@ -435,9 +538,11 @@ TEST_F(DdlJob, LateJoinerAndWrongKeyGetClearErrors) {
   ASSERT_FALSE(wrong->ok());
   EXPECT_NE(wrong->error().message.find("no answer from the relay"), std::string::npos)
       << wrong->error().message;
-  // A slow loop may let the late worker's 250 ms retry go out before the refusal is read.
-  EXPECT_GE(relay.stats().refused, 1u);
-  EXPECT_GE(relay.stats().srtp_failures, 1u);
+  EXPECT_EQ(relay.stats().refused, 1u);
+  EXPECT_EQ(relay.stats().srtp_failures, 1u);
+  // The wrong-key worker's retries went out at 300 and 600 ms, and it gave up at 700 ms.
+  EXPECT_EQ(wrong_summary.join_requests, 3u);
+  EXPECT_EQ(steps, 7u);
 }
 
 }  // namespace

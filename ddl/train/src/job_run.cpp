@@ -92,7 +92,9 @@ int run_local_job(const JobSetup& s) {
   JobInbox inbox;
   JobRelayForwarder forwarder(inbox);
   net::EventLoop relay_loop;
-  DdlRelay relay(relay_loop, ro, &forwarder);
+  // One clock for every thread: MonotonicClock is stateless and reads CLOCK_MONOTONIC.
+  const net::MonotonicClock clock;
+  DdlRelay relay(relay_loop, clock, ro, &forwarder);
   if (auto st = relay.start(); !st) return fail(st.error().message);
   const net::SocketAddress relay_address = relay.local_address();
   print_banner(s, ro, relay_address);
@@ -112,7 +114,7 @@ int run_local_job(const JobSetup& s) {
     loops.push_back(std::make_unique<net::EventLoop>());
     const auto index = static_cast<std::uint16_t>(w);
     worker_objects.push_back(std::make_unique<DdlWorker>(
-        *loops.back(), *data, o, [&inbox](const DdlWorkerStageRow& r) { inbox.push(r); },
+        *loops.back(), clock, *data, o, [&inbox](const DdlWorkerStageRow& r) { inbox.push(r); },
         [&inbox, index](const core::Status& st, const DdlWorkerSummary& sum) {
           inbox.push(JobWorkerDone{index, st, sum});
         }));

@@ -30,7 +30,8 @@ namespace {
 constexpr const char* kLog = "ddl-worker";
 // Datagrams handed to the kernel per pacing tick (one sendmmsg call).
 constexpr std::size_t kPaceBatch = net::UdpEndpoint::kMaxSendBatch;
-constexpr std::uint64_t kJoinRetryMs = 250;
+// A PDJN without an answer is sent again after this long.
+constexpr std::uint64_t kJoinRetryUs = 250'000;
 // A stage whose PDSC came but none of whose chunks did is forced closed after D plus this.
 constexpr std::uint64_t kNoChunkSlackUs = 5'000;
 // Egress reports kept while waiting for their P or their relay report.
@@ -69,9 +70,11 @@ core::Result<std::shared_ptr<const ddl::train::FashionMnist>> load_ddl_dataset(
 
 class DdlWorker::Impl {
  public:
-  Impl(net::EventLoop& loop, std::shared_ptr<const ddl::train::FashionMnist> data,
-       DdlWorkerOptions o, OnStage on_stage, OnDone on_done)
+  Impl(net::EventLoop& loop, const net::Clock& clock,
+       std::shared_ptr<const ddl::train::FashionMnist> data, DdlWorkerOptions o, OnStage on_stage,
+       OnDone on_done)
       : loop_(loop),
+        clock_(clock),
         data_(std::move(data)),
         o_(std::move(o)),
         on_stage_(std::move(on_stage)),
@@ -116,9 +119,8 @@ class DdlWorker::Impl {
     uo.send_buffer_bytes = o_.socket_buffer_bytes;
     auto sock = net::UdpEndpoint::open(
         loop_, o_.bind, uo,
-        [this](std::span<const std::uint8_t> d, const net::SocketAddress& from, std::uint64_t t) {
-          on_datagram(d, from, t);
-        });
+        [this](std::span<const std::uint8_t> d, const net::SocketAddress& from,
+               std::uint64_t /*recv_time*/) { on_datagram(d, from, clock_.now_us()); });
     if (!sock)
       return core::make_error("cannot open the worker's UDP socket: " + sock.error().message);
     socket_ = std::move(sock.value());
@@ -126,12 +128,20 @@ class DdlWorker::Impl {
     stage_timer_ = std::make_unique<net::Timer>(loop_, [this] { on_stage_timer(); });
     pace_timer_ = std::make_unique<net::Timer>(loop_, [this] { on_pace_timer(); });
     state_ = State::kJoining;
-    join_started_us_ = net::monotonic_now_us();
+    join_started_us_ = clock_.now_us();
     last_from_relay_us_ = join_started_us_;
-    send_join();
-    join_timer_->start(kJoinRetryMs, kJoinRetryMs);
+    send_join(join_started_us_);
+    arm_join_timer(join_started_us_);
     return core::Ok{};
   }
+
+  void poll() {
+    const std::uint64_t now = clock_.now_us();
+    if (state_ == State::kJoining || state_ == State::kWaiting) check_join(now);
+    if (state_ == State::kRunning) check_stage(now, false);
+  }
+
+  std::uint64_t datagrams_received() const { return datagrams_; }
 
   void stop() {
     if (state_ == State::kDone) return;
@@ -164,6 +174,7 @@ class DdlWorker::Impl {
   void on_datagram(std::span<const std::uint8_t> data, const net::SocketAddress& from,
                    std::uint64_t t) {
     if (state_ == State::kDone) return;
+    ++datagrams_;
     if (!(from == o_.relay)) {
       ++foreign_datagrams_;
       return;
@@ -199,7 +210,9 @@ class DdlWorker::Impl {
 
   // ---- joining ----
 
-  void send_join() {
+  void send_join(std::uint64_t now) {
+    last_join_sent_us_ = now;
+    ++summary_.join_requests;
     ddl::ControlMessage m;
     m.sender_ssrc = ssrc_;
     m.join = ddl::JoinRequest{o_.rank, static_cast<std::uint32_t>(net_.parameter_count()), o_.seed};
@@ -220,8 +233,12 @@ class DdlWorker::Impl {
     socket_->send(std::span<const std::uint8_t>(control_buf_.data(), *n), o_.relay);
   }
 
-  void on_join_timer() {
-    const std::uint64_t now = net::monotonic_now_us();
+  void on_join_timer() { check_join(clock_.now_us()); }
+
+  // Joining: gives up after join_timeout_ms without an answer, sends PDJN again kJoinRetryUs
+  // after the last one; waiting: gives up when the relay is silent for relay_silence_ms, and
+  // keeps re-sending PDJN as a keep-alive (every answer repeats the job's state).
+  void check_join(std::uint64_t now) {
     if (state_ == State::kJoining && now - join_started_us_ > o_.join_timeout_ms * 1000ull) {
       finish(core::make_error(
           "no answer from the relay at " + o_.relay.to_string() + " within " +
@@ -233,7 +250,19 @@ class DdlWorker::Impl {
       finish(core::make_error("the relay went silent while waiting for the other workers"));
       return;
     }
-    if (state_ == State::kJoining || state_ == State::kWaiting) send_join();
+    if (state_ != State::kJoining && state_ != State::kWaiting) return;
+    if (now - last_join_sent_us_ >= kJoinRetryUs) send_join(now);
+    arm_join_timer(now);
+  }
+
+  void arm_join_timer(std::uint64_t now) {
+    std::uint64_t due = last_join_sent_us_ + kJoinRetryUs;
+    if (state_ == State::kJoining) {
+      due = std::min<std::uint64_t>(due, join_started_us_ + o_.join_timeout_ms * 1000ull + 1);
+    } else {
+      due = std::min<std::uint64_t>(due, last_from_relay_us_ + o_.relay_silence_ms * 1000ull + 1);
+    }
+    join_timer_->start(due > now ? (due - now + 999) / 1000 : 0);
   }
 
   void on_answer(const ddl::JoinAnswer& a) {
@@ -343,7 +372,7 @@ class DdlWorker::Impl {
       return;
     }
     stage_ = s;
-    stage_started_us_ = net::monotonic_now_us();
+    stage_started_us_ = clock_.now_us();
     closed_info_.reset();
     partial_in_stage_ = 0;
     // After a stage closes the receiver already collects the next one; start() would drop it.
@@ -378,17 +407,17 @@ class DdlWorker::Impl {
       on_pace_timer();
       if (pace_next_ < up_packets_.size()) pace_timer_->start(1, 1);
     } else {
-      tx_->send(up_packets_, 0, net::monotonic_now_us());
+      tx_->send(up_packets_, 0, clock_.now_us());
       pace_next_ = up_packets_.size();
     }
-    arm_stage_timer(net::monotonic_now_us());
+    arm_stage_timer(clock_.now_us());
   }
 
   void on_pace_timer() {
     if (state_ != State::kRunning) return;
     const std::size_t n = std::min(kPaceBatch, up_packets_.size() - pace_next_);
     if (n > 0) {
-      tx_->send(std::span(up_packets_).subspan(pace_next_, n), pace_next_, net::monotonic_now_us());
+      tx_->send(std::span(up_packets_).subspan(pace_next_, n), pace_next_, clock_.now_us());
       pace_next_ += n;
     }
     if (pace_next_ >= up_packets_.size()) pace_timer_->stop();
@@ -452,10 +481,14 @@ class DdlWorker::Impl {
   }
 
   void on_stage_timer() {
-    if (state_ != State::kRunning) return;
-    const std::uint64_t now = net::monotonic_now_us();
+    if (state_ == State::kRunning) check_stage(clock_.now_us(), true);
+  }
+
+  // The stage's deadline, the PDSC-without-chunks close and the relay's silence, at `now`.
+  // `allow_grace`: the timer first re-arms once for 1 ms when the deadline has passed.
+  void check_stage(std::uint64_t now, bool allow_grace) {
     const auto at = ddl_rx_->deadline_at_us();
-    if (at && now >= *at && !grace_given_) {
+    if (allow_grace && at && now >= *at && !grace_given_) {
       // Read what is already queued on the socket before judging the deadline: libuv runs
       // timers before polling I/O, so a 1 ms re-arm lets one I/O pass happen first.
       grace_given_ = true;
@@ -626,6 +659,7 @@ class DdlWorker::Impl {
   }
 
   net::EventLoop& loop_;
+  const net::Clock& clock_;
   std::shared_ptr<const ddl::train::FashionMnist> data_;
   DdlWorkerOptions o_;
   OnStage on_stage_;
@@ -655,6 +689,7 @@ class DdlWorker::Impl {
   bool egress_discard_ = false;
   bool paced_ = false;
   std::uint64_t join_started_us_ = 0;
+  std::uint64_t last_join_sent_us_ = 0;
   std::uint64_t last_from_relay_us_ = 0;
 
   // Network.
@@ -688,16 +723,18 @@ class DdlWorker::Impl {
   std::array<EgressEntry, kEgressRing> egress_ring_{};
 
   // Counters.
+  std::uint64_t datagrams_ = 0;
   std::uint64_t foreign_datagrams_ = 0;
   std::uint64_t control_errors_ = 0;
   std::uint64_t chunks_rejected_ = 0;
   DdlWorkerSummary summary_;
 };
 
-DdlWorker::DdlWorker(net::EventLoop& loop, std::shared_ptr<const ddl::train::FashionMnist> data,
-                     DdlWorkerOptions options, OnStage on_stage, OnDone on_done)
-    : impl_(std::make_unique<Impl>(loop, std::move(data), std::move(options), std::move(on_stage),
-                                   std::move(on_done))) {}
+DdlWorker::DdlWorker(net::EventLoop& loop, const net::Clock& clock,
+                     std::shared_ptr<const ddl::train::FashionMnist> data, DdlWorkerOptions options,
+                     OnStage on_stage, OnDone on_done)
+    : impl_(std::make_unique<Impl>(loop, clock, std::move(data), std::move(options),
+                                   std::move(on_stage), std::move(on_done))) {}
 
 DdlWorker::~DdlWorker() = default;
 
@@ -711,6 +748,14 @@ void DdlWorker::stop() {
 
 net::SocketAddress DdlWorker::local_address() const {
   return impl_->local_address();
+}
+
+void DdlWorker::poll() {
+  impl_->poll();
+}
+
+std::uint64_t DdlWorker::datagrams_received() const {
+  return impl_->datagrams_received();
 }
 
 }  // namespace predrop::ddl::train

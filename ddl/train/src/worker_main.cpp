@@ -158,12 +158,13 @@ int main(int argc, char** argv) {
 
   net::SrtpLibraryGuard srtp_library;
   net::EventLoop loop;
+  const net::MonotonicClock clock;
   core::Status result = core::Ok{};
   ddl::train::DdlWorkerSummary summary;
   std::unique_ptr<ddl::train::DdlWorker> worker;
   try {
     worker = std::make_unique<ddl::train::DdlWorker>(
-        loop, *data, o,
+        loop, clock, *data, o,
         [&](const ddl::train::DdlWorkerStageRow& r) {
           if (csv != nullptr) {
             std::fprintf(

@@ -1,6 +1,6 @@
 #pragma once
 // The DDL relay (predrop-server --mode ddl): the aggregation point of one data-parallel training
-// job. Workers join over UDP with an SRTCP PDJN handshake (client/ddl_protocol.hpp), then every
+// job. Workers join over UDP with an SRTCP PDJN handshake (protocol.hpp), then every
 // stage (training iteration) each sends its gradient as SRTP packets of tensor chunks; the relay
 // averages them per chunk (ddl::StageReceiver / Aggregator), closes the stage when every worker's
 // chunks are in or at the stage deadline (adaptive by default), and sends the average back to
@@ -13,6 +13,10 @@
 // least `evict_min_silence_ms`, is removed and the job goes on with the others. (Until then the
 // stages close at their deadline without it, so nobody waits longer than the deadline.) Details and
 // wire formats: docs/ddl-mode.md.
+//
+// Time: every decision that depends on time (the stage deadline, reception periods, eviction
+// silence, peer timeouts, abs-send-time stamps) reads the injected net::Clock. The loop's timers
+// only say when to look again; a test that drives a FakeClock calls poll() after advancing it.
 //
 // Threading: loop thread. The per-packet path (unprotect, parse, aggregate, protect, send)
 // allocates nothing and logs nothing; joins, evictions and stage ends may.
@@ -29,6 +33,7 @@
 #include "predrop/core/stage_report.hpp"
 #include "predrop/ddl/aggregator.hpp"
 #include "predrop/ddl/protocol.hpp"
+#include "predrop/net/clock.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/socket_address.hpp"
 
@@ -103,6 +108,7 @@ struct DdlRelayEvent {
 
 /// Counters since start().
 struct DdlRelayStats {
+  std::uint64_t datagrams = 0;  ///< Datagrams handled (every kind, from anyone).
   std::uint64_t stages = 0;
   std::uint64_t joined = 0, refused = 0, left = 0, evicted = 0;
   std::uint64_t chunks_received = 0, chunks_late = 0, chunks_too_early = 0, chunks_duplicate = 0;
@@ -134,8 +140,10 @@ class DdlRelayListener {
 /// The relay of one job.
 class DdlRelay {
  public:
-  /// Throws std::invalid_argument for options that cannot work (0 workers, bad policy).
-  DdlRelay(net::EventLoop& loop, DdlRelayOptions options, DdlRelayListener* listener);
+  /// Throws std::invalid_argument for options that cannot work (0 workers, bad policy). `clock`
+  /// must outlive the relay.
+  DdlRelay(net::EventLoop& loop, const net::Clock& clock, DdlRelayOptions options,
+           DdlRelayListener* listener);
   ~DdlRelay();
   DdlRelay(const DdlRelay&) = delete;
   DdlRelay& operator=(const DdlRelay&) = delete;
@@ -148,6 +156,10 @@ class DdlRelay {
   net::SocketAddress local_address() const;
   /// Counters.
   const DdlRelayStats& stats() const;
+  /// Re-evaluates every decision that depends on time at the clock's now, as the timers do when
+  /// they fire: peer timeouts, and the stage deadline (judged at once, without the timer's 1 ms
+  /// grace for queued I/O). For tests that advance a FakeClock after the loop went idle.
+  void poll();
 
  private:
   class Impl;

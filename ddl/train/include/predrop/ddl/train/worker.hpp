@@ -10,6 +10,10 @@
 // the step to the relay over SRTCP PDFB. It joins with a PDJN handshake (ddl_protocol.hpp) and
 // leaves with an RTCP BYE. See docs/ddl-mode.md.
 //
+// Time: every decision that depends on time (join retries and time-outs, the stage deadline,
+// reception periods, the relay's silence, abs-send-time stamps) reads the injected net::Clock; the
+// loop's timers only say when to look again. A test driving a FakeClock calls poll().
+//
 // Threading: everything runs on the loop thread; the data set is shared read-only and may be used
 // by several workers on several threads. Errors: start() returns set-up errors; errors while
 // running (join refused, relay silent, removed) end the worker through on_done with a message.
@@ -27,6 +31,7 @@
 #include "predrop/core/result.hpp"
 #include "predrop/ddl/protocol.hpp"
 #include "predrop/ddl/train/dataset.hpp"
+#include "predrop/net/clock.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/socket_address.hpp"
 
@@ -109,6 +114,7 @@ struct DdlWorkerSummary {
   std::uint64_t chunks_filled = 0;    ///< Sum of DdlWorkerStageRow::filled.
   std::uint64_t chunks_lost = 0;      ///< Sum of DdlWorkerStageRow::lost.
   std::uint64_t send_drops = 0;       ///< Datagrams the kernel refused.
+  std::uint32_t join_requests = 0;    ///< PDJN sent (first, retries, keep-alives).
 };
 
 /// One worker of a job.
@@ -118,9 +124,11 @@ class DdlWorker {
   using OnDone = std::function<void(const core::Status&, const DdlWorkerSummary&)>;
 
   /// `data` must hold Fashion-MNIST (or any 784-feature, 10-class set). Throws
-  /// std::invalid_argument for options that cannot work (e.g. an empty shard).
-  DdlWorker(net::EventLoop& loop, std::shared_ptr<const ddl::train::FashionMnist> data,
-            DdlWorkerOptions options, OnStage on_stage, OnDone on_done);
+  /// std::invalid_argument for options that cannot work (e.g. an empty shard). `clock` must
+  /// outlive the worker.
+  DdlWorker(net::EventLoop& loop, const net::Clock& clock,
+            std::shared_ptr<const ddl::train::FashionMnist> data, DdlWorkerOptions options,
+            OnStage on_stage, OnDone on_done);
   ~DdlWorker();
   DdlWorker(const DdlWorker&) = delete;
   DdlWorker& operator=(const DdlWorker&) = delete;
@@ -132,6 +140,12 @@ class DdlWorker {
   void stop();
   /// The local address once started.
   net::SocketAddress local_address() const;
+  /// Re-evaluates every decision that depends on time at the clock's now, as the timers do when
+  /// they fire (the stage deadline judged at once, without the timer's 1 ms grace for queued
+  /// I/O). For tests that advance a FakeClock after the loop went idle.
+  void poll();
+  /// Datagrams handled so far (tests wait for the loop to go idle by it).
+  std::uint64_t datagrams_received() const;
 
  private:
   class Impl;
