@@ -9,7 +9,7 @@ namespace predrop::chain {
 
 StageReceiver::StageReceiver(ReceiverConfig config, std::optional<net::SrtpSession> srtp,
                              OnPacket on_packet, OnStage on_stage)
-    : config_(config),
+    : config_(std::move(config)),
       srtp_(std::move(srtp)),
       on_packet_(std::move(on_packet)),
       meter_(config.meter, std::move(on_stage)),

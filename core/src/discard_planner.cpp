@@ -114,8 +114,9 @@ void DiscardPlanner::mark_priority(std::size_t count, std::span<const std::uint8
   // below it goes, and at the cut level the latest packets go first (whole frames at the end of
   // a run of equal importance before earlier ones).
   std::array<std::size_t, 256> histogram{};
-  for (auto v : importance)
+  for (auto v : importance) {
     ++histogram[v];
+  }
   std::size_t below = 0;
   unsigned cut = 0;
   for (; cut < kNeverDrop; ++cut) {

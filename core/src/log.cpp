@@ -30,20 +30,21 @@ const char* level_name(LogLevel l) {
 }  // namespace
 
 bool parse_log_level(std::string_view name, LogLevel& out) {
-  if (name == "trace")
+  if (name == "trace") {
     out = LogLevel::kTrace;
-  else if (name == "debug")
+  } else if (name == "debug") {
     out = LogLevel::kDebug;
-  else if (name == "info")
+  } else if (name == "info") {
     out = LogLevel::kInfo;
-  else if (name == "warn" || name == "warning")
+  } else if (name == "warn" || name == "warning") {
     out = LogLevel::kWarn;
-  else if (name == "error" || name == "critical")
+  } else if (name == "error" || name == "critical") {
     out = LogLevel::kError;
-  else if (name == "off")
+  } else if (name == "off") {
     out = LogLevel::kOff;
-  else
+  } else {
     return false;
+  }
   return true;
 }
 

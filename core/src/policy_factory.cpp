@@ -47,8 +47,9 @@ Result<std::unique_ptr<RateController>> make_rate_controller(const PolicyConfig&
         std::make_unique<AdaptivePolicy>(config.adaptive, config.rule.r0));
   }
   std::string known;
-  for (auto n : kPolicyNames)
+  for (auto n : kPolicyNames) {
     known += (known.empty() ? "" : ", ") + std::string(n);
+  }
   return make_error("unknown control policy \"" + p + "\" (known: " + known + ")");
 }
 

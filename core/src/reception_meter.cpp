@@ -14,8 +14,9 @@ ReceptionMeter::ReceptionMeter(ReceptionMeterConfig config, OnStage on_stage)
     : config_(config),
       on_stage_(std::move(on_stage)),
       stage_min_owd_(std::max(1u, config.base_delay_stages), 0) {
-  for (auto& s : slots_)
+  for (auto& s : slots_) {
     s.seen.assign(kBitmapWords, 0);
+  }
   config_.tail_packets = std::clamp(config_.tail_packets, 1u, 16u);
 }
 
@@ -133,8 +134,9 @@ void ReceptionMeter::close(OpenStage& s) {
     min_head_ = (min_head_ + 1) % stage_min_owd_.size();
     min_count_ = std::min(min_count_ + 1, stage_min_owd_.size());
     std::int64_t base = std::numeric_limits<std::int64_t>::max();
-    for (std::size_t i = 0; i < min_count_; ++i)
+    for (std::size_t i = 0; i < min_count_; ++i) {
       base = std::min(base, stage_min_owd_[i]);
+    }
     const unsigned n = std::min<unsigned>(std::min<unsigned>(s.tail_count, config_.tail_packets),
                                           s.tail_owd.size());
     double sum = 0.0;

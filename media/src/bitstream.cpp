@@ -67,8 +67,9 @@ std::size_t start_code_at(Bytes d, std::size_t i) {
 void push_trimmed(Bytes nal, std::vector<Bytes>& out) {
   // trailing_zero_8bits belong to the byte stream, not to the NAL unit (Annex B.1).
   std::size_t n = nal.size();
-  while (n > 0 && nal[n - 1] == 0)
+  while (n > 0 && nal[n - 1] == 0) {
     --n;
+  }
   if (n > 0) out.push_back(nal.first(n));
 }
 
@@ -78,19 +79,22 @@ bool split_annexb(Bytes data, std::vector<Bytes>& out) {
   std::size_t i = 0;
   bool clean = true;
   // Find the first start code.
-  while (i < data.size() && start_code_at(data, i) == 0)
+  while (i < data.size() && start_code_at(data, i) == 0) {
     ++i;
+  }
   if (i != 0) {
     // Leading zero bytes are legal padding; anything else is junk.
-    for (std::size_t j = 0; j < i; ++j)
+    for (std::size_t j = 0; j < i; ++j) {
       clean = clean && data[j] == 0;
+    }
   }
   while (i < data.size()) {
     std::size_t sc = start_code_at(data, i);
     std::size_t begin = i + sc;
     std::size_t j = begin;
-    while (j < data.size() && start_code_at(data, j) == 0)
+    while (j < data.size() && start_code_at(data, j) == 0) {
       ++j;
+    }
     push_trimmed(data.subspan(begin, j - begin), out);
     i = j;
   }
@@ -104,8 +108,9 @@ bool split_length_prefixed(Bytes data, int length_size, std::vector<Bytes>& out)
   while (i < data.size()) {
     if (data.size() - i < ls) return false;
     std::size_t length = 0;
-    for (std::size_t k = 0; k < ls; ++k)
+    for (std::size_t k = 0; k < ls; ++k) {
       length = (length << 8) | data[i + k];
+    }
     i += ls;
     if (length > data.size() - i) return false;
     if (length > 0) out.push_back(data.subspan(i, length));
@@ -128,9 +133,10 @@ std::optional<AvcConfig> parse_avcc(Bytes d) {
       std::size_t length = (std::size_t{d[i]} << 8) | d[i + 1];
       i += 2;
       if (d.size() - i < length) return false;
-      if (length > 0)
+      if (length > 0) {
         sets.emplace_back(d.begin() + static_cast<std::ptrdiff_t>(i),
                           d.begin() + static_cast<std::ptrdiff_t>(i + length));
+      }
       i += length;
     }
     return true;

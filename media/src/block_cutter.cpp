@@ -31,12 +31,14 @@ std::vector<std::uint32_t> order_frames(std::vector<StagedFrame>& video,
   }
   // The i-th frame in decode order is sent at the i-th presentation time: a monotonic send
   // clock with the stream's constant reordering delay removed, without trusting container DTS.
-  for (std::uint32_t i = 0; i < n; ++i)
+  for (std::uint32_t i = 0; i < n; ++i) {
     video[i].send_us = video[by_pts[i]].frame.pts_us;
+  }
   std::stable_sort(audio.begin(), audio.end(),
                    [](const StagedFrame& a, const StagedFrame& b) { return a.pts < b.pts; });
-  for (auto& a : audio)
+  for (auto& a : audio) {
     a.send_us = a.frame.pts_us;
+  }
   return display_of;
 }
 
@@ -70,8 +72,9 @@ BlockCuts cut_blocks(std::vector<StagedFrame>& video, std::vector<StagedFrame>& 
   // Audio bytes with pts before a time, for byte-sized blocks.
   std::vector<std::uint64_t> audio_prefix(1, 0);
   if (secondary) {
-    for (const auto& a : *secondary)
+    for (const auto& a : *secondary) {
       audio_prefix.push_back(audio_prefix.back() + a.frame.bytes);
+    }
   }
   auto audio_bytes_before = [&](std::int64_t t) -> std::uint64_t {
     if (!secondary) return 0;
@@ -114,8 +117,9 @@ BlockCuts cut_blocks(std::vector<StagedFrame>& video, std::vector<StagedFrame>& 
   out.cuts.push_back(static_cast<std::uint32_t>(n));
 
   for (std::uint32_t k = 0; k + 1 < out.cuts.size(); ++k) {
-    for (std::uint32_t i = out.cuts[k]; i < out.cuts[k + 1]; ++i)
+    for (std::uint32_t i = out.cuts[k]; i < out.cuts[k + 1]; ++i) {
       primary[i].frame.block = k;
+    }
   }
   if (secondary) {
     for (auto& a : *secondary) {

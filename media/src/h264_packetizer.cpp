@@ -49,8 +49,9 @@ std::optional<H264Picture> H264Packetizer::add_sample(Bytes data, bool key_flag,
     // the decoder would never output.
     for (Bytes n : nals_) {
       const auto size = static_cast<std::uint32_t>(n.size());
-      for (int s = 3; s >= 0; --s)
+      for (int s = 3; s >= 0; --s) {
         pending_nals_.push_back(static_cast<std::uint8_t>(size >> (8 * s)));
+      }
       pending_nals_.insert(pending_nals_.end(), n.begin(), n.end());
     }
     return std::nullopt;
@@ -111,12 +112,14 @@ std::optional<H264Picture> H264Packetizer::add_sample(Bytes data, bool key_flag,
       warned_no_parameter_sets_ = true;
     }
     if (!has_sps) {
-      for (const auto& s : sps_)
+      for (const auto& s : sps_) {
         stage_nal(s, true, sink);
+      }
     }
     if (!has_pps) {
-      for (const auto& p : pps_)
+      for (const auto& p : pps_) {
         stage_nal(p, true, sink);
+      }
     }
   }
   for (Bytes n : units) {

@@ -8,12 +8,14 @@ namespace predrop::media::detail {
 
 std::vector<std::uint32_t> bit_reversed_ranks(std::uint32_t m) {
   unsigned bits = 0;
-  while ((std::uint64_t{1} << bits) < m)
+  while ((std::uint64_t{1} << bits) < m) {
     ++bits;
+  }
   auto reverse = [bits](std::uint32_t v) {
     std::uint32_t r = 0;
-    for (unsigned b = 0; b < bits; ++b)
+    for (unsigned b = 0; b < bits; ++b) {
       r |= ((v >> b) & 1u) << (bits - 1 - b);
+    }
     return r;
   };
   std::vector<std::uint32_t> order(m);
@@ -21,15 +23,17 @@ std::vector<std::uint32_t> bit_reversed_ranks(std::uint32_t m) {
   std::sort(order.begin(), order.end(),
             [&](std::uint32_t a, std::uint32_t b) { return reverse(a) < reverse(b); });
   std::vector<std::uint32_t> rank(m);
-  for (std::uint32_t p = 0; p < m; ++p)
+  for (std::uint32_t p = 0; p < m; ++p) {
     rank[order[p]] = p;
+  }
   return rank;
 }
 
 void assign_importance(std::vector<StagedFrame>& video, std::vector<StagedFrame>& audio,
                        const std::vector<std::uint32_t>& display_of, std::uint32_t blocks) {
-  for (auto& a : audio)
+  for (auto& a : audio) {
     a.frame.importance = kImportanceNever;
+  }
   // Reference frames: later in the GOP means fewer frames depend on it, so lower importance.
   std::uint32_t since_key = 0;
   for (auto& v : video) {

@@ -342,10 +342,12 @@ void MediaFileBuilder::finish_stream_info() {
     info.fmtp = "packetization-mode=1";
     if (!h264_.sdp_sps().empty() && !h264_.sdp_pps().empty()) {
       std::string sets;
-      for (const auto& s : h264_.sdp_sps())
+      for (const auto& s : h264_.sdp_sps()) {
         sets += (sets.empty() ? "" : ",") + detail::base64(s);
-      for (const auto& p : h264_.sdp_pps())
+      }
+      for (const auto& p : h264_.sdp_pps()) {
         sets += "," + detail::base64(p);
+      }
       info.fmtp += "; sprop-parameter-sets=" + sets;
       if (h264_.sdp_sps()[0].size() >= 4) {
         info.fmtp +=
@@ -389,11 +391,13 @@ void MediaFileBuilder::emit() {
     b.first_frame = static_cast<std::uint32_t>(file_.frames_.size());
 
     order.clear();
-    while (vi < video_.size() && video_[vi].frame.block == k)
+    while (vi < video_.size() && video_[vi].frame.block == k) {
       order.emplace_back(false, vi++);
+    }
     const std::size_t video_count = order.size();
-    while (ai < audio_.size() && audio_[ai].frame.block == k)
+    while (ai < audio_.size() && audio_[ai].frame.block == k) {
       order.emplace_back(true, ai++);
+    }
     auto send = [&](const std::pair<bool, std::uint32_t>& e) {
       return e.first ? audio_[e.second].send_us : video_[e.second].send_us;
     };

@@ -36,8 +36,9 @@ core::Result<double> frame_mse(const FrameView& a, const FrameView& b) {
     total_area += area[p];
   }
   double mse = 0.0;
-  for (int p = 0; p < 3; ++p)
+  for (int p = 0; p < 3; ++p) {
     mse += plane_mse[p] * (area[p] / total_area);
+  }
   return mse;
 }
 
@@ -99,8 +100,9 @@ core::Result<double> ShownFrameScorer::psnr(std::size_t first, std::size_t count
                             " are not all scored yet (" + std::to_string(mse_.size()) + ")");
   }
   MseAccumulator acc;
-  for (std::size_t i = first; i < first + count; ++i)
+  for (std::size_t i = first; i < first + count; ++i) {
     acc.add(mse_[i]);
+  }
   return acc.psnr(cap_db);
 }
 

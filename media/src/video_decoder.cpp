@@ -254,8 +254,9 @@ core::Status ReferenceDecoder::Impl::restart() {
   if (!decoder) return decoder.error();
   core.emplace(std::move(decoder).value());
   eof = false;
-  for (auto& f : cache)
+  for (auto& f : cache) {
     spare.push_back(std::move(f));
+  }
   cache.clear();
   first = 0;
   next_index = 0;

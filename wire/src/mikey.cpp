@@ -293,10 +293,12 @@ core::Result<MikeyKey> parse_mikey(std::span<const std::uint8_t> message) {
 
 core::Result<MikeyKey> parse_key_mgmt(std::string_view value) {
   auto trim = [](std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
       s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+    }
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
       s.remove_suffix(1);
+    }
     return s;
   };
   value = trim(value);
