@@ -245,6 +245,7 @@ std::optional<Problem> check_config(const ServerConfig& c) {
     first(range_u("ddl.stage_deadline_ms", *d.stage_deadline_ms, 1, 600000));
   }
   first(range_u("ddl.chunk_bytes", d.chunk_bytes, 64, 8192));
+  first(range_u("ddl.max_tensor_elements", d.max_tensor_elements, 1, 4294967295u));
   return p;
 }
 
@@ -702,6 +703,8 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
        [&](const toml::node& n) { r.enumeration(n, kFills, c.ddl.missing_chunk_fill); }},
       {"chunk_bytes",
        [&](const toml::node& n) { r.unsigned_into(n, c.ddl.chunk_bytes, 64, 8192); }},
+      {"max_tensor_elements",
+       [&](const toml::node& n) { r.unsigned_into(n, c.ddl.max_tensor_elements, 1, 4294967295); }},
       {"worker_egress_discard",
        [&](const toml::node& n) {
          if (const auto b = r.boolean(n)) {

@@ -96,6 +96,7 @@ int run_ddl_mode(const config::ServerConfig& config) {
                        ? ddl::MissingPolicy::kOwn
                        : ddl::MissingPolicy::kZero;
   o.chunk_elements = static_cast<std::uint16_t>(config.ddl.chunk_bytes / 4);
+  o.max_tensor_elements = config.ddl.max_tensor_elements;
   o.worker_egress_discard = config.ddl.worker_egress_discard;
   o.paced = config.ddl.pacing == config::Pacing::kPaced;
   auto policy = config::make_policy_config(config.control);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 
 #include "predrop/core/byte_io.hpp"
 
@@ -33,17 +34,19 @@ std::size_t padded(std::size_t n) {
 
 void write_join(ByteWriter& w, std::uint32_t ssrc, const JoinRequest& j) {
   write_app_header(w, ssrc, kJoinName, kJoinDataSize);
-  w.write_u8(kVersion);
+  w.write_u8(kJoinVersion);
   w.write_u8(0);
   w.write_u16(j.rank);
   w.write_u32(j.tensor_elements);
   w.write_u64(j.model_seed);
+  w.write_u64(j.job_nonce);
+  w.write_u64(j.worker_nonce);
 }
 
 void write_answer(ByteWriter& w, std::uint32_t ssrc, const JoinAnswer& a) {
   const std::size_t data = kAnswerFixedSize + padded(a.reason_size);
   write_app_header(w, ssrc, kAnswerName, data);
-  w.write_u8(kVersion);
+  w.write_u8(kAnswerVersion);
   w.write_u8(static_cast<std::uint8_t>(a.status));
   w.write_u16(a.rank);
   w.write_u16(a.workers);
@@ -54,6 +57,8 @@ void write_answer(ByteWriter& w, std::uint32_t ssrc, const JoinAnswer& a) {
   w.write_u8(a.missing_fill);
   w.write_u8(static_cast<std::uint8_t>((a.egress_discard ? 1 : 0) | (a.paced ? 2 : 0)));
   w.write_u32(a.stage_deadline_ms);
+  w.write_u64(a.job_nonce);
+  w.write_u64(a.worker_nonce);
   w.write_u8(a.reason_size);
   w.write_zeros(3);
   w.write_bytes({reinterpret_cast<const std::uint8_t*>(a.reason_text.data()), a.reason_size});
@@ -62,7 +67,7 @@ void write_answer(ByteWriter& w, std::uint32_t ssrc, const JoinAnswer& a) {
 
 void write_stage_closed(ByteWriter& w, std::uint32_t ssrc, const StageClosed& c) {
   write_app_header(w, ssrc, kStageClosedName, kStageClosedDataSize);
-  w.write_u8(kVersion);
+  w.write_u8(kStageClosedVersion);
   w.write_u8(c.reason);
   w.write_u16(c.downlink_packets);
   w.write_u32(c.stage);
@@ -70,39 +75,47 @@ void write_stage_closed(ByteWriter& w, std::uint32_t ssrc, const StageClosed& c)
   w.write_u16(0);
 }
 
-core::Status check_version(std::string_view name, std::uint8_t version) {
-  if (version != kVersion) {
+core::Status check_version(std::string_view name, std::uint8_t version, std::uint8_t known) {
+  if (version != known) {
     return make_error(std::string(name) + ": version " + std::to_string(version) +
-                      " (this reader knows version " + std::to_string(kVersion) + ")");
+                      " (this reader knows version " + std::to_string(known) + ")");
   }
   return core::Ok{};
 }
 
 core::Result<JoinRequest> parse_join(std::span<const std::uint8_t> data) {
+  // The version first, so that a join of another version is named as such whatever its size.
+  if (!data.empty()) {
+    if (auto st = check_version(kJoinName, data[0], kJoinVersion); !st) return st.error();
+  }
   if (data.size() != kJoinDataSize) {
     return make_error("PDJN: " + std::to_string(data.size()) + " data bytes, expected " +
                       std::to_string(kJoinDataSize));
   }
   ByteReader r(data);
-  if (auto st = check_version(kJoinName, r.read_u8()); !st) return st.error();
-  r.skip(1);
+  r.skip(2);
   JoinRequest j;
   j.rank = r.read_u16();
   j.tensor_elements = r.read_u32();
   j.model_seed = r.read_u64();
+  j.job_nonce = r.read_u64();
+  j.worker_nonce = r.read_u64();
   return j;
 }
 
 core::Result<JoinAnswer> parse_answer(std::span<const std::uint8_t> data) {
+  if (!data.empty()) {
+    if (auto st = check_version(kAnswerName, data[0], kAnswerVersion); !st) return st.error();
+  }
   if (data.size() < kAnswerFixedSize) {
     return make_error("PDJA: " + std::to_string(data.size()) + " data bytes, expected at least " +
                       std::to_string(kAnswerFixedSize));
   }
   ByteReader r(data);
-  if (auto st = check_version(kAnswerName, r.read_u8()); !st) return st.error();
+  r.skip(1);
   JoinAnswer a;
   const std::uint8_t status = r.read_u8();
-  if (status > static_cast<std::uint8_t>(JoinStatus::kRemoved)) {
+  if (status > static_cast<std::uint8_t>(JoinStatus::kChallenge)) {
     return make_error("PDJA: unknown status " + std::to_string(status));
   }
   a.status = static_cast<JoinStatus>(status);
@@ -120,6 +133,8 @@ core::Result<JoinAnswer> parse_answer(std::span<const std::uint8_t> data) {
   a.egress_discard = (flags & 1) != 0;
   a.paced = (flags & 2) != 0;
   a.stage_deadline_ms = r.read_u32();
+  a.job_nonce = r.read_u64();
+  a.worker_nonce = r.read_u64();
   a.reason_size = r.read_u8();
   r.skip(3);
   if (data.size() != kAnswerFixedSize + padded(a.reason_size)) {
@@ -137,7 +152,9 @@ core::Result<StageClosed> parse_stage_closed(std::span<const std::uint8_t> data)
                       std::to_string(kStageClosedDataSize));
   }
   ByteReader r(data);
-  if (auto st = check_version(kStageClosedName, r.read_u8()); !st) return st.error();
+  if (auto st = check_version(kStageClosedName, r.read_u8(), kStageClosedVersion); !st) {
+    return st.error();
+  }
   StageClosed c;
   c.reason = r.read_u8();
   if (c.reason > 2) return make_error("PDSC: unknown close reason " + std::to_string(c.reason));
@@ -220,6 +237,8 @@ std::string_view to_string(JoinStatus status) {
       return "refused";
     case JoinStatus::kRemoved:
       return "removed";
+    case JoinStatus::kChallenge:
+      return "challenge";
   }
   return "?";
 }
@@ -327,6 +346,15 @@ JobKey generate_job_key(std::optional<wire::SrtpSuite> suite) {
   k.suite = suite;
   if (suite) k.key = wire::generate_key(*suite);
   return k;
+}
+
+std::uint64_t generate_nonce() {
+  // std::random_device reads getrandom(2) on Linux (libstdc++), one 32-bit draw each.
+  std::random_device rd;
+  std::uint64_t v = 0;
+  while (v == 0)
+    v = (std::uint64_t{rd()} << 32) | rd();
+  return v;
 }
 
 }  // namespace predrop::ddl

@@ -7,16 +7,21 @@
 //   relay_reports.hpp       a worker's reports to its controller, missing reports
 //   relay_eviction.hpp      when a silent worker is evicted
 //   control_channel.hpp     SRTCP in and out
-// The job's life (join, start, stages, removals, the end) and the events and counters are here.
+//   callback_boundary.hpp   the exception boundary of every UDP and timer callback
+// The job's life (join with its nonce challenge, start, stages, removals, the end), peer identity
+// (address + SSRC), and the events and counters are here.
 // Wire formats and decisions: docs/ddl-mode.md. run_ddl_mode() is in ddl_mode.cpp.
 #include "predrop/ddl/relay.hpp"
 
 #include <cstdint>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "predrop/core/byte_io.hpp"
 #include "predrop/core/log.hpp"
+#include "predrop/ddl/callback_boundary.hpp"
 #include "predrop/ddl/chunk.hpp"
 #include "predrop/ddl/control_channel.hpp"
 #include "predrop/net/clock.hpp"
@@ -49,6 +54,14 @@ DdlRelayOptions validated(DdlRelayOptions o) {
   return o;
 }
 
+// The SSRC a datagram says it is from, where both SRTP and SRTCP leave it in the clear: RTP
+// bytes 8..11, RTCP (the first packet's sender) bytes 4..7. nullopt if it is too short to say.
+std::optional<std::uint32_t> sender_ssrc(std::span<const std::uint8_t> d, bool rtcp) {
+  const std::size_t at = rtcp ? 4 : 8;
+  if (d.size() < at + 4) return std::nullopt;
+  return core::load_u32_be(d.data() + at);
+}
+
 }  // namespace
 
 class DdlRelay::Impl {
@@ -59,6 +72,7 @@ class DdlRelay::Impl {
         o_(validated(std::move(o))),
         listener_(listener),
         control_ssrc_(random_nonzero_u32()),
+        job_nonce_(generate_nonce()),
         members_(o_.workers),
         stages_(o_.stage_deadline_ms) {
     peer_settings_ =
@@ -75,26 +89,31 @@ class DdlRelay::Impl {
     auto sock = net::UdpEndpoint::open(
         loop_, o_.listen, uo,
         [this](std::span<const std::uint8_t> d, const net::SocketAddress& from,
-               std::uint64_t /*recv_time*/) { on_datagram(d, from, clock_.now_us()); });
+               std::uint64_t /*recv_time*/) { datagram(d, from); });
     if (!sock) {
       return core::make_error("cannot listen on " + o_.listen.to_string() + ": " +
                               sock.error().message);
     }
     socket_ = std::move(sock.value());
-    stages_.attach_timer(loop_, [this] { on_deadline_timer(); });
-    pace_timer_ = std::make_unique<net::Timer>(loop_, [this] { on_pace_timer(); });
-    housekeeping_ = std::make_unique<net::Timer>(loop_, [this] { on_housekeeping(); });
+    stages_.attach_timer(loop_,
+                         [this] { guarded("deadline timer", [this] { on_deadline_timer(); }); });
+    pace_timer_ = std::make_unique<net::Timer>(
+        loop_, [this] { guarded("pace timer", [this] { on_pace_timer(); }); });
+    housekeeping_ = std::make_unique<net::Timer>(
+        loop_, [this] { guarded("housekeeping timer", [this] { on_housekeeping(); }); });
     housekeeping_->start(kHousekeepingMs, kHousekeepingMs);
     running_ = true;
     return core::Ok{};
   }
 
   void stop(const std::string& reason) {
-    if (!running_) return;
-    for (const auto& p : members_.peers()) {
-      if (p && !p->gone) send_answer(*p, JoinStatus::kRemoved, reason);
-    }
-    finish(core::make_error("stopped: " + reason));
+    guarded("stop", [&] {
+      if (!running_) return;
+      for (const auto& p : members_.peers()) {
+        if (p && !p->gone) send_answer(*p, JoinStatus::kRemoved, reason);
+      }
+      finish(core::make_error("stopped: " + reason));
+    });
   }
 
   net::SocketAddress local_address() const {
@@ -107,15 +126,64 @@ class DdlRelay::Impl {
   }
 
   void poll() {
-    if (!running_) return;
-    const std::uint64_t now = clock_.now_us();
-    check_timeouts(now);
-    if (!running_) return;
-    stages_.reset_grace();
-    poll_stage(now, true);
+    guarded("poll", [this] {
+      if (!running_) return;
+      const std::uint64_t now = clock_.now_us();
+      check_timeouts(now);
+      if (!running_) return;
+      stages_.reset_grace();
+      poll_stage(now, true);
+    });
+  }
+
+  // Every UDP datagram, whichever way it came in.
+  void datagram(std::span<const std::uint8_t> d, const net::SocketAddress& from) {
+    guarded("datagram", [&] { on_datagram(d, from, clock_.now_us()); });
   }
 
  private:
+  // ---- the exception boundary ----
+
+  // Runs one callback's work. An exception is caught, counted and logged; then the peer being
+  // worked on when it was thrown (blame_) is evicted, and the stage is polled again so that the
+  // deadline timer is armed even if the failure interrupted a poll. A datagram without a peer to
+  // blame is just dropped.
+  template <class Fn>
+  void guarded(const char* kind, Fn&& fn) {
+    blame_ = nullptr;
+    boundary_.run(kind, std::forward<Fn>(fn), [this](const char* what) { recover(what); });
+    blame_ = nullptr;
+  }
+
+  void recover(const char* what) {
+    stats_.callback_errors = boundary_.caught();
+    RelayPeer* p = std::exchange(blame_, nullptr);
+    if (!running_) return;
+    const std::uint64_t now = clock_.now_us();
+    if (p != nullptr && !p->gone) {
+      remove_peer(*p, DdlRelayEvent::Kind::kEvicted,
+                  std::string("internal error while handling it: ") + what, now);
+    }
+    if (running_ && started_) poll_stage(now, false);
+  }
+
+  // Work on behalf of `p`: blamed if it throws. Restored when it returns normally.
+  template <class Fn>
+  void for_peer(RelayPeer& p, Fn&& fn) {
+    RelayPeer* outer = std::exchange(blame_, &p);
+    std::forward<Fn>(fn)();
+    blame_ = outer;
+  }
+
+  // A listener callback: a failure there is nobody's fault but the listener's.
+  template <class Fn>
+  void to_listener(Fn&& fn) {
+    if (listener_ == nullptr) return;
+    RelayPeer* outer = std::exchange(blame_, nullptr);
+    std::forward<Fn>(fn)(*listener_);
+    blame_ = outer;
+  }
+
   // ---- datagrams ----
 
   // `t` is the clock's time when the loop handed the datagram over: every decision (deadline,
@@ -124,21 +192,29 @@ class DdlRelay::Impl {
                    std::uint64_t t) {
     if (!running_) return;
     ++stats_.datagrams;
-    if (wire::looks_like_rtcp(data)) {
-      on_control(data, from, t);
+    const bool rtcp = wire::looks_like_rtcp(data);
+    RelayPeer* p = members_.find(from);
+    // A worker is its address and its SSRC: another SSRC from its address is not it.
+    if (p != nullptr) {
+      if (const auto ssrc = sender_ssrc(data, rtcp); ssrc && *ssrc != p->ssrc) {
+        ++stats_.ssrc_mismatches;
+        return;
+      }
+    }
+    if (rtcp) {
+      on_control(data, from, t, p);
       return;
     }
-    RelayPeer* p = members_.find(from);
     if (p == nullptr) {
       ++stats_.foreign_datagrams;
       return;
     }
     if (p->gone || !started_) return;
-    p->rx->on_datagram(data, t);
+    for_peer(*p, [&] { p->rx->on_datagram(data, t); });
   }
 
   void on_control(std::span<const std::uint8_t> data, const net::SocketAddress& from,
-                  std::uint64_t t) {
+                  std::uint64_t t, RelayPeer* peer) {
     if (!ControlChannel::fits(data.size())) return;
     auto m = control_->decode(data);
     if (!m) {
@@ -152,15 +228,21 @@ class DdlRelay::Impl {
       }
       return;
     }
-    RelayPeer* peer = members_.find(from);
     if (m->join) {
       on_join(*m->join, m->sender_ssrc, from, t, peer);
       return;
     }
     if (peer == nullptr || peer->gone) return;
+    // The SSRC in the clear was checked; the authenticated one must say the same.
+    if (m->sender_ssrc != peer->ssrc) {
+      ++stats_.ssrc_mismatches;
+      return;
+    }
     peer->last_heard_us = t;
     peer->heard_since_close = true;
-    if (m->feedback) handle_report(*peer, *m->feedback, stats_, listener_);
+    if (m->feedback) {
+      for_peer(*peer, [&] { handle_report(*peer, *m->feedback, stats_, listener_); });
+    }
     if (m->bye) remove_peer(*peer, DdlRelayEvent::Kind::kLeft, "left the job (BYE)", t);
   }
 
@@ -168,9 +250,15 @@ class DdlRelay::Impl {
 
   void on_join(const JoinRequest& j, std::uint32_t ssrc, const net::SocketAddress& from,
                std::uint64_t now, RelayPeer* known) {
+    // A join must echo this job's nonce. One that does not (a first join, or one recorded in an
+    // earlier job with the same key) only learns the nonce: no state, no event, no log line.
+    if (j.job_nonce != job_nonce_) {
+      challenge(from, j.worker_nonce);
+      return;
+    }
     if (known != nullptr) {
       if (known->gone) {
-        refuse(from, "this worker was removed from the job; it cannot rejoin");
+        refuse(from, "this worker was removed from the job; it cannot rejoin", j.worker_nonce);
         return;
       }
       // A retry or keep-alive: answer again (the first answer may have been lost).
@@ -178,17 +266,25 @@ class DdlRelay::Impl {
       send_answer(*known, started_ ? JoinStatus::kStart : JoinStatus::kWaiting, {});
       return;
     }
-    auto admission = members_.admit(j, ssrc, control_ssrc_, started_, stage_, o_.chunk_elements);
+    auto admission = members_.admit(j, ssrc, control_ssrc_, started_, stage_,
+                                    {o_.chunk_elements, o_.max_tensor_elements});
     if (!admission) {
-      refuse(from, admission.error().message);
+      refuse(from, admission.error().message, j.worker_nonce);
+      return;
+    }
+    std::unique_ptr<RelayPeer> peer;
+    try {
+      peer = make_relay_peer(peer_settings_, *socket_, admission->rank, ssrc,
+                             members_.new_downlink_ssrc(ssrc, control_ssrc_), from, now,
+                             [this](RelayPeer& p, const wire::RtpPacketView& v,
+                                    std::uint64_t arrival) { on_chunk_packet(p, v, arrival); });
+    } catch (const std::exception& e) {
+      refuse(from, std::string("the relay cannot set this worker up: ") + e.what(), j.worker_nonce);
       return;
     }
     if (admission->first_plan) members_.fix_tensor(*admission->first_plan, j.model_seed);
     const std::uint16_t rank = admission->rank;
-    auto peer = make_relay_peer(peer_settings_, *socket_, rank, ssrc,
-                                members_.new_downlink_ssrc(ssrc, control_ssrc_), from, now,
-                                [this](RelayPeer& p, const wire::RtpPacketView& v,
-                                       std::uint64_t arrival) { on_chunk_packet(p, v, arrival); });
+    peer->worker_nonce = j.worker_nonce;
     RelayPeer& added = *peer;
     members_.add(std::move(peer));
     ++stats_.joined;
@@ -201,16 +297,28 @@ class DdlRelay::Impl {
     }
   }
 
-  void refuse(const net::SocketAddress& to, const std::string& reason) {
+  void refuse(const net::SocketAddress& to, const std::string& reason, std::uint64_t worker_nonce) {
     ++stats_.refused;
     ControlMessage m;
     m.sender_ssrc = control_ssrc_;
     JoinAnswer a = job_answer();
     a.status = JoinStatus::kRefused;
+    a.worker_nonce = worker_nonce;
     a.set_reason(reason);
     m.answer = a;
     send_control(m, to);
     emit_event(DdlRelayEvent::Kind::kRefused, kAnyRank, to, reason);
+  }
+
+  void challenge(const net::SocketAddress& to, std::uint64_t worker_nonce) {
+    ++stats_.challenges;
+    ControlMessage m;
+    m.sender_ssrc = control_ssrc_;
+    JoinAnswer a = job_answer();
+    a.status = JoinStatus::kChallenge;
+    a.worker_nonce = worker_nonce;
+    m.answer = a;
+    send_control(m, to);
   }
 
   JoinAnswer job_answer() const {
@@ -223,6 +331,7 @@ class DdlRelay::Impl {
     a.egress_discard = o_.worker_egress_discard;
     a.paced = o_.paced;
     a.stage_deadline_ms = o_.stage_deadline_ms.value_or(0);
+    a.job_nonce = job_nonce_;
     return a;
   }
 
@@ -233,6 +342,7 @@ class DdlRelay::Impl {
     a.status = status;
     a.rank = p.rank;
     a.downlink_ssrc = p.downlink_ssrc;
+    a.worker_nonce = p.worker_nonce;
     a.set_reason(reason);
     m.answer = a;
     send_control(m, p.address);
@@ -245,8 +355,20 @@ class DdlRelay::Impl {
   void start_job() {
     started_ = true;
     stage_ = 0;
-    aggregate_.allocate(members_.plan());
-    rebuild_receiver(0);
+    try {
+      aggregate_.allocate(members_.plan());
+      rebuild_receiver(0);
+    } catch (const std::bad_alloc&) {
+      // max_tensor_elements bounds this, but the machine may still not have the memory.
+      const std::string why = "the relay cannot allocate the aggregation buffers for a tensor of " +
+                              std::to_string(members_.plan().total_elements()) + " elements";
+      core::log(core::LogLevel::kError, kLog, "%s", why.c_str());
+      for (const auto& p : members_.peers()) {
+        if (p) send_answer(*p, JoinStatus::kRemoved, why);
+      }
+      finish(core::make_error(why));
+      return;
+    }
     for (const auto& p : members_.peers()) {
       if (p) send_answer(*p, JoinStatus::kStart, {});
     }
@@ -362,18 +484,22 @@ class DdlRelay::Impl {
         continue;
       }
       RelayPeer& p = *peers[i];
-      row.peers[i] = send_stage(p, send, *control_, *socket_);
-      note_stage_liveness(p, r.contributors[p.contributor]);
+      for_peer(p, [&] {
+        row.peers[i] = send_stage(p, send, *control_, *socket_);
+        note_stage_liveness(p, r.contributors[p.contributor]);
+      });
     }
     if (o_.paced) {
       on_pace_timer();
       if (pace_pending(members_.peers())) pace_timer_->start(1, 1);
     }
-    if (listener_ != nullptr) listener_->on_stage(row);
+    to_listener([&](DdlRelayListener& l) { l.on_stage(row); });
 
     // Reports that did not come in time.
     for (const auto& p : members_.peers()) {
-      if (p && !p->gone) settle_missing_reports(*p, s, o_.report_timeout_stages, stats_, listener_);
+      if (!p || p->gone) continue;
+      for_peer(*p,
+               [&] { settle_missing_reports(*p, s, o_.report_timeout_stages, stats_, listener_); });
     }
     // Workers that went silent (relay_eviction.hpp).
     for (const auto& p : members_.peers()) {
@@ -387,7 +513,11 @@ class DdlRelay::Impl {
 
   void on_pace_timer() {
     if (!running_) return;
-    pace_tick(members_.peers(), aggregate_.packets(), stage_ - 1, clock_.now_us());
+    const std::uint64_t now = clock_.now_us();
+    // One batch per worker per tick, interleaved.
+    for (const auto& p : members_.peers()) {
+      if (p) for_peer(*p, [&] { pace_peer(*p, aggregate_.packets(), stage_ - 1, now); });
+    }
     if (!pace_pending(members_.peers())) pace_timer_->stop();
   }
 
@@ -424,7 +554,9 @@ class DdlRelay::Impl {
       core::log(level, kLog, "rank %u (%s) %s: %s", unsigned{rank}, peer.to_string().c_str(),
                 names[static_cast<int>(kind)], text.c_str());
     }
-    if (listener_ != nullptr) listener_->on_event(DdlRelayEvent{kind, rank, peer, std::move(text)});
+    to_listener([&](DdlRelayListener& l) {
+      l.on_event(DdlRelayEvent{kind, rank, peer, std::move(text)});
+    });
   }
 
   void refresh_stats() {
@@ -443,6 +575,7 @@ class DdlRelay::Impl {
       discarded += p->tx->stats().packets_discarded;
     }
     stats_.srtp_failures = control_failures_ + auth;
+    stats_.callback_errors = boundary_.caught();
     stats_.send_drops = drops;
     stats_.packets_sent = sent;
     stats_.packets_discarded = discarded;
@@ -460,7 +593,7 @@ class DdlRelay::Impl {
     running_ = false;
     refresh_stats();
     close_handles();
-    if (listener_ != nullptr) listener_->on_finished(st);
+    to_listener([&](DdlRelayListener& l) { l.on_finished(st); });
   }
 
   net::EventLoop& loop_;
@@ -468,6 +601,7 @@ class DdlRelay::Impl {
   DdlRelayOptions o_;
   DdlRelayListener* listener_;
   std::uint32_t control_ssrc_;
+  std::uint64_t job_nonce_;  // fresh per relay: binds every join to this job
   RelayPeerSettings peer_settings_;
   bool running_ = false;
   bool started_ = false;
@@ -488,6 +622,8 @@ class DdlRelay::Impl {
   std::uint64_t chunks_unparsed_ = 0;
 
   DdlRelayStats stats_;
+  CallbackBoundary boundary_{kLog};
+  RelayPeer* blame_ = nullptr;  // the peer being worked on (see guarded())
 };
 
 DdlRelay::DdlRelay(net::EventLoop& loop, const net::Clock& clock, DdlRelayOptions options,

@@ -2,15 +2,19 @@
 
 #include <utility>
 
+#include "predrop/ddl/relay.hpp"
+
 namespace predrop::ddl {
 
 RelayMembership::RelayMembership(std::uint32_t workers) {
   peers_.resize(workers);
 }
 
-core::Result<RelayMembership::Admission> RelayMembership::admit(
-    const JoinRequest& j, std::uint32_t ssrc, std::uint32_t control_ssrc, bool started,
-    std::uint32_t stage, std::uint16_t chunk_elements) const {
+core::Result<RelayMembership::Admission> RelayMembership::admit(const JoinRequest& j,
+                                                                std::uint32_t ssrc,
+                                                                std::uint32_t control_ssrc,
+                                                                bool started, std::uint32_t stage,
+                                                                const Limits& limits) const {
   const std::uint32_t workers = this->workers();
   if (started) {
     return core::make_error("the job is already running (stage " + std::to_string(stage) +
@@ -48,10 +52,25 @@ core::Result<RelayMembership::Admission> RelayMembership::admit(
     return core::make_error("SSRC collision; restart the worker");
   }
   if (tensor_elements_ == 0) {
-    auto plan = chunk_tensor(j.tensor_elements, chunk_elements);
+    // The first joiner fixes the tensor the relay allocates for: bounded here, before anything
+    // is sized by it.
+    if (j.tensor_elements > limits.max_tensor_elements) {
+      return core::make_error(
+          "the worker's model has " + std::to_string(j.tensor_elements) +
+          " parameters, more than this relay takes (ddl.max_tensor_elements = " +
+          std::to_string(limits.max_tensor_elements) + ")");
+    }
+    auto plan = chunk_tensor(j.tensor_elements, limits.chunk_elements);
     if (!plan) {
       return core::make_error("cannot cut the worker's tensor into chunks: " +
                               plan.error().message);
+    }
+    if (plan->size() > kMaxStageChunks) {
+      return core::make_error("the worker's model of " + std::to_string(j.tensor_elements) +
+                              " parameters needs " + std::to_string(plan->size()) + " chunks of " +
+                              std::to_string(limits.chunk_elements) + " values, more than the " +
+                              std::to_string(kMaxStageChunks) +
+                              " a stage can announce; raise ddl.chunk_bytes");
     }
     a.first_plan = *plan;
   }

@@ -34,12 +34,19 @@ class RelayMembership {
     std::optional<ChunkPlan> first_plan;
   };
 
+  /// The job's limits on a join.
+  struct Limits {
+    std::uint16_t chunk_elements = 256;
+    std::uint32_t max_tensor_elements = 0;  ///< Largest tensor the first joiner may fix.
+  };
+
   /// Checks a join from an address that is not in the job, in this order: the job has not
   /// started, is not full, the rank is free and in range, the tensor length and model seed match
-  /// the job's, the SSRC is not in use. The error is the refusal's reason.
+  /// the job's, the SSRC is not in use; for the first joiner, its tensor is at most
+  /// max_tensor_elements and at most kMaxStageChunks chunks. The error is the refusal's reason.
   core::Result<Admission> admit(const JoinRequest& join, std::uint32_t ssrc,
                                 std::uint32_t control_ssrc, bool started, std::uint32_t stage,
-                                std::uint16_t chunk_elements) const;
+                                const Limits& limits) const;
 
   /// Fixes the job's tensor (the first admitted joiner's).
   void fix_tensor(const ChunkPlan& plan, std::uint64_t model_seed);

@@ -46,6 +46,7 @@ struct RelayPeer {
   net::SocketAddress address;
   std::uint32_t ssrc = 0;           ///< The worker's SSRC (its RTP and RTCP).
   std::uint32_t downlink_ssrc = 0;  ///< The relay's RTP SSRC towards it.
+  std::uint64_t worker_nonce = 0;   ///< Its join's nonce, echoed in every PDJA to it.
   bool gone = false;                ///< Left or evicted.
   std::uint32_t contributor = 0;    ///< Index in the current ddl::StageReceiver.
   // Liveness (relay_eviction.hpp).

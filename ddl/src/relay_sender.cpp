@@ -66,18 +66,13 @@ bool pace_pending(std::span<const std::unique_ptr<RelayPeer>> peers) {
   return false;
 }
 
-void pace_tick(std::span<const std::unique_ptr<RelayPeer>> peers,
-               std::span<const chain::OutgoingPacket> packets, std::uint32_t stage,
+void pace_peer(RelayPeer& p, std::span<const chain::OutgoingPacket> packets, std::uint32_t stage,
                std::uint64_t now) {
-  // One batch per worker per tick, interleaved, so that no worker waits for the others.
-  for (const auto& pp : peers) {
-    if (!pp || pp->gone || pp->pace_next >= pp->pace_end) continue;
-    RelayPeer& p = *pp;
-    const std::size_t n = std::min(kRelayPaceBatch, p.pace_end - p.pace_next);
-    const std::size_t sent = p.tx->send(packets.subspan(p.pace_next, n), p.pace_next, now);
-    p.plans[stage % kPlanRing].sent += static_cast<std::uint32_t>(sent);
-    p.pace_next += n;
-  }
+  if (p.gone || p.pace_next >= p.pace_end) return;
+  const std::size_t n = std::min(kRelayPaceBatch, p.pace_end - p.pace_next);
+  const std::size_t sent = p.tx->send(packets.subspan(p.pace_next, n), p.pace_next, now);
+  p.plans[stage % kPlanRing].sent += static_cast<std::uint32_t>(sent);
+  p.pace_next += n;
 }
 
 }  // namespace predrop::ddl

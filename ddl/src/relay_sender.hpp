@@ -43,9 +43,9 @@ DdlRelayPeerStage send_stage(RelayPeer& peer, const StageSend& send, ControlChan
 /// True if some live peer still has paced packets to send.
 bool pace_pending(std::span<const std::unique_ptr<RelayPeer>> peers);
 
-/// One pacing tick of stage `stage`: one batch per live peer with packets to go.
-void pace_tick(std::span<const std::unique_ptr<RelayPeer>> peers,
-               std::span<const chain::OutgoingPacket> packets, std::uint32_t stage,
+/// One pacing tick of stage `stage` for one peer: its next batch, if it has packets to go.
+/// The relay calls it for every live peer in turn, so that no worker waits for the others.
+void pace_peer(RelayPeer& peer, std::span<const chain::OutgoingPacket> packets, std::uint32_t stage,
                std::uint64_t now);
 
 }  // namespace predrop::ddl

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora of fuzz_chunk and fuzz_idx (tests/fuzz/corpus/<name>/).
+"""Writes the seed corpora of fuzz_chunk, fuzz_idx and fuzz_ddl_control (tests/fuzz/corpus/<name>/).
 
 Run from anywhere: python3 tests/ddl/make_fuzz_seeds.py. Deterministic output."""
 import gzip
@@ -87,6 +87,48 @@ def idx_seeds():
     write("fuzz_idx", files)
 
 
+# DDL control compounds (ddl/include/predrop/ddl/protocol.hpp): RR without blocks, then APP packets.
+def rr(ssrc):
+    return struct.pack(">BBHI", 0x80, 201, 1, ssrc)
+
+
+def app(ssrc, name, data):
+    assert len(data) % 4 == 0
+    return struct.pack(">BBHI", 0x80, 204, (12 + len(data)) // 4 - 1, ssrc) + name + data
+
+
+def pdjn(rank, elements, seed, job_nonce, worker_nonce, version=2):
+    return struct.pack(">BBHIQQQ", version, 0, rank, elements, seed, job_nonce, worker_nonce)
+
+
+def pdja(status, rank, workers, joined, start, downlink, chunk, fill, flags, deadline_ms,
+         job_nonce, worker_nonce, reason=b""):
+    pad = (4 - len(reason) % 4) % 4
+    return struct.pack(">BBHHHIIHBBIQQB3x", 2, status, rank, workers, joined, start, downlink,
+                       chunk, fill, flags, deadline_ms, job_nonce, worker_nonce,
+                       len(reason)) + reason + b"\0" * pad
+
+
+def control_seeds():
+    reason = b"the job is already running (stage 17)"
+    files = {
+        "join": rr(0x11223344) + app(0x11223344, b"PDJN",
+                                     pdjn(2, 101770, 7, 0x0102030405060708, 0xA1A2A3A4A5A6A7A8)),
+        # Version 1 (no nonces): rejected by name.
+        "join_v1": rr(0x11223344) + app(0x11223344, b"PDJN",
+                                        struct.pack(">BBHIQ", 1, 0, 2, 101770, 7)),
+        "answer_refused": rr(0xDEADBEEF) + app(0xDEADBEEF, b"PDJA", pdja(
+            2, 0xFFFF, 4, 3, 17, 0x01020304, 256, 1, 3, 500, 0x1122334455667788,
+            0x99AABBCCDDEEFF00, reason)),
+        "answer_start": rr(1) + app(1, b"PDJA", pdja(1, 0, 2, 2, 0, 0x0A0B0C0D, 256, 0, 0, 0,
+                                                     0x1122334455667788, 42)),
+        "answer_challenge": rr(1) + app(1, b"PDJA", pdja(4, 0xFFFF, 2, 0, 0, 0, 256, 0, 0, 0,
+                                                         0x1122334455667788, 42)),
+    }
+    write("fuzz_ddl_control", files)
+
+
 if __name__ == "__main__":
     chunk_seeds()
     idx_seeds()
+    control_seeds()

@@ -12,24 +12,28 @@
 namespace predrop {
 namespace {
 
-// RR (no blocks) + PDJN: rank 2, 101 770 parameters, seed 7.
+// RR (no blocks) + PDJN v2: rank 2, 101 770 parameters, seed 7, the job's nonce and its own.
 const std::vector<std::uint8_t> kJoinFixture = {
     0x80, 0xc9, 0x00, 0x01,  // RR: V=2, RC=0, PT=201, length 1 word
     0x11, 0x22, 0x33, 0x44,  // sender SSRC
-    0x80, 0xcc, 0x00, 0x06,  // APP: V=2, subtype 0, PT=204, length 6 words (28 bytes)
+    0x80, 0xcc, 0x00, 0x0a,  // APP: V=2, subtype 0, PT=204, length 10 words (44 bytes)
     0x11, 0x22, 0x33, 0x44,  // SSRC
     0x50, 0x44, 0x4a, 0x4e,  // "PDJN"
-    0x01, 0x00,              // version 1, flags 0
+    0x02, 0x00,              // version 2, flags 0
     0x00, 0x02,              // requested rank 2
     0x00, 0x01, 0x8d, 0x8a,  // tensor elements 101 770
     0x00, 0x00, 0x00, 0x00,  // model seed (high word)
     0x00, 0x00, 0x00, 0x07,  // model seed (low word) = 7
+    0x01, 0x02, 0x03, 0x04,  // job nonce (high word)
+    0x05, 0x06, 0x07, 0x08,  // job nonce (low word) = 0x0102030405060708
+    0xa1, 0xa2, 0xa3, 0xa4,  // worker nonce (high word)
+    0xa5, 0xa6, 0xa7, 0xa8,  // worker nonce (low word) = 0xa1a2a3a4a5a6a7a8
 };
 
 TEST(DdlProtocol, JoinMatchesAnnotatedFixture) {
   ddl::ControlMessage m;
   m.sender_ssrc = 0x11223344;
-  m.join = ddl::JoinRequest{2, 101770, 7};
+  m.join = ddl::JoinRequest{2, 101770, 7, 0x0102030405060708, 0xa1a2a3a4a5a6a7a8};
   std::vector<std::uint8_t> out(256);
   auto n = ddl::write_control(out, m);
   ASSERT_TRUE(n.ok()) << n.error().message;
@@ -58,6 +62,8 @@ TEST(DdlProtocol, AnswerStageClosedFeedbackAndByeRoundTrip) {
   a.egress_discard = true;
   a.paced = true;
   a.stage_deadline_ms = 500;
+  a.job_nonce = 0x1122334455667788;
+  a.worker_nonce = 0x99aabbccddeeff00;
   a.set_reason("the job is already running (stage 17)");
   m.answer = a;
   m.stage_closed = ddl::StageClosed{17, 1, 380, 3};
@@ -101,6 +107,35 @@ TEST(DdlProtocol, AnswerStageClosedFeedbackAndByeRoundTrip) {
   }
 }
 
+TEST(DdlProtocol, ChallengeRoundTripsAndUnknownStatusIsRejected) {
+  ddl::ControlMessage m;
+  m.sender_ssrc = 7;
+  ddl::JoinAnswer a;
+  a.status = ddl::JoinStatus::kChallenge;
+  a.job_nonce = 0xfedcba9876543210;
+  a.worker_nonce = 0x0123456789abcdef;
+  m.answer = a;
+  std::vector<std::uint8_t> out(ddl::kMaxControlDatagram);
+  auto n = ddl::write_control(out, m);
+  ASSERT_TRUE(n.ok()) << n.error().message;
+  EXPECT_EQ(*n, 8u + 12u + ddl::kAnswerFixedSize);
+  auto back = ddl::parse_control(std::span(out).first(*n));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back->answer, a);
+  EXPECT_EQ(ddl::to_string(back->answer->status), "challenge");
+  out[8 + 12 + 1] = 5;  // status
+  auto bad = ddl::parse_control(std::span(out).first(*n));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("unknown status 5"), std::string::npos);
+}
+
+TEST(DdlProtocol, NoncesAreFreshAndNonZero) {
+  const std::uint64_t a = ddl::generate_nonce(), b = ddl::generate_nonce();
+  EXPECT_NE(a, 0u);
+  EXPECT_NE(b, 0u);
+  EXPECT_NE(a, b);
+}
+
 TEST(DdlProtocol, EveryReasonLengthRoundTrips) {
   for (std::size_t len : {0u, 1u, 2u, 3u, 4u, 5u, 254u, 255u, 300u}) {
     ddl::ControlMessage m;
@@ -119,14 +154,25 @@ TEST(DdlProtocol, EveryReasonLengthRoundTrips) {
 
 TEST(DdlProtocol, RejectsOtherVersionsSizesAndDuplicates) {
   auto bad = kJoinFixture;
-  bad[20] = 2;  // version
+  bad[20] = 3;  // version
   auto r = ddl::parse_control(bad);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("version 2"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("version 3 (this reader knows version 2)"), std::string::npos)
+      << r.error().message;
+
+  // A version 1 PDJN (16 data bytes, no nonces) is named as such, not as a size error.
+  std::vector<std::uint8_t> v1(kJoinFixture.begin(), kJoinFixture.begin() + 36);
+  v1[11] = 0x06;
+  v1[20] = 1;
+  auto old = ddl::parse_control(v1);
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.error().message.find("PDJN: version 1 (this reader knows version 2)"),
+            std::string::npos)
+      << old.error().message;
 
   // A PDJN with 4 bytes more data (length field adjusted) is the wrong size.
   auto longer = kJoinFixture;
-  longer[11] = 0x07;
+  longer[11] = 0x0b;
   longer.insert(longer.end(), {0, 0, 0, 0});
   EXPECT_FALSE(ddl::parse_control(longer).ok());
 

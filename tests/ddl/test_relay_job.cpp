@@ -26,10 +26,12 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "fake_clock.hpp"
+#include "loop_drive.hpp"
 #include "predrop/core/exact_rule.hpp"
 #include "predrop/ddl/protocol.hpp"
 #include "predrop/ddl/relay.hpp"
@@ -55,39 +57,7 @@ std::uint32_t env_stages(std::uint32_t fallback) {
   return static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
 }
 
-// Runs `loop` without blocking until three passes in a row handled no datagram (`handled` counts
-// them over every peer). On loopback a datagram is in the receiver's queue when the sender's call
-// returns, so then nothing is in flight: every peer is done or waits for time to pass.
-void settle(net::EventLoop& loop, const std::function<std::uint64_t()>& handled) {
-  std::uint64_t last = handled();
-  for (int idle = 0; idle < 3;) {
-    loop.run_nowait();
-    const std::uint64_t now = handled();
-    idle = now == last ? idle + 1 : 0;
-    last = now;
-  }
-}
-
-// Settles the loop, and while `done` is false moves `clock` on by `step_ms` and lets every peer
-// judge the new time (`poll_all`). Returns the number of steps; fails the test after `max_steps`.
-std::uint32_t drive(net::EventLoop& loop, test::FakeClock& clock, std::uint64_t step_ms,
-                    std::uint32_t max_steps, const std::function<std::uint64_t()>& handled,
-                    const std::function<void()>& poll_all, const std::function<bool()>& done) {
-  std::uint32_t steps = 0;
-  for (;;) {
-    settle(loop, handled);
-    if (done()) break;
-    if (steps == max_steps) {
-      ADD_FAILURE() << "not done after " << steps << " steps of " << step_ms << " ms";
-      break;
-    }
-    clock.advance_ms(step_ms);
-    poll_all();
-    ++steps;
-  }
-  loop.run();  // the handles' close callbacks
-  return steps;
-}
+using test::drive;
 
 struct JobSpec {
   bool manual_clock = true;     ///< FakeClock and drive(); false: the real clock and loop.run().
@@ -460,6 +430,61 @@ TEST_F(DdlJob, VanishedWorkerIsEvictedAndTheOthersGoOn) {
       EXPECT_FALSE(st.peers[2].live);
     }
   }
+  EXPECT_TRUE(r.loop_closed_cleanly);
+}
+
+// A worker whose own code throws (its tap, at stage 3, inside the datagram callback that
+// completes its aggregate) is stopped at its callback boundary instead of taking the process
+// down: it ends with an error naming the callback, leaves with a BYE, and the others finish every
+// stage, from stage 5 on complete with 2 contributors. (Stage 4 is left out of that check: when the
+// relay drops a worker mid-stage it rebuilds its receiver, and chunks of stage 4 the others sent
+// before the BYE was read are lost, so whether stage 4 closes complete or at its deadline
+// depends on the order the loop reads the three sockets in; docs/ddl-mode.md "Left to do".)
+TEST_F(DdlJob, WorkerExceptionEndsOnlyThatWorker) {
+  JobSpec spec;
+  spec.stages = 12;
+  spec.policy.policy = "fixed";
+  spec.deadline_ms = 100;
+  spec.tweak = [](ddl::train::DdlWorkerOptions& o, std::uint16_t rank) {
+    if (rank != 1) return;
+    o.tap = [](const ddl::train::DdlGradientTap& t) {
+      if (t.stage == 3) throw std::runtime_error("tap failed");
+    };
+  };
+  const JobResult r = run_job(spec);
+  ASSERT_TRUE(r.relay_status.has_value());
+  EXPECT_TRUE(r.relay_status->ok()) << r.relay_status->error().message;
+  for (const std::uint32_t w : {0u, 2u}) {
+    ASSERT_TRUE(r.worker_status[w].has_value());
+    EXPECT_TRUE(r.worker_status[w]->ok()) << r.worker_status[w]->error().message;
+    EXPECT_EQ(r.rows[w].size(), spec.stages);
+    EXPECT_EQ(r.summaries[w].callback_errors, 0u);
+  }
+  ASSERT_TRUE(r.worker_status[1].has_value());
+  ASSERT_FALSE(r.worker_status[1]->ok());
+  EXPECT_EQ(r.worker_status[1]->error().message,
+            "internal error in the datagram callback: tap failed");
+  EXPECT_EQ(r.summaries[1].callback_errors, 1u);
+  EXPECT_EQ(r.rows[1].size(), 3u);
+  EXPECT_EQ(r.relay_stats.left, 3u);
+  EXPECT_EQ(r.relay_stats.evicted, 0u);
+  EXPECT_EQ(r.relay_stats.callback_errors, 0u);
+  ASSERT_EQ(r.stages.size(), spec.stages);
+  for (std::uint32_t s = 0; s < spec.stages; ++s) {
+    SCOPED_TRACE("stage " + std::to_string(s));
+    const auto& st = r.stages[s];
+    if (s < 4) {
+      EXPECT_EQ(st.contributors, 3u);
+      EXPECT_EQ(st.reason, 0) << "complete";
+    } else {
+      EXPECT_EQ(st.contributors, 2u);
+      EXPECT_FALSE(st.peers[1].live);
+      if (s > 4) {
+        EXPECT_EQ(st.reason, 0) << "complete";
+      }
+    }
+  }
+  EXPECT_LE(r.time_steps, 1u);
   EXPECT_TRUE(r.loop_closed_cleanly);
 }
 

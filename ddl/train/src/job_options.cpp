@@ -138,6 +138,7 @@ core::Result<JobSetup> make_job_setup(const JobCommandLine& cl) {
                         ? MissingPolicy::kOwn
                         : MissingPolicy::kZero;
   ro.chunk_elements = static_cast<std::uint16_t>(config.ddl.chunk_bytes / 4);
+  ro.max_tensor_elements = config.ddl.max_tensor_elements;
   ro.worker_egress_discard = config.ddl.worker_egress_discard;
   ro.paced = config.ddl.pacing == config::Pacing::kPaced;
   ro.policy = *pc;

@@ -12,8 +12,10 @@
 
 #include "predrop/chain/feedback.hpp"
 #include "predrop/chain/stage_transmitter.hpp"
+#include "predrop/core/byte_io.hpp"
 #include "predrop/core/log.hpp"
 #include "predrop/ddl/aggregator.hpp"
+#include "predrop/ddl/callback_boundary.hpp"
 #include "predrop/ddl/chunk.hpp"
 #include "predrop/ddl/importance.hpp"
 #include "predrop/ddl/stage_receiver.hpp"
@@ -81,7 +83,8 @@ class DdlWorker::Impl {
         on_done_(std::move(on_done)),
         net_(ddl::train::MlpShape{}, o_.seed),
         sgd_(ddl::train::SgdConfig{o_.learning_rate, o_.momentum, 0.0f}, net_.parameter_count()),
-        ssrc_(random_ssrc()) {
+        ssrc_(random_ssrc()),
+        worker_nonce_(ddl::generate_nonce()) {
     if (!data_) throw std::invalid_argument("ddl worker: no data set");
     if (data_->train.features != net_.shape().inputs || data_->test.features != net_.shape().inputs)
       throw std::invalid_argument("ddl worker: the data set does not have 784 features");
@@ -120,13 +123,18 @@ class DdlWorker::Impl {
     auto sock = net::UdpEndpoint::open(
         loop_, o_.bind, uo,
         [this](std::span<const std::uint8_t> d, const net::SocketAddress& from,
-               std::uint64_t /*recv_time*/) { on_datagram(d, from, clock_.now_us()); });
+               std::uint64_t /*recv_time*/) {
+          guarded("datagram", [&] { on_datagram(d, from, clock_.now_us()); });
+        });
     if (!sock)
       return core::make_error("cannot open the worker's UDP socket: " + sock.error().message);
     socket_ = std::move(sock.value());
-    join_timer_ = std::make_unique<net::Timer>(loop_, [this] { on_join_timer(); });
-    stage_timer_ = std::make_unique<net::Timer>(loop_, [this] { on_stage_timer(); });
-    pace_timer_ = std::make_unique<net::Timer>(loop_, [this] { on_pace_timer(); });
+    join_timer_ = std::make_unique<net::Timer>(
+        loop_, [this] { guarded("join timer", [this] { on_join_timer(); }); });
+    stage_timer_ = std::make_unique<net::Timer>(
+        loop_, [this] { guarded("stage timer", [this] { on_stage_timer(); }); });
+    pace_timer_ = std::make_unique<net::Timer>(
+        loop_, [this] { guarded("pace timer", [this] { on_pace_timer(); }); });
     state_ = State::kJoining;
     join_started_us_ = clock_.now_us();
     last_from_relay_us_ = join_started_us_;
@@ -136,17 +144,21 @@ class DdlWorker::Impl {
   }
 
   void poll() {
-    const std::uint64_t now = clock_.now_us();
-    if (state_ == State::kJoining || state_ == State::kWaiting) check_join(now);
-    if (state_ == State::kRunning) check_stage(now, false);
+    guarded("poll", [this] {
+      const std::uint64_t now = clock_.now_us();
+      if (state_ == State::kJoining || state_ == State::kWaiting) check_join(now);
+      if (state_ == State::kRunning) check_stage(now, false);
+    });
   }
 
   std::uint64_t datagrams_received() const { return datagrams_; }
 
   void stop() {
-    if (state_ == State::kDone) return;
-    send_bye();
-    finish(core::make_error("stopped"));
+    guarded("stop", [this] {
+      if (state_ == State::kDone) return;
+      send_bye();
+      finish(core::make_error("stopped"));
+    });
   }
 
   net::SocketAddress local_address() const {
@@ -169,6 +181,20 @@ class DdlWorker::Impl {
     core::StageReport report;
   };
 
+  // ---- the exception boundary ----
+
+  // Runs one callback's work. The worker's only peer is the relay and a failure leaves its stage
+  // half applied, so an exception (counted and logged by the boundary) ends this worker: it
+  // leaves the job with a BYE, so that the relay removes it at once and the others go on.
+  template <class Fn>
+  void guarded(const char* kind, Fn&& fn) {
+    boundary_.run(kind, std::forward<Fn>(fn), [this, kind](const char* what) {
+      if (state_ == State::kDone) return;
+      send_bye();
+      finish(core::make_error(std::string("internal error in the ") + kind + " callback: " + what));
+    });
+  }
+
   // ---- datagrams ----
 
   void on_datagram(std::span<const std::uint8_t> data, const net::SocketAddress& from,
@@ -184,6 +210,11 @@ class DdlWorker::Impl {
       return;
     }
     if (!rx_) return;  // RTP before the job was set up: nothing to do with it
+    // The relay is its address and, for the aggregate, the downlink SSRC it gave this worker.
+    if (data.size() >= 12 && core::load_u32_be(data.data() + 8) != downlink_ssrc_) {
+      ++ssrc_mismatches_;
+      return;
+    }
     last_from_relay_us_ = t;
     rx_->on_datagram(data, t);
   }
@@ -196,11 +227,16 @@ class DdlWorker::Impl {
       ++control_errors_;
       return;
     }
-    last_from_relay_us_ = t;
+    // Once an answer to this worker's own join named the relay's control SSRC, that is the relay.
+    if (relay_ssrc_ && m->sender_ssrc != *relay_ssrc_) {
+      ++ssrc_mismatches_;
+      return;
+    }
     if (m->answer) {
-      on_answer(*m->answer);
+      if (!on_answer(*m->answer, m->sender_ssrc, t)) return;  // not an answer to this worker
       if (state_ == State::kDone) return;
     }
+    last_from_relay_us_ = t;
     if (m->feedback) on_uplink_report(*m->feedback);
     if (m->stage_closed) on_stage_closed(*m->stage_closed, t);
     if (m->bye && state_ != State::kDone) {
@@ -215,7 +251,8 @@ class DdlWorker::Impl {
     ++summary_.join_requests;
     ddl::ControlMessage m;
     m.sender_ssrc = ssrc_;
-    m.join = ddl::JoinRequest{o_.rank, static_cast<std::uint32_t>(net_.parameter_count()), o_.seed};
+    m.join = ddl::JoinRequest{o_.rank, static_cast<std::uint32_t>(net_.parameter_count()), o_.seed,
+                              job_nonce_, worker_nonce_};
     send_control(m);
   }
 
@@ -265,26 +302,48 @@ class DdlWorker::Impl {
     join_timer_->start(due > now ? (due - now + 999) / 1000 : 0);
   }
 
-  void on_answer(const ddl::JoinAnswer& a) {
+  // Returns false for an answer that is not to this worker's join in this job (a recorded one,
+  // or one to another worker): ignored.
+  bool on_answer(const ddl::JoinAnswer& a, std::uint32_t relay_ssrc, std::uint64_t now) {
     using ddl::JoinStatus;
+    if (a.worker_nonce != worker_nonce_ ||
+        (a.status != JoinStatus::kChallenge && (job_nonce_ == 0 || a.job_nonce != job_nonce_))) {
+      ++stale_answers_;
+      return false;
+    }
+    if (a.status == JoinStatus::kChallenge) {
+      if (state_ == State::kJoining) {
+        // The relay's nonce of this job: join again at once, echoing it.
+        job_nonce_ = a.job_nonce;
+        relay_ssrc_ = relay_ssrc;
+        send_join(now);
+        arm_join_timer(now);
+      } else if (state_ == State::kWaiting && a.job_nonce != job_nonce_) {
+        finish(core::make_error("the relay at " + o_.relay.to_string() +
+                                " started another job while this worker waited for the others; "
+                                "start the worker again"));
+      }
+      return true;
+    }
     switch (a.status) {
       case JoinStatus::kRefused:
         if (state_ == State::kJoining) {
           finish(core::make_error("the relay at " + o_.relay.to_string() +
                                   " refused to let this worker join: " + std::string(a.reason())));
         }
-        return;
+        return true;
       case JoinStatus::kRemoved:
         finish(core::make_error("removed from the job by the relay: " + std::string(a.reason())));
-        return;
+        return true;
       case JoinStatus::kWaiting:
       case JoinStatus::kStart:
+      case JoinStatus::kChallenge:
         break;
     }
     if (state_ == State::kJoining) {
       if (auto st = setup_job(a); !st) {
         finish(st);
-        return;
+        return true;
       }
       state_ = State::kWaiting;
       core::log(core::LogLevel::kInfo, kLog, "joined %s as rank %u of %u (%u joined)",
@@ -296,10 +355,11 @@ class DdlWorker::Impl {
       state_ = State::kRunning;
       if (o_.vanish_at_stage && *o_.vanish_at_stage <= a.start_stage) {
         vanish();
-        return;
+        return true;
       }
       begin_stage(a.start_stage);
     }
+    return true;
   }
 
   core::Status setup_job(const ddl::JoinAnswer& a) {
@@ -654,6 +714,9 @@ class DdlWorker::Impl {
     if (ddl_rx_) summary_.late_chunks = ddl_rx_->counters().late;
     summary_.chunks_rejected = chunks_rejected_ + (ddl_rx_ ? ddl_rx_->counters().rejected : 0);
     if (tx_) summary_.send_drops = tx_->stats().send_drops;
+    summary_.ssrc_mismatches = ssrc_mismatches_;
+    summary_.stale_answers = stale_answers_;
+    summary_.callback_errors = boundary_.caught();
     close_handles();
     if (on_done_) on_done_(st, summary_);
   }
@@ -688,6 +751,9 @@ class DdlWorker::Impl {
   ddl::MissingPolicy fill_ = ddl::MissingPolicy::kZero;
   bool egress_discard_ = false;
   bool paced_ = false;
+  std::uint64_t worker_nonce_;               // this worker's: every answer to it echoes it
+  std::uint64_t job_nonce_ = 0;              // the relay's, from its challenge (0: not yet)
+  std::optional<std::uint32_t> relay_ssrc_;  // the relay's control SSRC, from that challenge
   std::uint64_t join_started_us_ = 0;
   std::uint64_t last_join_sent_us_ = 0;
   std::uint64_t last_from_relay_us_ = 0;
@@ -727,7 +793,10 @@ class DdlWorker::Impl {
   std::uint64_t foreign_datagrams_ = 0;
   std::uint64_t control_errors_ = 0;
   std::uint64_t chunks_rejected_ = 0;
+  std::uint64_t ssrc_mismatches_ = 0;
+  std::uint64_t stale_answers_ = 0;
   DdlWorkerSummary summary_;
+  CallbackBoundary boundary_{kLog};
 };
 
 DdlWorker::DdlWorker(net::EventLoop& loop, const net::Clock& clock,

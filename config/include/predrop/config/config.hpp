@@ -127,8 +127,9 @@ struct DdlConfig {
   std::uint32_t workers = 2;         ///< Workers expected per iteration.
   std::optional<std::uint32_t> stage_deadline_ms = 2000;  ///< nullopt = "adaptive".
   MissingChunkFill missing_chunk_fill = MissingChunkFill::kZero;
-  std::uint32_t chunk_bytes = 1024;    ///< Tensor bytes per RTP packet.
-  bool worker_egress_discard = false;  ///< Workers pre-discard too, not only the relay.
+  std::uint32_t chunk_bytes = 1024;               ///< Tensor bytes per RTP packet.
+  std::uint32_t max_tensor_elements = 64u << 20;  ///< Largest model (parameters) a job may have.
+  bool worker_egress_discard = false;             ///< Workers pre-discard too, not only the relay.
   Pacing pacing = Pacing::kPaced;
 };
 

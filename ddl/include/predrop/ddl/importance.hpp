@@ -1,6 +1,6 @@
 #pragma once
-// Chunk importance for the `priority` discard policy (docs/design.md §3: "for tensors, the chunks of
-// smallest magnitude"). The measure is the chunk's L2 norm: dropping a chunk removes exactly its
+// Chunk importance for the `priority` discard policy (docs/design.md §3: "for tensors, the chunks
+// of smallest magnitude"). The measure is the chunk's L2 norm: dropping a chunk removes exactly its
 // squared norm from the gradient's energy, so dropping the chunks of smallest norm first keeps
 // the error ||g - g_received|| smallest for a given number of drops. The norm is quantised on a
 // log scale, because gradient magnitudes spread over orders of magnitude, to 0..254:

@@ -8,18 +8,21 @@
 // sender's control SSRC), then any of: one PDFB (docs/design.md §4, see net/rtcp.hpp), the APP
 // packets (RFC 3550 §6.7, subtype 0) defined here, a BYE. All fields big-endian.
 //
-//   PDJN  join request, worker -> relay, 16 data bytes
-//     0      version                 1
+//   PDJN  join request, worker -> relay, version 2, 32 data bytes
+//     0      version                 2
 //     1      flags                   0 (reserved)
 //     2-3    requested rank          0..workers-1, or 0xFFFF = any free rank
 //     4-7    tensor elements         length of the worker's gradient
 //     8-15   model seed              every worker of a job must start from the same model
+//     16-23  job nonce               the relay's nonce of this job, echoed; 0 = not known yet
+//     24-31  worker nonce            the worker's own random nonce, echoed in every PDJA to it
 //
-//   PDJA  join answer and membership notice, relay -> worker, 28 + reason data bytes
-//     0      version                 1
+//   PDJA  join answer and membership notice, relay -> worker, version 2, 44 + reason data bytes
+//     0      version                 2
 //     1      status                  0 waiting (joined, others missing), 1 start, 2 refused,
-//                                    3 removed (evicted, or the relay is shutting down)
-//     2-3    rank                    the worker's rank (0xFFFF when refused)
+//                                    3 removed (evicted, or the relay is shutting down),
+//                                    4 challenge (join again with the job nonce given here)
+//     2-3    rank                    the worker's rank (0xFFFF when refused or challenged)
 //     4-5    workers                 workers of the job
 //     6-7    joined                  workers joined so far
 //     8-11   start stage             the first stage (training iteration) of this worker
@@ -28,9 +31,18 @@
 //     18     missing-chunk fill      0 zero, 1 own (docs/ddl.md "Missing chunks")
 //     19     flags                   bit0 worker egress pre-discard, bit1 paced sending
 //     20-23  stage deadline ms       0 = adaptive
-//     24     reason length n         0..255, the text of a refusal or removal
-//     25-27  reserved                0
-//     28-    reason                  n bytes of text, then zero padding to a 32-bit boundary
+//     24-31  job nonce               the relay's random nonce of this job
+//     32-39  worker nonce            the PDJN's worker nonce this answers
+//     40     reason length n         0..255, the text of a refusal or removal
+//     41-43  reserved                0
+//     44-    reason                  n bytes of text, then zero padding to a 32-bit boundary
+//
+// The nonces bind a join to one job (docs/ddl-mode.md "Join handshake"). A PDJN whose job
+// nonce is not this relay's gets a challenge carrying it, and nothing else: a join recorded in an
+// earlier job that used the same key is never admitted. A worker takes only answers that echo
+// its own worker nonce (and, after the challenge, carry the job nonce it echoed), so an answer
+// recorded earlier is never taken either. Within one job, SRTCP's replay protection drops a
+// repeated datagram.
 //
 //   PDSC  stage closed, relay -> worker, 12 data bytes; sent right before the aggregate
 //     0      version                 1
@@ -45,7 +57,9 @@
 // chunks received and announced, queueing delay; its P is not valid (flag clear) because P, the
 // training loss reduction, is only known to the worker, which fills it in (docs/ddl-mode.md).
 //
-// Versioning: a reader rejects another version; reserved bytes are written 0 and ignored.
+// Versioning: each message carries its own version (PDJN 2, PDJA 2, PDSC 1); a reader rejects
+// another version, naming both; reserved bytes are written 0 and ignored. Version 1 of PDJN/PDJA
+// had no nonces (16 and 28 data bytes).
 // Contract: pure functions over caller memory; no allocation on success (errors carry text).
 #include <array>
 #include <cstddef>
@@ -62,8 +76,10 @@
 
 namespace predrop::ddl {
 
-/// Version of the PDJN/PDJA/PDSC payloads this code reads and writes.
-inline constexpr std::uint8_t kVersion = 1;
+/// Versions of the payloads this code reads and writes.
+inline constexpr std::uint8_t kJoinVersion = 2;
+inline constexpr std::uint8_t kAnswerVersion = 2;
+inline constexpr std::uint8_t kStageClosedVersion = 1;
 /// A join request that takes any free rank.
 inline constexpr std::uint16_t kAnyRank = 0xFFFF;
 /// APP names.
@@ -71,11 +87,11 @@ inline constexpr std::string_view kJoinName = "PDJN";
 inline constexpr std::string_view kAnswerName = "PDJA";
 inline constexpr std::string_view kStageClosedName = "PDSC";
 /// Data sizes of the fixed parts.
-inline constexpr std::size_t kJoinDataSize = 16;
-inline constexpr std::size_t kAnswerFixedSize = 28;
+inline constexpr std::size_t kJoinDataSize = 32;
+inline constexpr std::size_t kAnswerFixedSize = 44;
 inline constexpr std::size_t kStageClosedDataSize = 12;
-/// Room for the longest control compound (RR 8 + PDFB 48 + PDJN 28 + PDJA with 255 bytes of
-/// reason 296 + PDSC 24 + BYE 8 = 412 bytes) plus the SRTCP trailer (net::kSrtpMaxTrailer).
+/// Room for the longest control compound (RR 8 + PDFB 48 + PDJN 44 + PDJA with 255 bytes of
+/// reason 312 + PDSC 24 + BYE 8 = 444 bytes) plus the SRTCP trailer (net::kSrtpMaxTrailer).
 inline constexpr std::size_t kMaxControlDatagram = 1024;
 
 /// A worker asks to join the job.
@@ -83,19 +99,22 @@ struct JoinRequest {
   std::uint16_t rank = kAnyRank;
   std::uint32_t tensor_elements = 0;
   std::uint64_t model_seed = 0;
+  std::uint64_t job_nonce = 0;     ///< The relay's job nonce, echoed; 0 = not known yet.
+  std::uint64_t worker_nonce = 0;  ///< The worker's own nonce.
 
   bool operator==(const JoinRequest&) const = default;
 };
 
 /// Status of a PDJA.
 enum class JoinStatus : std::uint8_t {
-  kWaiting = 0,  ///< Joined; the job starts when every worker has joined.
-  kStart = 1,    ///< Every worker has joined: start at start_stage.
-  kRefused = 2,  ///< Not admitted; `reason` says why.
-  kRemoved = 3,  ///< No longer part of the job (evicted, relay shutting down); `reason` says why.
+  kWaiting = 0,    ///< Joined; the job starts when every worker has joined.
+  kStart = 1,      ///< Every worker has joined: start at start_stage.
+  kRefused = 2,    ///< Not admitted; `reason` says why.
+  kRemoved = 3,    ///< No longer part of the job (evicted, relay shutting down); `reason` says why.
+  kChallenge = 4,  ///< Join again, echoing `job_nonce`.
 };
 
-/// "waiting", "start", "refused", "removed".
+/// "waiting", "start", "refused", "removed", "challenge".
 std::string_view to_string(JoinStatus status);
 
 /// The relay's answer to a join, also sent unprompted when the job starts or a worker is removed.
@@ -111,6 +130,8 @@ struct JoinAnswer {
   bool egress_discard = false;
   bool paced = false;
   std::uint32_t stage_deadline_ms = 0;  ///< 0 = adaptive.
+  std::uint64_t job_nonce = 0;          ///< The relay's nonce of this job.
+  std::uint64_t worker_nonce = 0;       ///< The worker nonce of the PDJN this answers.
   std::array<char, 255> reason_text{};
   std::uint8_t reason_size = 0;
 
@@ -177,6 +198,9 @@ std::string format_job_key(const JobKey& key);
 
 /// A fresh random key for `suite` (plain when nullopt).
 JobKey generate_job_key(std::optional<wire::SrtpSuite> suite);
+
+/// A fresh random non-zero nonce (the OS's random source), for a job or a worker.
+std::uint64_t generate_nonce();
 
 /// The adaptive stage deadline both ends use (docs/ddl-mode.md): ddl::DeadlineConfig's rule
 /// (D = 2 x median reception period, clamped), with a floor of 25 ms instead of 5 ms. Stages on

@@ -18,6 +18,13 @@
 // silence, peer timeouts, abs-send-time stamps) reads the injected net::Clock. The loop's timers
 // only say when to look again; a test that drives a FakeClock calls poll() after advancing it.
 //
+// Hardening (docs/ddl-mode.md "Join handshake", "Peer identity"): a join must echo this relay's
+// fresh job nonce (a join recorded in an earlier job is challenged, never admitted); the job's
+// tensor is bounded by max_tensor_elements; a worker is its source address *and* its SSRC, and
+// datagrams from a member's address with another SSRC are counted and dropped; no exception
+// leaves a UDP or timer callback (ddl::CallbackBoundary: caught, counted, logged, and only the
+// offending packet or peer is dropped).
+//
 // Threading: loop thread. The per-packet path (unprotect, parse, aggregate, protect, send)
 // allocates nothing and logs nothing; joins, evictions and stage ends may.
 #include <cstdint>
@@ -39,6 +46,13 @@
 
 namespace predrop::ddl {
 
+/// Default of DdlRelayOptions::max_tensor_elements (`ddl.max_tensor_elements`): 64 Mi elements.
+/// The relay holds about 24 bytes per element (two stage slots of double sums, the float average,
+/// the encoded aggregate), so about 1.5 GiB at this bound.
+inline constexpr std::uint32_t kDefaultMaxTensorElements = 64u << 20;
+/// Most chunks a stage may have: the stage extension announces the count in 16 bits.
+inline constexpr std::size_t kMaxStageChunks = 0xFFFF;
+
 /// Settings of the relay (run_ddl_mode() builds them from the [ddl], [control], [discard] and
 /// [server] sections).
 struct DdlRelayOptions {
@@ -47,9 +61,11 @@ struct DdlRelayOptions {
   std::optional<std::uint32_t> stage_deadline_ms;  ///< nullopt = adaptive (docs/ddl.md).
   ddl::MissingPolicy missing_fill = ddl::MissingPolicy::kZero;  ///< Told to the workers.
   std::uint16_t chunk_elements = 256;                           ///< Values per tensor chunk.
-  bool worker_egress_discard = false;                           ///< Told to the workers.
-  bool paced = false;         ///< Pace the aggregate (and tell workers).
-  core::PolicyConfig policy;  ///< One controller per worker.
+  /// The largest tensor (model parameters) a job may have; a larger first join is refused.
+  std::uint32_t max_tensor_elements = kDefaultMaxTensorElements;
+  bool worker_egress_discard = false;  ///< Told to the workers.
+  bool paced = false;                  ///< Pace the aggregate (and tell workers).
+  core::PolicyConfig policy;           ///< One controller per worker.
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
   std::uint64_t discard_seed = 1;
   ddl::JobKey key;                            ///< Shared SRTP key (suite nullopt: plain).
@@ -116,6 +132,9 @@ struct DdlRelayStats {
   std::uint64_t reports = 0, reports_missing = 0, reports_rejected = 0;
   std::uint64_t srtp_failures = 0;      ///< RTP/RTCP that failed authentication.
   std::uint64_t foreign_datagrams = 0;  ///< RTP from addresses that are not in the job.
+  std::uint64_t ssrc_mismatches = 0;    ///< From a member's address, but another SSRC: dropped.
+  std::uint64_t challenges = 0;         ///< Joins without this job's nonce, challenged.
+  std::uint64_t callback_errors = 0;    ///< Exceptions caught at a callback boundary.
   std::uint64_t send_drops = 0;         ///< Datagrams the kernel refused.
   std::uint64_t packets_sent = 0, packets_discarded = 0;
 };

@@ -17,6 +17,12 @@
 // Threading: everything runs on the loop thread; the data set is shared read-only and may be used
 // by several workers on several threads. Errors: start() returns set-up errors; errors while
 // running (join refused, relay silent, removed) end the worker through on_done with a message.
+// No exception leaves a UDP or timer callback: one caught at its boundary (ddl::CallbackBoundary)
+// is counted and logged, and the worker leaves the job (BYE) and ends with an error.
+//
+// Joining (docs/ddl-mode.md "Join handshake"): the first PDJN carries only this worker's random
+// nonce; the relay's challenge gives the job's nonce, and the PDJN that echoes it is the join.
+// Only answers that echo this worker's nonce, and this job's, are taken.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -115,6 +121,9 @@ struct DdlWorkerSummary {
   std::uint64_t chunks_lost = 0;      ///< Sum of DdlWorkerStageRow::lost.
   std::uint64_t send_drops = 0;       ///< Datagrams the kernel refused.
   std::uint32_t join_requests = 0;    ///< PDJN sent (first, retries, keep-alives).
+  std::uint64_t ssrc_mismatches = 0;  ///< From the relay's address, but not its SSRC: dropped.
+  std::uint64_t stale_answers = 0;    ///< PDJA not to this worker's join in this job: ignored.
+  std::uint64_t callback_errors = 0;  ///< Exceptions caught at a callback boundary.
 };
 
 /// One worker of a job.
