@@ -169,6 +169,7 @@ std::optional<Problem> check_config(const ServerConfig& c) {
     }
   }
   first(range_u("server.max_sessions", s.max_sessions, 1, 10000));
+  first(range_u("server.max_sessions_per_address", s.max_sessions_per_address, 1, 10000));
   first(range_u("server.max_rtsp_connections", s.max_rtsp_connections, 1, 10000));
   first(range_u("server.session_timeout_s", s.session_timeout_s, 2, 3600));
   first(range_u("server.rtsp_idle_timeout_s", s.rtsp_idle_timeout_s, 1, 3600));
@@ -511,6 +512,13 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
        }},
       {"max_sessions",
        [&](const toml::node& n) { r.unsigned_into(n, c.server.max_sessions, 1, 10000); }},
+      {"max_sessions_per_address",
+       [&](const toml::node& n) {
+         if (!stream) {
+           return only_stream(n);
+         }
+         r.unsigned_into(n, c.server.max_sessions_per_address, 1, 10000);
+       }},
       {"max_rtsp_connections",
        [&](const toml::node& n) {
          if (!stream) {

@@ -64,7 +64,7 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
     }
     try {
       metrics = std::make_unique<server::MetricsEndpoint>(
-          loop, *addr, [&srv] { return server::render_metrics(srv); });
+          loop, *addr, [&srv, &metrics] { return server::render_metrics(srv, {metrics.get()}); });
       core::log(core::LogLevel::kInfo, "server", "metrics at http://%s/metrics",
                 metrics->address().to_string().c_str());
     } catch (const std::exception& e) {

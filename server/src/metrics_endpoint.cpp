@@ -1,44 +1,107 @@
 #include "predrop/server/metrics_endpoint.hpp"
 
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 
 namespace predrop::server {
 
+const net::Clock& MetricsEndpoint::default_clock() {
+  static const net::MonotonicClock clock;
+  return clock;
+}
+
 MetricsEndpoint::MetricsEndpoint(net::EventLoop& loop, const net::SocketAddress& listen,
-                                 std::function<std::string()> render)
-    : render_(std::move(render)) {
-  auto l = net::TcpListener::listen(loop, listen, [this](std::unique_ptr<net::TcpConnection> c) {
-    net::TcpConnection* raw = c.get();
-    c->set_idle_timeout(5000);
-    // Connections that finished their reply are pruned here; TcpConnection allows destruction
-    // from inside its own callbacks too.
-    for (auto it = open_.begin(); it != open_.end();) {
-      it = it->second->is_open() ? std::next(it) : open_.erase(it);
-    }
-    auto done = [this, raw](const core::Status&) { open_.erase(raw); };
-    auto on_data = [this, raw](std::span<const std::uint8_t> data) {
-      // Answer once the request head is complete; the request itself does not matter.
-      const std::string_view text(reinterpret_cast<const char*>(data.data()), data.size());
-      if (text.find("\r\n\r\n") == std::string_view::npos &&
-          text.find("\n\n") == std::string_view::npos) {
-        return;
-      }
-      const std::string body = render_();
-      std::string reply =
-          "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
-          "Content-Length: " +
-          std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-      (void)raw->write(std::move(reply));
-      raw->close_after_writes();
-    };
-    if (c->start(on_data, done)) open_.emplace(raw, std::move(c));
-  });
+                                 std::function<std::string()> render,
+                                 MetricsEndpointOptions options, const net::Clock& clock)
+    : clock_(clock), options_(options), render_(std::move(render)) {
+  auto l = net::TcpListener::listen(
+      loop, listen, [this](std::unique_ptr<net::TcpConnection> c) { on_accept(std::move(c)); });
   if (!l)
     throw std::runtime_error("metrics listen on " + listen.to_string() + ": " + l.error().message);
   listener_ = std::move(l.value());
+  deadline_timer_ = std::make_unique<net::Timer>(loop, [this] { run_housekeeping(); });
+  deadline_timer_->start(250, 250);
+  deadline_timer_->keep_loop_alive(false);
 }
 
 MetricsEndpoint::~MetricsEndpoint() = default;
+
+void MetricsEndpoint::prune() {
+  // Connections that finished their reply close themselves; TcpConnection allows destruction
+  // from inside its own callbacks too.
+  for (auto it = open_.begin(); it != open_.end();) {
+    it = it->second.tcp->is_open() ? std::next(it) : open_.erase(it);
+  }
+}
+
+void MetricsEndpoint::on_accept(std::unique_ptr<net::TcpConnection> c) {
+  prune();
+  if (open_.size() >= options_.max_connections) {
+    ++stats_.refused;
+    c->close();
+    return;
+  }
+  ++stats_.accepted;
+  const std::uint64_t id = ++ids_;
+  auto on_data = [this, id](std::span<const std::uint8_t> data) { this->on_data(id, data); };
+  auto done = [this, id](const core::Status&) { open_.erase(id); };
+  if (!c->start(on_data, done)) return;
+  Client client;
+  client.tcp = std::move(c);
+  client.deadline_us = clock_.now_us() + options_.request_deadline_us;
+  open_.emplace(id, std::move(client));
+}
+
+void MetricsEndpoint::on_data(std::uint64_t id, std::span<const std::uint8_t> data) {
+  stats_.bytes_received += data.size();
+  auto it = open_.find(id);
+  if (it == open_.end() || it->second.answered) return;
+  Client& c = it->second;
+  // The head may come in several reads: answer once it is complete; what it asks for does not
+  // matter.
+  c.head.append(reinterpret_cast<const char*>(data.data()), data.size());
+  const std::string_view head(c.head);
+  const bool complete = head.find("\r\n\r\n") != std::string_view::npos ||
+                        head.find("\n\n") != std::string_view::npos;
+  if (!complete) {
+    if (c.head.size() > options_.max_request_bytes) {
+      ++stats_.oversized;
+      (void)c.tcp->write(
+          "HTTP/1.0 431 Request Header Fields Too Large\r\nContent-Length: 0\r\n"
+          "Connection: close\r\n\r\n");
+      c.answered = true;
+      c.tcp->close_after_writes();
+    }
+    return;
+  }
+  c.answered = true;
+  std::string reply;
+  try {
+    const std::string body = render_();
+    reply =
+        "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
+        "Content-Length: " +
+        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    ++stats_.answered;
+  } catch (...) {
+    // No exception leaves a loop callback: this client gets a 500, the endpoint goes on.
+    ++stats_.exceptions;
+    reply = "HTTP/1.0 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+  }
+  (void)c.tcp->write(std::move(reply));
+  c.tcp->close_after_writes();
+}
+
+void MetricsEndpoint::run_housekeeping() {
+  const std::uint64_t now = clock_.now_us();
+  for (auto& [id, c] : open_) {
+    if (!c.answered && c.tcp->is_open() && now > c.deadline_us) {
+      ++stats_.timed_out;
+      c.tcp->close();
+    }
+  }
+  prune();
+}
 
 }  // namespace predrop::server

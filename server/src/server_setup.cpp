@@ -97,6 +97,7 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
   o.loop = cli.loop;
   o.max_stages = cli.max_stages.value_or(0);
   o.max_sessions = c.server.max_sessions;
+  o.max_sessions_per_address = c.server.max_sessions_per_address;
   o.max_connections = c.server.max_rtsp_connections;
   o.session_timeout_s = c.server.session_timeout_s;
   o.rtsp_idle_timeout_s = c.server.rtsp_idle_timeout_s;
@@ -141,7 +142,7 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
   return o;
 }
 
-std::string render_metrics(const StreamServer& server) {
+std::string render_metrics(const StreamServer& server, const MetricsSources& more) {
   std::string out;
   char line[1024];
   const ServerStats& s = server.stats();
@@ -162,12 +163,24 @@ std::string render_metrics(const StreamServer& server) {
   counter("predrop_rtsp_foreign_session_requests_total",
           "Requests naming a session set up from another address (answered 454).",
           s.session_requests_foreign);
+  counter("predrop_sessions_refused_per_address_total",
+          "Sessions refused (per-address limit, answered 453).", s.sessions_refused_per_address);
+  counter("predrop_connections_closed_backlog_total",
+          "RTSP connections closed because the client did not read its replies.",
+          s.connections_closed_backlog);
   counter("predrop_connections_timed_out_total",
           "RTSP connections closed idle or with a request not complete in time.",
           s.connections_timed_out);
   counter("predrop_rtcp_datagrams_total", "RTCP datagrams received.", s.rtcp_datagrams);
   counter("predrop_rtcp_unknown_source_total", "RTCP from no known session.",
           s.rtcp_unknown_source);
+  if (more.endpoint != nullptr) {
+    const MetricsEndpointStats& m = more.endpoint->stats();
+    counter("predrop_metrics_connections_refused_total",
+            "Metrics connections closed at accept (connection limit).", m.refused);
+    counter("predrop_metrics_requests_timed_out_total",
+            "Metrics connections whose request was not complete by the deadline.", m.timed_out);
+  }
   std::snprintf(line, sizeof line, "# TYPE predrop_sessions gauge\npredrop_sessions %zu\n",
                 server.session_count());
   out += line;

@@ -51,9 +51,17 @@ const net::Clock& default_clock() {
 }  // namespace
 
 struct StreamServer::Connection {
+  std::uint64_t id = 0;
   std::unique_ptr<net::TcpConnection> tcp;
+  net::SocketAddress peer;
   rtsp::RtspRequestParser parser;
   bool over_limit = false;
+  // Input received but not yet parsed: all of it while the client does not read our replies
+  // (reading_paused), else only during one on_data call.
+  std::string input;
+  std::size_t input_used = 0;  // bytes of `input` already given to the parser
+  bool reading_paused = false;
+  std::size_t unparsed() const { return input.size() - input_used; }
   // Clock time of the last byte received (or of the accept): housekeeping closes a connection
   // that stays silent for longer than its idle limit (idle_limit_us()).
   std::uint64_t last_activity_us = 0;
@@ -63,7 +71,15 @@ struct StreamServer::Connection {
   std::uint64_t partial_since_us = 0;
   // SDES keys handed out in DESCRIBE on this connection, per stream: SETUP uses the same key.
   std::map<std::string, wire::SrtpKeyMaterial, std::less<>> keys;
-  std::vector<std::string> sessions;  // set up on this connection
+  // Live sessions set up on this connection (pruned when they end): while there is one, the
+  // connection has the longer idle limit of a player's control channel.
+  std::vector<std::string> sessions;
+
+  bool is_open() const { return tcp && tcp->is_open(); }
+  void write(std::string bytes) { (void)tcp->write(std::move(bytes)); }
+  std::size_t write_queue_bytes() const { return tcp->write_queue_bytes(); }
+  void close_after_writes() { tcp->close_after_writes(); }
+  void close() { tcp->close(); }
 };
 
 struct StreamServer::SessionEntry {
@@ -72,6 +88,7 @@ struct StreamServer::SessionEntry {
   // IP address the session was set up from (port ignored): only requests from it control the
   // session. Empty for push sessions, which nobody controls.
   std::optional<net::SocketAddress> owner;
+  std::uint64_t connection = 0;  // id of the connection it was set up on
   const StreamDefinition* stream = nullptr;
   wire::SrtpKeyMaterial key;
   bool feedback = false;
@@ -110,6 +127,13 @@ const StreamDefinition* StreamServer::find_stream(std::string_view name) const {
     if (s.name == name) return &s;
   }
   return nullptr;
+}
+
+std::size_t StreamServer::connection_session_refs() const {
+  std::size_t n = 0;
+  for (const auto& [id, c] : connections_)
+    n += c->sessions.size();
+  return n;
 }
 
 std::vector<const StreamSession*> StreamServer::sessions() const {
@@ -252,9 +276,10 @@ void StreamServer::start() {
 void StreamServer::stop() {
   sessions_.clear();
   session_by_address_.clear();
-  for (auto& [ptr, c] : connections_)
-    c->tcp->close();
+  for (auto& [id, c] : connections_)
+    c->close();
   connections_.clear();
+  paused_.clear();
   if (pacer_) pacer_.reset();
   if (housekeeper_) housekeeper_.reset();
   if (listener_) listener_.reset();
@@ -346,28 +371,42 @@ bool StreamServer::start_session(SessionEntry& entry, std::uint64_t now_us) {
 
 void StreamServer::on_connection(std::unique_ptr<net::TcpConnection> tcp) {
   auto c = std::make_unique<Connection>();
-  Connection* raw = c.get();
+  c->id = ++connection_ids_;
   c->tcp = std::move(tcp);
+  c->peer = c->tcp->peer_address();
   c->last_activity_us = clock_.now_us();
-  for (auto it = connections_.begin(); it != connections_.end();) {
-    it = it->second->tcp->is_open() ? std::next(it) : connections_.erase(it);
-  }
+  prune_connections();
   if (connections_.size() >= options_.max_connections) {
     // Over the limit: the first request gets 503 and the connection closes (RFC 2326 §11.3.6).
     ++stats_.connections_refused;
     if (connections_.size() >=
         options_.max_connections + over_limit_allowance(options_.max_connections)) {
-      c->tcp->close();
+      c->close();
       return;
     }
     c->over_limit = true;
   } else {
     ++stats_.connections_accepted;
   }
-  auto st = c->tcp->start([this, raw](std::span<const std::uint8_t> d) { on_data(*raw, d); },
-                          [this, raw](const core::Status&) { close_connection(*raw); });
+  // The handlers name the connection by id: it may be gone by the time libuv calls back.
+  const std::uint64_t id = c->id;
+  auto st = c->tcp->start([this, id](std::span<const std::uint8_t> d) { on_data(id, d); },
+                          [this, id](const core::Status&) { close_connection(id); });
   if (!st) return;
-  connections_.emplace(raw, std::move(c));
+  connections_.emplace(id, std::move(c));
+}
+
+void StreamServer::prune_connections() {
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    it = it->second->is_open() ? std::next(it) : forget_connection(it);
+  }
+}
+
+StreamServer::ConnectionMap::iterator StreamServer::forget_connection(ConnectionMap::iterator it) {
+  paused_.erase(it->first);
+  // TcpConnection may be destroyed from inside its own callbacks; queued writes still go out
+  // when close_after_writes() was called first.
+  return connections_.erase(it);
 }
 
 std::uint64_t StreamServer::idle_limit_us(const Connection& c) const {
@@ -384,50 +423,121 @@ std::uint64_t StreamServer::idle_limit_us(const Connection& c) const {
   return idle;
 }
 
-void StreamServer::close_connection(Connection& c) {
+void StreamServer::close_connection(std::uint64_t id) {
   // Sessions outlive their RTSP connection (clients may reconnect for TEARDOWN); they end by
   // TEARDOWN or by the session timeout.
-  auto it = connections_.find(&c);
-  if (it == connections_.end()) return;
-  // TcpConnection may be destroyed from inside its own callbacks; queued writes still go out
-  // when close_after_writes() was called first.
-  connections_.erase(it);
+  auto it = connections_.find(id);
+  if (it != connections_.end()) forget_connection(it);
 }
 
-void StreamServer::on_data(Connection& c, std::span<const std::uint8_t> data) {
+void StreamServer::on_data(std::uint64_t id, std::span<const std::uint8_t> data) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  Connection& c = *it->second;
   c.last_activity_us = clock_.now_us();
   stats_.rtsp_bytes_received += data.size();
-  for (auto ev = c.parser.feed(data); ev != rtsp::RtspParseEvent::kNeedMore; ev = c.parser.next()) {
-    if (ev == rtsp::RtspParseEvent::kInterleaved) continue;  // RTCP over TCP from a confused client
+  c.input.append(reinterpret_cast<const char*>(data.data()), data.size());
+  if (!c.reading_paused) {
+    serve(c);
+  } else if (c.write_queue_bytes() + c.unparsed() > options_.max_write_queue_bytes) {
+    // The client does not read our replies: what it sends waits unparsed, within the bound.
+    close_for_backlog(c);
+  }
+  if (!c.is_open()) forget_connection(it);  // closed meanwhile: forget it now
+}
+
+void StreamServer::close_for_backlog(Connection& c) {
+  ++stats_.connections_closed_backlog;
+  c.close();
+}
+
+void StreamServer::serve(Connection& c) {
+  // Buffered (pipelined) requests first, then the input not yet parsed.
+  auto ev = c.parser.next();
+  for (;;) {
+    if (ev == rtsp::RtspParseEvent::kNeedMore) {
+      if (c.unparsed() == 0) break;
+      // At most one read's worth at a time, as if it came from the socket: the parser bounds
+      // what it buffers, and held input may be much more.
+      const std::size_t n = std::min(c.unparsed(), net::TcpConnection::kReadBufferSize);
+      const std::string_view in(c.input.data() + c.input_used, n);
+      c.input_used += n;
+      ev = c.parser.feed(in);
+      if (c.unparsed() == 0) {
+        c.input.clear();
+        c.input_used = 0;
+      }
+      continue;
+    }
     if (ev == rtsp::RtspParseEvent::kError) {
       ++stats_.bad_requests;
       const rtsp::RtspParseError& e = c.parser.error();
       rtsp::RtspResponse r = rtsp::make_response(e.status, e.cseq);
       r.set_body("text/plain", e.message + "\r\n");
-      (void)c.tcp->write(rtsp::serialize(r));
+      c.write(rtsp::serialize(r));
       if (e.fatal) {
         // The reply goes out first; housekeeping forgets the connection once it is closed.
-        c.tcp->close_after_writes();
+        c.close_after_writes();
         return;
       }
-      continue;
+    } else if (ev == rtsp::RtspParseEvent::kMessage) {
+      ++stats_.requests;
+      rtsp::RtspRequest request = c.parser.take_request();
+      if (c.over_limit) {
+        rtsp::RtspResponse r = rtsp::make_response(503, request.cseq);
+        r.headers.set("Retry-After", "5");
+        c.write(rtsp::serialize(r));
+        c.close_after_writes();
+        return;
+      }
+      c.write(handle(c, request));
+      if (!c.is_open()) return;
     }
-    ++stats_.requests;
-    rtsp::RtspRequest request = c.parser.take_request();
-    if (c.over_limit) {
-      rtsp::RtspResponse r = rtsp::make_response(503, request.cseq);
-      r.headers.set("Retry-After", "5");
-      (void)c.tcp->write(rtsp::serialize(r));
-      c.tcp->close_after_writes();
+    // (kInterleaved: RTCP over TCP from a confused client, ignored.)
+    const std::size_t queued = c.write_queue_bytes();
+    if (queued + c.unparsed() > options_.max_write_queue_bytes) {
+      close_for_backlog(c);
       return;
     }
-    std::string reply = handle(c, request);
-    (void)c.tcp->write(std::move(reply));
+    if (queued > pause_threshold()) {
+      // The kernel's send buffer is full and our queue grows: the client is not reading. Stop
+      // answering it until the queue drains (tick() resumes it).
+      c.reading_paused = true;
+      c.input.erase(0, c.input_used);  // keep only what waits
+      c.input_used = 0;
+      paused_.insert(c.id);
+      ++stats_.connections_paused;
+      return;
+    }
+    ev = c.parser.next();
   }
   if (c.parser.buffered() == 0) {
     c.partial_since_us = 0;
   } else if (c.partial_since_us == 0) {
     c.partial_since_us = clock_.now_us();
+  }
+}
+
+std::size_t StreamServer::pause_threshold() const {
+  return options_.max_write_queue_bytes / 4;
+}
+
+void StreamServer::resume_paused() {
+  for (auto it = paused_.begin(); it != paused_.end();) {
+    auto c = connections_.find(*it);
+    if (c == connections_.end() || !c->second->is_open()) {
+      it = paused_.erase(it);
+      continue;
+    }
+    Connection& conn = *c->second;
+    if (conn.write_queue_bytes() > pause_threshold() / 2) {
+      ++it;
+      continue;
+    }
+    it = paused_.erase(it);
+    conn.reading_paused = false;
+    serve(conn);  // may pause it again, or close it
+    if (!conn.is_open()) forget_connection(c);
   }
 }
 
@@ -465,8 +575,7 @@ std::string StreamServer::handle(Connection& c, rtsp::RtspRequest& req) {
     auto it = sessions_.find(parsed->id);
     // A session answers only to the address that set it up; to anyone else it does not exist
     // (the same 454 as an unknown id, so the answer tells nothing about other clients).
-    const bool foreign =
-        it != sessions_.end() && !same_ip(it->second->owner, c.tcp->peer_address());
+    const bool foreign = it != sessions_.end() && !same_ip(it->second->owner, c.peer);
     if (foreign) ++stats_.session_requests_foreign;
     if (it == sessions_.end() || foreign) {
       return rtsp::serialize(error_response(454, req.cseq, "no session " + parsed->id));
@@ -560,10 +669,22 @@ StreamServer::SessionEntry* StreamServer::create_session(Request& q, const Strea
     error = error_response(453, q.req.cseq, "session limit reached");
     return nullptr;
   }
+  if (options_.max_sessions_per_address != 0) {
+    // One address must not take every session (max_sessions is shared by all clients).
+    const auto mine = static_cast<std::size_t>(
+        std::count_if(sessions_.begin(), sessions_.end(),
+                      [&](const auto& s) { return same_ip(s.second->owner, q.c.peer); }));
+    if (mine >= options_.max_sessions_per_address) {
+      ++stats_.sessions_refused_per_address;
+      error = error_response(453, q.req.cseq, "session limit for this address reached");
+      return nullptr;
+    }
+  }
   auto fresh = std::make_unique<SessionEntry>();
   fresh->id = new_session_id();
   fresh->number = ++session_numbers_;
-  fresh->owner = q.c.tcp->peer_address();
+  fresh->owner = q.c.peer;
+  fresh->connection = q.c.id;
   fresh->stream = &stream;
   fresh->last_request_us = q.now_us;
   if (options_.srtp) {
@@ -619,7 +740,7 @@ rtsp::RtspResponse StreamServer::handle_setup(Request& q) {
     if (id == track) return error_response(459, cseq, "track already set up");
   }
   // Media goes to the RTSP peer's own address; a Transport destination= is never honoured.
-  const net::SocketAddress peer = q.c.tcp->peer_address();
+  const net::SocketAddress& peer = q.c.peer;
   auto dest = net::SocketAddress::from_ip(peer.ip_string(), spec.client_port->rtp);
   auto rtcp_dest = net::SocketAddress::from_ip(peer.ip_string(), spec.client_port->rtcp);
   if (!dest || !rtcp_dest) return error_response(400, cseq, "bad client address");
@@ -677,6 +798,10 @@ void StreamServer::remove_session(const std::string& id) {
   for (auto a = session_by_address_.begin(); a != session_by_address_.end();) {
     a = a->second == id ? session_by_address_.erase(a) : std::next(a);
   }
+  // The connection it was set up on no longer carries it.
+  if (auto c = connections_.find(it->second->connection); c != connections_.end()) {
+    std::erase(c->second->sessions, id);
+  }
   sessions_.erase(it);
 }
 
@@ -705,6 +830,7 @@ void StreamServer::tick() {
   for (auto& [id, e] : sessions_) {
     if (e->session) e->session->pump(now);
   }
+  if (!paused_.empty()) resume_paused();
 }
 
 void StreamServer::housekeeping() {
@@ -713,15 +839,15 @@ void StreamServer::housekeeping() {
       static_cast<std::uint64_t>(options_.rtsp_idle_timeout_s) * 1'000'000;
   for (auto it = connections_.begin(); it != connections_.end();) {
     Connection& c = *it->second;
-    if (c.tcp->is_open() && c.partial_since_us != 0 && request_deadline_us != 0 &&
+    if (c.is_open() && c.partial_since_us != 0 && request_deadline_us != 0 &&
         now > c.partial_since_us + request_deadline_us) {
       ++stats_.connections_timed_out;
-      c.tcp->close();  // a request trickled in for longer than the idle timeout
-    } else if (c.tcp->is_open() && now > c.last_activity_us + idle_limit_us(c)) {
+      c.close();  // a request trickled in for longer than the idle timeout
+    } else if (c.is_open() && now > c.last_activity_us + idle_limit_us(c)) {
       ++stats_.connections_timed_out;
-      c.tcp->close();  // silent for longer than its idle limit
+      c.close();  // silent for longer than its idle limit
     }
-    it = c.tcp->is_open() ? std::next(it) : connections_.erase(it);
+    it = c.is_open() ? std::next(it) : forget_connection(it);
   }
   const std::uint64_t timeout = static_cast<std::uint64_t>(options_.session_timeout_s) * 1'000'000;
   std::vector<std::string> expired;

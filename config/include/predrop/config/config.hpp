@@ -73,6 +73,7 @@ struct ServerSettings {
   Endpoint rtsp_listen{"0.0.0.0", 8554};
   std::vector<StreamEntry> streams;  ///< [server.streams]; sorted by name.
   std::uint32_t max_sessions = 64;
+  std::uint32_t max_sessions_per_address = 16;  ///< Sessions one client IP may hold (stream).
   std::uint32_t max_rtsp_connections = 128;
   std::uint32_t session_timeout_s = 60;    ///< Announced in Session; FFmpeg pings at half of it.
   std::uint32_t rtsp_idle_timeout_s = 30;  ///< A connection without a session is closed after it.

@@ -1,33 +1,82 @@
 #pragma once
 // A Prometheus text-format endpoint (exposition format 0.0.4): any HTTP GET on the listen address
 // gets the current metrics. Deliberately tiny: one request per connection, then close.
+//
+// Limits: at most max_connections open at once (more are closed at accept), a request head of
+// at most max_request_bytes, and a deadline from the accept to the end of the request head that
+// does not restart when a byte arrives (a client trickling one byte a second cannot hold a
+// connection). The deadline runs on the injected clock; a timer checks it four times a second.
+// Threading: the loop thread. Errors: start-up throws; a bad client only loses its connection.
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
 
+#include "predrop/net/clock.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/socket_address.hpp"
 #include "predrop/net/tcp.hpp"
 
 namespace predrop::server {
 
+/// Limits of the metrics endpoint.
+struct MetricsEndpointOptions {
+  std::size_t max_connections = 32;
+  std::uint64_t request_deadline_us = 5'000'000;  ///< From accept to the end of the head.
+  std::size_t max_request_bytes = 8192;           ///< Longer heads are refused (431).
+};
+
+/// Counters of the endpoint itself.
+struct MetricsEndpointStats {
+  std::uint64_t accepted = 0;
+  std::uint64_t refused = 0;  ///< Over max_connections: closed at accept.
+  std::uint64_t answered = 0;
+  std::uint64_t bytes_received = 0;
+  std::uint64_t timed_out = 0;   ///< Request head not complete by the deadline.
+  std::uint64_t oversized = 0;   ///< Request head longer than max_request_bytes.
+  std::uint64_t exceptions = 0;  ///< render() threw (the connection got a 500).
+};
+
 /// Serves `render()` as text/plain; version=0.0.4.
 class MetricsEndpoint {
  public:
-  /// Throws std::runtime_error if the address cannot be bound.
+  /// Throws std::runtime_error if the address cannot be bound. `clock` must outlive it.
   MetricsEndpoint(net::EventLoop& loop, const net::SocketAddress& listen,
-                  std::function<std::string()> render);
+                  std::function<std::string()> render, MetricsEndpointOptions options = {},
+                  const net::Clock& clock = default_clock());
   ~MetricsEndpoint();
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
   /// The address actually bound.
   const net::SocketAddress& address() const { return listener_->local_address(); }
+  const MetricsEndpointStats& stats() const { return stats_; }
+  /// Connections open now.
+  std::size_t connection_count() const { return open_.size(); }
+  /// What the deadline timer does, now (for tests on a fake clock).
+  void run_housekeeping();
+  /// The real monotonic clock, shared.
+  static const net::Clock& default_clock();
 
  private:
+  struct Client {
+    std::unique_ptr<net::TcpConnection> tcp;
+    std::string head;  // request bytes so far
+    std::uint64_t deadline_us = 0;
+    bool answered = false;
+  };
+  void on_accept(std::unique_ptr<net::TcpConnection> c);
+  void on_data(std::uint64_t id, std::span<const std::uint8_t> data);
+  void prune();
+
+  const net::Clock& clock_;
+  MetricsEndpointOptions options_;
   std::function<std::string()> render_;
   std::unique_ptr<net::TcpListener> listener_;
-  std::map<net::TcpConnection*, std::unique_ptr<net::TcpConnection>> open_;
+  std::unique_ptr<net::Timer> deadline_timer_;
+  std::map<std::uint64_t, Client> open_;
+  std::uint64_t ids_ = 0;
+  MetricsEndpointStats stats_;
 };
 
 }  // namespace predrop::server

@@ -9,6 +9,7 @@
 #include "predrop/config/config.hpp"
 #include "predrop/core/policy_factory.hpp"
 #include "predrop/core/result.hpp"
+#include "predrop/server/metrics_endpoint.hpp"
 #include "predrop/server/stream_server.hpp"
 
 namespace predrop::server {
@@ -38,7 +39,12 @@ core::Status apply_overrides(config::ServerConfig& config, const CliOverrides& c
 core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig& config,
                                                       const CliOverrides& cli);
 
+/// Parts of the process beside the StreamServer whose counters /metrics shows (null = absent).
+struct MetricsSources {
+  const MetricsEndpoint* endpoint = nullptr;
+};
+
 /// Prometheus text exposition of the server's and its sessions' state.
-std::string render_metrics(const StreamServer& server);
+std::string render_metrics(const StreamServer& server, const MetricsSources& more = {});
 
 }  // namespace predrop::server

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -65,7 +66,14 @@ struct StreamServerOptions {
   bool loop = false;
   std::uint32_t max_stages = 0;
   std::size_t max_sessions = 1000;
+  /// Sessions one client IP may hold at once (0 = no limit); over it SETUP gets 453.
+  /// predrop-server sets it from server.max_sessions_per_address (default 16).
+  std::size_t max_sessions_per_address = 0;
   std::size_t max_connections = 2000;
+  /// Bound on what one RTSP connection may have waiting: replies queued for writing plus
+  /// requests received and not yet answered. Past a quarter of it the server stops answering
+  /// the connection until its queue drains; past all of it the connection is closed.
+  std::size_t max_write_queue_bytes = std::size_t{1} << 20;
   std::uint32_t session_timeout_s = 60;
   std::uint32_t rtsp_idle_timeout_s = 30;
   std::uint64_t report_timeout_us = 3'000'000;
@@ -80,7 +88,10 @@ struct ServerStats {
   std::uint64_t requests = 0;
   std::uint64_t bad_requests = 0;
   std::uint64_t sessions_created = 0;
-  std::uint64_t sessions_refused = 0;  ///< Over max_sessions (answered 453).
+  std::uint64_t sessions_refused = 0;              ///< Over max_sessions (answered 453).
+  std::uint64_t sessions_refused_per_address = 0;  ///< Over max_sessions_per_address (453).
+  std::uint64_t connections_closed_backlog = 0;    ///< Over max_write_queue_bytes (not reading).
+  std::uint64_t connections_paused = 0;  ///< Times a connection was no longer answered (backlog).
   std::uint64_t sessions_timed_out = 0;
   std::uint64_t connections_timed_out = 0;  ///< Idle, or a request not complete in time.
   std::uint64_t rtsp_bytes_received = 0;
@@ -120,6 +131,9 @@ class StreamServer {
   const ServerStats& stats() const { return stats_; }
   std::size_t session_count() const { return sessions_.size(); }
   std::size_t connection_count() const { return connections_.size(); }
+  /// Sessions the open connections carry, summed (each session counts on the connection that
+  /// set it up, until TEARDOWN or expiry).
+  std::size_t connection_session_refs() const;
   /// Live sessions, for metrics.
   std::vector<const StreamSession*> sessions() const;
 
@@ -134,9 +148,18 @@ class StreamServer {
   struct PendingSession;
   struct SessionEntry;
 
+  using ConnectionMap = std::map<std::uint64_t, std::unique_ptr<Connection>>;
+
   void on_connection(std::unique_ptr<net::TcpConnection> tcp);
-  void on_data(Connection& c, std::span<const std::uint8_t> data);
-  void close_connection(Connection& c);
+  void on_data(std::uint64_t id, std::span<const std::uint8_t> data);
+  void close_connection(std::uint64_t id);
+  void prune_connections();
+  ConnectionMap::iterator forget_connection(ConnectionMap::iterator it);
+  // Parses and answers what a connection sent, unless its client stopped reading.
+  void serve(Connection& c);
+  void close_for_backlog(Connection& c);
+  std::size_t pause_threshold() const;
+  void resume_paused();
   std::uint64_t idle_limit_us(const Connection& c) const;
 
   // RTSP request handling: handle() resolves the Session header and dispatch() calls one
@@ -184,7 +207,9 @@ class StreamServer {
   std::unique_ptr<chain::SendBatch> batch_;
   std::unique_ptr<net::Timer> pacer_;
   std::unique_ptr<net::Timer> housekeeper_;
-  std::map<Connection*, std::unique_ptr<Connection>> connections_;
+  ConnectionMap connections_;
+  std::uint64_t connection_ids_ = 0;
+  std::set<std::uint64_t> paused_;  // connections whose client does not read (see serve())
   std::map<std::string, std::unique_ptr<SessionEntry>> sessions_;
   std::uint64_t session_numbers_ = 0;
   std::unordered_map<net::SocketAddress, std::string> session_by_address_;
