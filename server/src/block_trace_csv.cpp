@@ -12,7 +12,7 @@ core::Result<std::unique_ptr<BlockTraceCsv>> BlockTraceCsv::open(const std::stri
   }
   std::fprintf(f, "%s\n", header());
   std::fflush(f);
-  return std::unique_ptr<BlockTraceCsv>(new BlockTraceCsv(f));
+  return std::unique_ptr<BlockTraceCsv>(new BlockTraceCsv(f, path));
 }
 
 BlockTraceCsv::~BlockTraceCsv() {
@@ -41,6 +41,25 @@ std::string BlockTraceCsv::format(const BlockTrace& t) {
 void BlockTraceCsv::write(const BlockTrace& t) {
   std::fprintf(file_, "%s\n", format(t).c_str());
   std::fflush(file_);
+}
+
+void BlockTraceCsv::flush() {
+  std::fflush(file_);
+}
+
+core::Status BlockTraceCsv::reopen() {
+  std::fflush(file_);
+  std::FILE* f = std::fopen(path_.c_str(), "a");
+  if (f == nullptr) {
+    return core::make_error("cannot reopen trace " + path_ + ": " + std::strerror(errno));
+  }
+  std::fclose(file_);
+  file_ = f;
+  if (std::fseek(f, 0, SEEK_END) == 0 && std::ftell(f) == 0) {
+    std::fprintf(f, "%s\n", header());
+    std::fflush(f);
+  }
+  return core::Ok{};
 }
 
 }  // namespace predrop::server

@@ -80,21 +80,46 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
             srv.rtp_port(), srv.rtp_port() + 1,
             std::string(config::to_string(config.server.srtp)).c_str(),
             config.control.policy.c_str());
+  // SIGTERM/SIGINT: an orderly end. Every client gets an RTCP BYE (in srv.stop()), the trace
+  // is flushed, and run() returns after this loop iteration, so the process exits 0 at once.
   net::SignalWatcher signals(loop, {SIGINT, SIGTERM}, [&](int signum) {
-    core::log(core::LogLevel::kInfo, "server", "signal %d: shutting down", signum);
+    core::log(core::LogLevel::kInfo, "server", "signal %d (%s): shutting down", signum,
+              signum == SIGTERM ? "SIGTERM" : "SIGINT");
     srv.stop();
     metrics.reset();
+    if (trace) trace->flush();
     loop.stop();
   });
+  // SIGHUP does not end the server (a closed terminal or a log rotation sends it): the trace
+  // file is reopened, so that a rotated trace continues in a new file.
+  net::SignalWatcher hangup(loop, {SIGHUP}, [&](int) {
+    if (!trace) {
+      core::log(core::LogLevel::kInfo, "server", "SIGHUP: ignored (no trace file to reopen)");
+      return;
+    }
+    if (auto st = trace->reopen(); !st) {
+      core::log(core::LogLevel::kWarn, "server", "SIGHUP: %s", st.error().message.c_str());
+    } else {
+      core::log(core::LogLevel::kInfo, "server", "SIGHUP: trace %s reopened",
+                config.server.trace_csv.c_str());
+    }
+  });
+  hangup.keep_loop_alive(false);
   loop.run();
   srv.stop();
   metrics.reset();
+  if (trace) trace->flush();
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A peer that resets its TCP connection must cost a write error, not the process (libuv does
+  // not ignore SIGPIPE itself). SIGHUP must not end the process either; stream mode installs
+  // its own handler, DDL mode keeps it ignored.
+  std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGHUP, SIG_IGN);
   CLI::App app{
       "predrop-server: adaptive pre-discard streaming server (RTSP/SRTP) and DDL relay.\n"
       "Each block of media (a stage) is sent with a fraction R of its packets discarded before "

@@ -274,6 +274,14 @@ void StreamServer::start() {
 }
 
 void StreamServer::stop() {
+  // Every client that is being sent media hears that it ends (RTCP BYE), rather than timing
+  // out on silence.
+  if (rtp_socket_) {
+    const std::uint64_t now = clock_.now_us();
+    for (auto& [id, e] : sessions_) {
+      if (e->session && !e->session->said_bye()) stats_.rtcp_byes_sent += e->session->send_bye(now);
+    }
+  }
   sessions_.clear();
   session_by_address_.clear();
   for (auto& [id, c] : connections_)

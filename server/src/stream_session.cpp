@@ -28,13 +28,16 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
       clock_anchor_us_(clock.now_us()),
       config_(std::move(config)),
       controller_(std::move(controller)),
-      on_block_(std::move(on_block)) {
+      on_block_(std::move(on_block)),
+      socket_(rtp_socket) {
   const auto streams = media_->streams();
   track_of_stream_.assign(streams.size(), -1);
   chain::TransmitterConfig tc;
   tc.extension_ids = config_.extension_ids;
   tc.max_payload_size = config_.max_payload_size;
-  tc.cname = "predrop-" + config_.id;
+  // Not the session id: that is a credential, and the CNAME travels in every SR (in clear
+  // text when SRTP is off).
+  tc.cname = "predrop-" + std::to_string(config_.number);
   for (std::size_t t = 0; t < config_.tracks.size(); ++t) {
     const SessionTrack& st = config_.tracks[t];
     if (st.media_stream >= streams.size()) throw std::runtime_error("track for unknown stream");
@@ -50,6 +53,7 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
   if (config_.srtp_suite) {
     srtp_out.emplace(net::SrtpDirection::Outbound, *config_.srtp_suite, config_.key);
     rtcp_in_.emplace(net::SrtpDirection::Inbound, *config_.srtp_suite, config_.key);
+    rtcp_out_.emplace(net::SrtpDirection::Outbound, *config_.srtp_suite, config_.key);
   }
   transmitter_ = std::make_unique<chain::StageTransmitter>(
       rtp_socket, std::move(tc), std::move(srtp_out),
@@ -114,7 +118,7 @@ std::uint64_t StreamSession::block_start_us(std::uint32_t loops, const media::Bl
 }
 
 void StreamSession::play(std::uint64_t now_us) {
-  if (playing_ || finished_ || media_->blocks().empty()) return;
+  if (playing_ || finished_ || bye_sent_ || media_->blocks().empty()) return;
   playing_ = true;
   // Re-anchor the schedule so that the next block starts now (also after a pause).
   const std::uint64_t media_offset =
@@ -171,7 +175,7 @@ void StreamSession::end_stage() {
 }
 
 std::size_t StreamSession::pump(std::uint64_t now_us) {
-  if (!playing_) return 0;
+  if (!playing_ || bye_sent_) return 0;
   std::size_t sent = 0;
   while (!finished_) {
     const auto& b = media_->blocks()[block_];
@@ -213,21 +217,63 @@ std::size_t StreamSession::pump(std::uint64_t now_us) {
 
 void StreamSession::send_sender_reports(std::uint64_t now_us) {
   next_sr_us_ = now_us + kSenderReportIntervalUs;
-  std::array<std::uint32_t, 8> rtp_now{};
+  (void)send_rtcp(now_us, false);
+}
+
+std::size_t StreamSession::send_bye(std::uint64_t now_us) {
+  if (bye_sent_) return 0;
+  bye_sent_ = true;
+  const std::size_t sent = send_rtcp(now_us, true);
+  playing_ = false;
+  finished_ = true;
+  return sent;
+}
+
+std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
+  // The media clock now, per track, for the SR's RTP timestamp.
   const std::int64_t media_now =
       static_cast<std::int64_t>(now_us - play_start_us_) + media_->blocks().front().start_us;
-  for (std::size_t t = 0; t < config_.tracks.size() && t < rtp_now.size(); ++t) {
-    const auto clock = media_->streams()[config_.tracks[t].media_stream].clock_rate;
-    rtp_now[t] =
-        config_.tracks[t].timestamp_offset +
-        static_cast<std::uint32_t>(
-            static_cast<std::uint64_t>(std::max<std::int64_t>(0, media_now)) * clock / 1'000'000);
-  }
   // The SR's wall-clock time moves with the session clock, so it stays in step with the RTP
   // timestamps beside it even if the system clock is stepped.
-  const std::uint64_t wall_us = wall_anchor_us_ + (now_us - clock_anchor_us_);
-  transmitter_->send_sender_reports(wire::ntp_from_unix_us(wall_us),
-                                    std::span(rtp_now.data(), config_.tracks.size()));
+  const std::uint64_t ntp = wire::ntp_from_unix_us(wall_anchor_us_ + (now_us - clock_anchor_us_));
+  std::size_t sent = 0;
+  std::array<std::uint8_t, 512> buf{};
+  const std::span<std::uint8_t> room(buf.data(), buf.size() - net::kSrtpMaxTrailer);
+  for (std::size_t t = 0; t < config_.tracks.size(); ++t) {
+    const SessionTrack& track = config_.tracks[t];
+    if (!track.rtcp_destination) continue;
+    const auto clock = media_->streams()[track.media_stream].clock_rate;
+    const chain::TrackCounters& counters = transmitter_->track(t);
+    wire::SenderReport sr;
+    sr.ssrc = track.ssrc;
+    sr.ntp_timestamp = ntp;
+    sr.rtp_timestamp =
+        track.timestamp_offset +
+        static_cast<std::uint32_t>(
+            static_cast<std::uint64_t>(std::max<std::int64_t>(0, media_now)) * clock / 1'000'000);
+    sr.packet_count = static_cast<std::uint32_t>(counters.packets);
+    sr.octet_count = static_cast<std::uint32_t>(counters.octets);
+    auto n = wire::write_sender_report_compound(room, sr, transmitter_->config().cname);
+    if (!n) continue;
+    std::size_t len = *n;
+    if (bye) {
+      auto b = wire::write_bye(room.subspan(len), track.ssrc);
+      if (!b) continue;
+      len += *b;
+    }
+    if (rtcp_out_) {
+      const net::SrtpResult r = rtcp_out_->protect_rtcp(buf, len);
+      if (!r) {
+        ++stats_.rtcp_protect_errors;
+        continue;
+      }
+      len = r.length;
+    }
+    if (socket_.send(std::span<const std::uint8_t>(buf.data(), len), *track.rtcp_destination)) {
+      ++sent;
+    }
+  }
+  return sent;
 }
 
 void StreamSession::check_missing_reports(std::uint64_t now_us) {

@@ -21,14 +21,20 @@ class BlockTraceCsv {
 
   /// Writes one row.
   void write(const BlockTrace& t);
+  /// Hands everything written so far to the OS.
+  void flush();
+  /// Closes the file and opens `path` again for appending (after a log rotation moved it);
+  /// a new file gets the header line. Keeps the old file on failure.
+  core::Status reopen();
   /// The header line, without newline.
   static const char* header();
   /// One row, without newline.
   static std::string format(const BlockTrace& t);
 
  private:
-  explicit BlockTraceCsv(std::FILE* f) : file_(f) {}
+  BlockTraceCsv(std::FILE* f, std::string path) : file_(f), path_(std::move(path)) {}
   std::FILE* file_;
+  std::string path_;
 };
 
 }  // namespace predrop::server

@@ -99,6 +99,7 @@ struct ServerStats {
   std::uint64_t rtcp_datagrams = 0;
   std::uint64_t rtcp_unknown_source = 0;
   std::uint64_t rtp_port_datagrams = 0;  ///< NAT-punch packets and strays on the RTP port.
+  std::uint64_t rtcp_byes_sent = 0;      ///< BYE compounds sent when stopping.
 };
 
 /// The streaming server. Construct, start(), run the loop.
@@ -117,7 +118,8 @@ class StreamServer {
 
   /// Binds the sockets, starts the push sessions and the timers. Throws std::runtime_error.
   void start();
-  /// Stops listening, tears every session down and closes every handle.
+  /// Stops listening, sends RTCP BYE for every session that was started, tears every session
+  /// down and closes every handle. Idempotent.
   void stop();
 
   /// The RTSP address actually bound.

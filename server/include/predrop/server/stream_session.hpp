@@ -81,7 +81,8 @@ struct SessionStats {
   std::uint64_t reports = 0;
   std::uint64_t reports_rejected = 0;
   std::uint64_t reports_missing = 0;
-  std::uint64_t rtcp_errors = 0;  ///< SRTCP failures and malformed RTCP.
+  std::uint64_t rtcp_errors = 0;          ///< SRTCP failures and malformed RTCP.
+  std::uint64_t rtcp_protect_errors = 0;  ///< SR/BYE that SRTCP failed to protect (not sent).
   std::uint64_t receiver_reports = 0;
   std::uint8_t last_fraction_lost = 0;  ///< From the client's last RR report block.
   std::uint32_t last_jitter = 0;
@@ -112,11 +113,16 @@ class StreamSession {
   /// Handles one RTCP datagram from the client (SRTCP if the session is protected); `buffer`
   /// has room for in-place decryption.
   void on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std::uint64_t now_us);
+  /// Says goodbye (RFC 3550 §6.6): an SR + SDES + BYE compound per track to the client's RTCP
+  /// port, then sends nothing more. For a server that shuts down. Returns compounds sent.
+  std::size_t send_bye(std::uint64_t now_us);
 
   const std::string& id() const { return config_.id; }
   bool playing() const { return playing_; }
-  /// True once every stage was sent (never with loop and max_stages 0).
+  /// True once every stage was sent (never with loop and max_stages 0), or after send_bye().
   bool finished() const { return finished_; }
+  /// True once send_bye() said goodbye.
+  bool said_bye() const { return bye_sent_; }
   /// RTP-Info values for PLAY: per track, the next sequence number and its RTP timestamp.
   std::uint16_t next_sequence(std::size_t track) const;
   std::uint32_t rtp_timestamp_at_start(std::size_t track) const;
@@ -145,6 +151,9 @@ class StreamSession {
   void handle_report(const wire::PdfbFeedback& feedback);
   void check_missing_reports(std::uint64_t now_us);
   void send_sender_reports(std::uint64_t now_us);
+  // One SR + SDES CNAME compound per track with an RTCP destination, with BYE appended if
+  // `bye`, protected with rtcp_out_. Returns compounds sent.
+  std::size_t send_rtcp(std::uint64_t now_us, bool bye);
   StageRecord* record(std::uint32_t stage);
   void emit(const StageRecord& r, bool reported, const core::StageReport& report,
             const core::Decision& d);
@@ -156,8 +165,13 @@ class StreamSession {
   StreamSessionConfig config_;
   std::unique_ptr<core::RateController> controller_;
   OnBlock on_block_;
+  net::UdpEndpoint& socket_;
   std::unique_ptr<chain::StageTransmitter> transmitter_;
   std::optional<net::SrtpSession> rtcp_in_;
+  // The session's own SRTCP sender (SR and BYE). The transmitter's SRTP session protects RTP
+  // only; SRTCP has an index space of its own, so a second outbound session with the same key
+  // never reuses an index, and it lets the session add BYE, which the transmitter cannot.
+  std::optional<net::SrtpSession> rtcp_out_;
   std::vector<int> track_of_stream_;           // media stream -> track index, -1 = not set up
   std::vector<std::uint32_t> loop_timestamp_;  // per track: RTP ticks per file loop
   // When the client set up only some streams, the session keeps its own packet list: indices
@@ -172,6 +186,7 @@ class StreamSession {
 
   bool playing_ = false;
   bool finished_ = false;
+  bool bye_sent_ = false;
   std::uint64_t play_start_us_ = 0;  // monotonic time of media time 0 of loop 0
   std::uint32_t stage_ = 0;
   std::uint32_t block_ = 0;
