@@ -141,6 +141,12 @@ class DdlRelay::Impl {
     guarded("datagram", [&] { on_datagram(d, from, clock_.now_us()); });
   }
 
+  void inject(std::span<const std::uint8_t> d, const net::SocketAddress& from) {
+    if (socket_) datagram(d, from);
+  }
+
+  std::uint64_t job_nonce() const { return job_nonce_; }
+
  private:
   // ---- the exception boundary ----
 
@@ -650,6 +656,15 @@ const DdlRelayStats& DdlRelay::stats() const {
 
 void DdlRelay::poll() {
   impl_->poll();
+}
+
+void DdlRelay::inject_datagram(std::span<const std::uint8_t> datagram,
+                               const net::SocketAddress& from) {
+  impl_->inject(datagram, from);
+}
+
+std::uint64_t DdlRelay::job_nonce() const {
+  return impl_->job_nonce();
 }
 
 }  // namespace predrop::ddl

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora of fuzz_chunk, fuzz_idx and fuzz_ddl_control (tests/fuzz/corpus/<name>/).
+"""Writes the seed corpora of fuzz_chunk, fuzz_idx, fuzz_ddl_control and fuzz_ddl_relay
+(tests/fuzz/corpus/<name>/).
 
 Run from anywhere: python3 tests/ddl/make_fuzz_seeds.py. Deterministic output."""
 import gzip
@@ -128,7 +129,77 @@ def control_seeds():
     write("fuzz_ddl_control", files)
 
 
+# fuzz_ddl_relay scripts (the record layout is in tests/ddl/fuzz_ddl_relay.cpp).
+def header(flags, chunk_byte, max_word):
+    return struct.pack(">BBH", flags, chunk_byte, max_word)
+
+
+def join(peer, rank=0xFF, tensor=60, seed=7, nonce=0, other_ssrc=0):
+    return struct.pack(">BBBHBBB", 0, peer, rank, tensor, seed, nonce, other_ssrc)
+
+
+def chunks(peer, delta, first, n, announced=0, mode=0, value=16):
+    return struct.pack(">BBbBBBBB", 1, peer, delta, first, n, announced, mode, value)
+
+
+def stage(peer, value=16):
+    return struct.pack(">BBB", 2, peer, value)
+
+
+def report(peer, back=0, period=1500, received=6, announced=6, perf=0.01, flags=1):
+    return struct.pack(">BBBIHHdB", 3, peer, back, period, received, announced, perf, flags)
+
+
+def bye(peer):
+    return struct.pack(">BB", 4, peer)
+
+
+def raw(peer, data):
+    return struct.pack(">BBB", 5, peer, len(data)) + data
+
+
+def advance(ms):
+    return struct.pack(">BBH", 6, 0, ms)
+
+
+def tamper(peer, pos):
+    return struct.pack(">BBB", 7, peer, pos)
+
+
+def relay_seeds():
+    # chunk byte 9: 10 values per chunk; max word 99: at most 100 elements; tensor 60: 6 chunks.
+    two = header(0x01, 9, 99)
+    files = {}
+    s = two + join(0, nonce=1) + join(0) + join(1)
+    for _ in range(3):
+        s += stage(0) + stage(1) + report(0) + report(1)
+    files["two_workers_three_stages"] = s + bye(0) + bye(1)
+    # AES-GCM, paced, basic rule: rank 1 goes silent after stage 0, stages close at the 50 ms
+    # deadline, then it is evicted (3 missed stages and 1 s of silence).
+    s = header(0x35, 9, 99) + join(0) + join(1) + stage(0) + stage(1)
+    for _ in range(4):
+        s += stage(0) + advance(60) + report(0, period=60000)
+    files["gcm_paced_deadline_evict"] = s + advance(1100) + stage(0) + advance(60) + stage(0)
+    # One worker: a join of 2^32 - 1 elements is refused, then a sane one starts the job.
+    files["huge_tensor_then_sane"] = header(0x00, 9, 99) + join(0, tensor=0xFFFF) + join(0) + \
+        stage(0) + stage(0) + report(0)
+    # Peer 6 is peer 0's address with another SSRC; tampered and raw datagrams.
+    s = two + join(0) + join(6) + join(1) + stage(6) + stage(0) + stage(1) + tamper(0, 30)
+    s += raw(0, bytes([0x80, 0xC9, 0, 1, 0, 1, 0, 0])) + raw(1, bytes(range(40)))
+    files["foreign_ssrc_tamper_raw"] = s + chunks(1, 0, 0, 8, mode=3) + chunks(0, 5, 2, 3)
+    # Nonces of another job and none; then the right one; a BYE before the start frees the rank.
+    s = two + join(0, nonce=2) + join(0, nonce=1) + join(0, rank=1) + bye(0) + join(2, rank=1)
+    files["nonces_and_leave_before_start"] = s + join(3, rank=0) + stage(2) + stage(3)
+    # Mismatched tensors and seeds, out-of-range ranks, misaligned chunks, adaptive deadline.
+    s = header(0x0B, 3, 63) + join(0, tensor=40) + join(1, tensor=41) + join(2, seed=8)
+    s += join(3, rank=7) + join(4, rank=0) + join(5) + join(2) + join(1, tensor=40)
+    s += stage(0) + chunks(1, 0, 0, 5, mode=1) + chunks(2, 0, 0, 5, mode=2) + advance(2000)
+    files["admission_refusals_adaptive"] = s + stage(0) + stage(1) + advance(30) + bye(0)
+    write("fuzz_ddl_relay", files)
+
+
 if __name__ == "__main__":
     chunk_seeds()
     idx_seeds()
     control_seeds()
+    relay_seeds()

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "predrop/config/config.hpp"
@@ -179,6 +180,12 @@ class DdlRelay {
   /// they fire: peer timeouts, and the stage deadline (judged at once, without the timer's 1 ms
   /// grace for queued I/O). For tests that advance a FakeClock after the loop went idle.
   void poll();
+  /// Handles `datagram` as if the socket had just received it from `from` (the same path and
+  /// exception boundary); replies go out on the socket. For fuzz_ddl_relay and tests; start()
+  /// must have succeeded.
+  void inject_datagram(std::span<const std::uint8_t> datagram, const net::SocketAddress& from);
+  /// This job's nonce (tests and fuzz_ddl_relay; it is no secret: every PDJA carries it).
+  std::uint64_t job_nonce() const;
 
  private:
   class Impl;
