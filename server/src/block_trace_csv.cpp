@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "predrop/core/log.hpp"
+
 namespace predrop::server {
 
 core::Result<std::unique_ptr<BlockTraceCsv>> BlockTraceCsv::open(const std::string& path) {
@@ -10,12 +12,20 @@ core::Result<std::unique_ptr<BlockTraceCsv>> BlockTraceCsv::open(const std::stri
   if (f == nullptr) {
     return core::make_error("cannot write trace " + path + ": " + std::strerror(errno));
   }
-  std::fprintf(f, "%s\n", header());
-  std::fflush(f);
-  return std::unique_ptr<BlockTraceCsv>(new BlockTraceCsv(f, path));
+  std::unique_ptr<BlockTraceCsv> t(new BlockTraceCsv(f, path));
+  t->buffer_.append(header()).append("\n");
+  t->flush();
+  return t;
+}
+
+BlockTraceCsv::BlockTraceCsv(std::FILE* f, std::string path) : file_(f), path_(std::move(path)) {
+  // Our own buffer decides when the disk is touched; stdio's would only split the writes.
+  std::setvbuf(file_, nullptr, _IONBF, 0);
+  buffer_.reserve(kFlushBytes + 1024);
 }
 
 BlockTraceCsv::~BlockTraceCsv() {
+  flush();
   std::fclose(file_);
 }
 
@@ -39,25 +49,52 @@ std::string BlockTraceCsv::format(const BlockTrace& t) {
 }
 
 void BlockTraceCsv::write(const BlockTrace& t) {
-  std::fprintf(file_, "%s\n", format(t).c_str());
-  std::fflush(file_);
+  buffer_.append(format(t)).append("\n");
+  ++buffered_rows_;
+  ++stats_.rows;
+  if (buffer_.size() >= kFlushBytes) flush();
 }
 
 void BlockTraceCsv::flush() {
-  std::fflush(file_);
+  if (buffer_.empty()) return;
+  ++stats_.flushes;
+  errno = 0;
+  const std::size_t n = std::fwrite(buffer_.data(), 1, buffer_.size(), file_);
+  if (n != buffer_.size() || std::fflush(file_) != 0) {
+    failed(errno);
+    std::clearerr(file_);
+  } else {
+    stats_.rows_written += buffered_rows_;
+  }
+  // Dropped on failure too: a full disk must not make the buffer grow without bound.
+  buffer_.clear();
+  buffered_rows_ = 0;
+}
+
+void BlockTraceCsv::failed(int error) {
+  ++stats_.write_errors;
+  stats_.rows_lost += buffered_rows_;
+  if (stats_.write_errors == 1) {
+    core::log(core::LogLevel::kWarn, "trace",
+              "writing %s failed: %s; %llu rows lost. Further failures are only counted "
+              "(predrop_trace_write_errors_total)",
+              path_.c_str(), error != 0 ? std::strerror(error) : "short write",
+              static_cast<unsigned long long>(buffered_rows_));
+  }
 }
 
 core::Status BlockTraceCsv::reopen() {
-  std::fflush(file_);
+  flush();
   std::FILE* f = std::fopen(path_.c_str(), "a");
   if (f == nullptr) {
     return core::make_error("cannot reopen trace " + path_ + ": " + std::strerror(errno));
   }
   std::fclose(file_);
   file_ = f;
+  std::setvbuf(file_, nullptr, _IONBF, 0);
   if (std::fseek(f, 0, SEEK_END) == 0 && std::ftell(f) == 0) {
-    std::fprintf(f, "%s\n", header());
-    std::fflush(f);
+    buffer_.append(header()).append("\n");
+    flush();
   }
   return core::Ok{};
 }

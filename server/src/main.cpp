@@ -63,8 +63,9 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
       return 2;
     }
     try {
-      metrics = std::make_unique<server::MetricsEndpoint>(
-          loop, *addr, [&srv, &metrics] { return server::render_metrics(srv, {metrics.get()}); });
+      metrics = std::make_unique<server::MetricsEndpoint>(loop, *addr, [&srv, &metrics, &trace] {
+        return server::render_metrics(srv, {metrics.get(), trace.get()});
+      });
       core::log(core::LogLevel::kInfo, "server", "metrics at http://%s/metrics",
                 metrics->address().to_string().c_str());
     } catch (const std::exception& e) {
@@ -105,6 +106,12 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
     }
   });
   hangup.keep_loop_alive(false);
+  // The trace is buffered: written once a second (and on SIGTERM and at exit), not per row.
+  net::Timer trace_flush(loop, [&trace] {
+    if (trace) trace->flush();
+  });
+  trace_flush.start(1000, 1000);
+  trace_flush.keep_loop_alive(false);
   loop.run();
   srv.stop();
   metrics.reset();

@@ -174,6 +174,13 @@ std::string render_metrics(const StreamServer& server, const MetricsSources& mor
   counter("predrop_rtcp_datagrams_total", "RTCP datagrams received.", s.rtcp_datagrams);
   counter("predrop_rtcp_unknown_source_total", "RTCP from no known session.",
           s.rtcp_unknown_source);
+  if (more.trace != nullptr) {
+    const TraceStats& t = more.trace->stats();
+    counter("predrop_trace_write_errors_total",
+            "Failed writes of the block trace CSV (disk full, I/O error).", t.write_errors);
+    counter("predrop_trace_rows_lost_total", "Block trace rows lost to failed writes.",
+            t.rows_lost);
+  }
   if (more.endpoint != nullptr) {
     const MetricsEndpointStats& m = more.endpoint->stats();
     counter("predrop_metrics_connections_refused_total",

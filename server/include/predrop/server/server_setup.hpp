@@ -9,6 +9,7 @@
 #include "predrop/config/config.hpp"
 #include "predrop/core/policy_factory.hpp"
 #include "predrop/core/result.hpp"
+#include "predrop/server/block_trace_csv.hpp"
 #include "predrop/server/metrics_endpoint.hpp"
 #include "predrop/server/stream_server.hpp"
 
@@ -42,6 +43,7 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
 /// Parts of the process beside the StreamServer whose counters /metrics shows (null = absent).
 struct MetricsSources {
   const MetricsEndpoint* endpoint = nullptr;
+  const BlockTraceCsv* trace = nullptr;
 };
 
 /// Prometheus text exposition of the server's and its sessions' state.
