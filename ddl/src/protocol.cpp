@@ -348,6 +348,23 @@ JobKey generate_job_key(std::optional<wire::SrtpSuite> suite) {
   return k;
 }
 
+std::uint32_t generate_ssrc() {
+  std::random_device rd;
+  std::uint32_t v = 0;
+  while (v == 0)
+    v = rd();
+  return v;
+}
+
+DeadlineConfig stage_deadline_config(std::uint32_t ms) {
+  if (ms == 0) {
+    DeadlineConfig c;
+    c.min_deadline_us = kAdaptiveDeadlineFloorUs;
+    return c;
+  }
+  return DeadlineConfig::fixed(std::uint64_t{ms} * 1000);
+}
+
 std::uint64_t generate_nonce() {
   // std::random_device reads getrandom(2) on Linux (libstdc++), one 32-bit draw each.
   std::random_device rd;

@@ -71,7 +71,7 @@ class DdlRelay::Impl {
         clock_(clock),
         o_(validated(std::move(o))),
         listener_(listener),
-        control_ssrc_(random_nonzero_u32()),
+        control_ssrc_(generate_ssrc()),
         job_nonce_(generate_nonce()),
         members_(o_.workers),
         stages_(o_.stage_deadline_ms) {

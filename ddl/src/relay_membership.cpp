@@ -87,7 +87,7 @@ std::uint32_t RelayMembership::new_downlink_ssrc(std::uint32_t worker_ssrc,
                                                  std::uint32_t control_ssrc) const {
   std::uint32_t s = 0;
   do {
-    s = random_nonzero_u32();
+    s = generate_ssrc();
   } while (s == control_ssrc || s == worker_ssrc || ssrc_in_use(s));
   return s;
 }

@@ -1,21 +1,12 @@
 #include "relay_peer.hpp"
 
 #include <optional>
-#include <random>
 #include <utility>
 
 #include "predrop/ddl/chunk.hpp"
 #include "predrop/net/srtp_session.hpp"
 
 namespace predrop::ddl {
-
-std::uint32_t random_nonzero_u32() {
-  std::random_device rd;
-  std::uint32_t v = 0;
-  while (v == 0)
-    v = rd();
-  return v;
-}
 
 std::unique_ptr<RelayPeer> make_relay_peer(const RelayPeerSettings& s, net::UdpEndpoint& socket,
                                            std::uint16_t rank, std::uint32_t ssrc,

@@ -28,8 +28,6 @@ namespace predrop::ddl {
 
 /// Stages of sending records kept per worker, for reports that come late.
 inline constexpr std::size_t kPlanRing = 64;
-/// RTP payload type of tensor chunks (dynamic range; both ends use it).
-inline constexpr std::uint8_t kChunkPayloadType = 96;
 
 /// What the relay sent one worker in one stage, kept until its report comes or is missing.
 struct PlanRecord {
@@ -78,9 +76,6 @@ struct RelayPeerSettings {
 /// Called for every RTP packet of a peer that passed its ingress chain.
 using PeerPacketHandler =
     std::function<void(RelayPeer& peer, const wire::RtpPacketView& packet, std::uint64_t arrival)>;
-
-/// A random non-zero 32-bit value (SSRCs).
-std::uint32_t random_nonzero_u32();
 
 /// Builds a peer with its chains: ingress (SRTP in, RTP, meter) delivering to `on_packet`, egress
 /// towards `from` on `socket` with discard seed `discard_seed + rank`, and a fresh controller.

@@ -6,17 +6,8 @@
 
 namespace predrop::ddl {
 
-DeadlineConfig relay_deadline_config(std::optional<std::uint32_t> ms) {
-  if (!ms) {
-    DeadlineConfig c;
-    c.min_deadline_us = kAdaptiveDeadlineFloorUs;
-    return c;
-  }
-  return DeadlineConfig::fixed(std::uint64_t{*ms} * 1000);
-}
-
 RelayStageControl::RelayStageControl(std::optional<std::uint32_t> deadline_ms)
-    : deadline_(relay_deadline_config(deadline_ms)) {}
+    : deadline_(stage_deadline_config(deadline_ms.value_or(0))) {}
 
 void RelayStageControl::attach_timer(net::EventLoop& loop, std::function<void()> on_timer) {
   timer_ = std::make_unique<net::Timer>(loop, [this, on_timer = std::move(on_timer)] {

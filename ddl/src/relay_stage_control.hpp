@@ -26,9 +26,6 @@
 
 namespace predrop::ddl {
 
-/// The relay's deadline rule: a fixed D of `ms`, or the adaptive rule with the 25 ms floor.
-DeadlineConfig relay_deadline_config(std::optional<std::uint32_t> ms);
-
 /// The stage receiver over the live workers, and its deadline timer.
 class RelayStageControl {
  public:

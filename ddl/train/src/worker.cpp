@@ -5,7 +5,6 @@
 #include <array>
 #include <cmath>
 #include <numeric>
-#include <random>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "predrop/ddl/aggregator.hpp"
 #include "predrop/ddl/callback_boundary.hpp"
 #include "predrop/ddl/chunk.hpp"
+#include "predrop/ddl/control_channel.hpp"
 #include "predrop/ddl/importance.hpp"
 #include "predrop/ddl/stage_receiver.hpp"
 #include "predrop/ddl/train/mlp.hpp"
@@ -38,24 +38,6 @@ constexpr std::uint64_t kJoinRetryUs = 250'000;
 constexpr std::uint64_t kNoChunkSlackUs = 5'000;
 // Egress reports kept while waiting for their P or their relay report.
 constexpr std::size_t kEgressRing = 16;
-constexpr std::uint8_t kPayloadType = 96;
-
-std::uint32_t random_ssrc() {
-  std::random_device rd;
-  std::uint32_t v = 0;
-  while (v == 0)
-    v = rd();
-  return v;
-}
-
-ddl::DeadlineConfig deadline_config(std::uint32_t stage_deadline_ms) {
-  if (stage_deadline_ms == 0) {
-    ddl::DeadlineConfig c;
-    c.min_deadline_us = ddl::kAdaptiveDeadlineFloorUs;
-    return c;
-  }
-  return ddl::DeadlineConfig::fixed(std::uint64_t{stage_deadline_ms} * 1000);
-}
 
 }  // namespace
 
@@ -83,7 +65,7 @@ class DdlWorker::Impl {
         on_done_(std::move(on_done)),
         net_(ddl::train::MlpShape{}, o_.seed),
         sgd_(ddl::train::SgdConfig{o_.learning_rate, o_.momentum, 0.0f}, net_.parameter_count()),
-        ssrc_(random_ssrc()),
+        ssrc_(ddl::generate_ssrc()),
         worker_nonce_(ddl::generate_nonce()) {
     if (!data_) throw std::invalid_argument("ddl worker: no data set");
     if (data_->train.features != net_.shape().inputs || data_->test.features != net_.shape().inputs)
@@ -113,10 +95,7 @@ class DdlWorker::Impl {
   ~Impl() { close_handles(); }
 
   core::Status start() {
-    if (o_.key.suite) {
-      control_out_.emplace(net::SrtpDirection::Outbound, *o_.key.suite, o_.key.key);
-      control_in_.emplace(net::SrtpDirection::Inbound, *o_.key.suite, o_.key.key);
-    }
+    control_ = std::make_unique<ddl::ControlChannel>(o_.key);
     net::UdpOptions uo;
     uo.recv_buffer_bytes = o_.socket_buffer_bytes;
     uo.send_buffer_bytes = o_.socket_buffer_bytes;
@@ -220,9 +199,8 @@ class DdlWorker::Impl {
   }
 
   void on_control(std::span<const std::uint8_t> data, std::uint64_t t) {
-    if (data.size() > control_buf_.size() - net::kSrtpMaxTrailer) return;
-    std::copy(data.begin(), data.end(), control_buf_.begin());
-    auto m = ddl::decode_control(control_buf_, data.size(), control_in_ ? &*control_in_ : nullptr);
+    if (!ddl::ControlChannel::fits(data.size())) return;
+    auto m = control_->decode(data);
     if (!m) {
       ++control_errors_;
       return;
@@ -264,10 +242,7 @@ class DdlWorker::Impl {
   }
 
   void send_control(const ddl::ControlMessage& m) {
-    if (!socket_) return;
-    auto n = ddl::encode_control(control_buf_, m, control_out_ ? &*control_out_ : nullptr);
-    if (!n) return;
-    socket_->send(std::span<const std::uint8_t>(control_buf_.data(), *n), o_.relay);
+    if (socket_ && control_) control_->send(*socket_, m, o_.relay);
   }
 
   void on_join_timer() { check_join(clock_.now_us()); }
@@ -406,7 +381,8 @@ class DdlWorker::Impl {
           on_aggregate_packet(v, arrival);
         },
         [this](const core::StageMeasurement& m) { measurements_[m.stage % 4] = m; });
-    ddl_rx_ = std::make_unique<ddl::StageReceiver>(plan_, 1, deadline_config(a.stage_deadline_ms));
+    ddl_rx_ = std::make_unique<ddl::StageReceiver>(plan_, 1,
+                                                   ddl::stage_deadline_config(a.stage_deadline_ms));
     received_.assign(plan_.size(), 0);
 
     // Uplink: one track to the relay; payloads are re-encoded in place every stage.
@@ -416,7 +392,8 @@ class DdlWorker::Impl {
     importance_.assign(plan_.size(), 0);
     chain::TransmitterConfig tc;
     tc.max_payload_size = payload_size_;
-    tc.tracks.push_back(chain::TrackConfig{ssrc_, kPayloadType, 0, 0, o_.relay, std::nullopt});
+    tc.tracks.push_back(
+        chain::TrackConfig{ssrc_, ddl::kChunkPayloadType, 0, 0, o_.relay, std::nullopt});
     std::optional<net::SrtpSession> out;
     if (o_.key.suite) out.emplace(net::SrtpDirection::Outbound, *o_.key.suite, o_.key.key);
     tx_ = std::make_unique<chain::StageTransmitter>(
@@ -761,8 +738,7 @@ class DdlWorker::Impl {
   // Network.
   std::unique_ptr<net::UdpEndpoint> socket_;
   std::unique_ptr<net::Timer> join_timer_, stage_timer_, pace_timer_;
-  std::optional<net::SrtpSession> control_out_, control_in_;
-  std::array<std::uint8_t, ddl::kMaxControlDatagram> control_buf_{};
+  std::unique_ptr<ddl::ControlChannel> control_;
   std::unique_ptr<chain::StageReceiver> rx_;
   std::unique_ptr<ddl::StageReceiver> ddl_rx_;
   std::unique_ptr<chain::StageTransmitter> tx_;

@@ -70,6 +70,7 @@
 #include <string_view>
 
 #include "predrop/core/result.hpp"
+#include "predrop/ddl/stage_receiver.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/wire/rtcp.hpp"
 #include "predrop/wire/sdes_key.hpp"
@@ -202,12 +203,22 @@ JobKey generate_job_key(std::optional<wire::SrtpSuite> suite);
 /// A fresh random non-zero nonce (the OS's random source), for a job or a worker.
 std::uint64_t generate_nonce();
 
+/// A fresh random non-zero SSRC (RFC 3550 §8.1; the relay also refuses collisions).
+std::uint32_t generate_ssrc();
+
+/// RTP payload type of tensor chunks on both ends (dynamic range).
+inline constexpr std::uint8_t kChunkPayloadType = 96;
+
 /// The adaptive stage deadline both ends use (docs/ddl-mode.md): ddl::DeadlineConfig's rule
 /// (D = 2 x median reception period, clamped), with a floor of 25 ms instead of 5 ms. Stages on
 /// loopback take a few ms, and on a shared machine a worker or the relay is routinely preempted
 /// for longer than 2 x that; a 5 ms floor turned such hiccups into deadline closes and late
 /// chunks. 25 ms is a few scheduler time slices.
 inline constexpr std::uint64_t kAdaptiveDeadlineFloorUs = 25'000;
+
+/// The stage deadline both ends run for a PDJA stage deadline of `ms`: fixed, or for 0 the
+/// adaptive rule with the kAdaptiveDeadlineFloorUs floor.
+DeadlineConfig stage_deadline_config(std::uint32_t ms);
 
 /// Name of the environment variable both programs read the job key from.
 inline constexpr const char* kKeyEnvironment = "PREDROP_DDL_KEY";
