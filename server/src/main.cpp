@@ -24,6 +24,21 @@ using namespace predrop;
 
 namespace {
 
+// SIGHUP does not end the server (a closed terminal or a log rotation sends it): the trace file
+// is reopened, so that a rotated trace continues in a new file.
+void reopen_trace(server::BlockTraceCsv* trace, const config::ServerConfig& config) {
+  if (trace == nullptr) {
+    core::log(core::LogLevel::kInfo, "server", "SIGHUP: ignored (no trace file to reopen)");
+    return;
+  }
+  if (auto st = trace->reopen(); !st) {
+    core::log(core::LogLevel::kWarn, "server", "SIGHUP: %s", st.error().message.c_str());
+  } else {
+    core::log(core::LogLevel::kInfo, "server", "SIGHUP: trace %s reopened",
+              config.server.trace_csv.c_str());
+  }
+}
+
 int run_stream(const config::ServerConfig& config, const server::CliOverrides& cli) {
   auto options = server::make_stream_options(config, cli);
   if (!options) {
@@ -79,31 +94,23 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
   }
   core::log(core::LogLevel::kInfo, "server", "RTP/RTCP ports %u/%u, SRTP %s, policy %s",
             srv.rtp_port(), srv.rtp_port() + 1,
-            std::string(config::to_string(config.server.srtp)).c_str(),
+            std::string(config::srtp_name(config.server.srtp)).c_str(),
             config.control.policy.c_str());
+  // Every callback of the program runs inside the server's exception boundary.
+  server::CallbackGuard& guard = srv.callback_guard();
   // SIGTERM/SIGINT: an orderly end. Every client gets an RTCP BYE (in srv.stop()), the trace
   // is flushed, and run() returns after this loop iteration, so the process exits 0 at once.
   net::SignalWatcher signals(loop, {SIGINT, SIGTERM}, [&](int signum) {
     core::log(core::LogLevel::kInfo, "server", "signal %d (%s): shutting down", signum,
               signum == SIGTERM ? "SIGTERM" : "SIGINT");
-    srv.stop();
-    metrics.reset();
+    guard.run(server::CallbackKind::kTimer, [&] { srv.stop(); });
+    guard.run(server::CallbackKind::kTimer, [&] { metrics.reset(); });
     if (trace) trace->flush();
     loop.stop();
   });
-  // SIGHUP does not end the server (a closed terminal or a log rotation sends it): the trace
-  // file is reopened, so that a rotated trace continues in a new file.
+  // SIGHUP: the trace is reopened (reopen_trace()), the server goes on.
   net::SignalWatcher hangup(loop, {SIGHUP}, [&](int) {
-    if (!trace) {
-      core::log(core::LogLevel::kInfo, "server", "SIGHUP: ignored (no trace file to reopen)");
-      return;
-    }
-    if (auto st = trace->reopen(); !st) {
-      core::log(core::LogLevel::kWarn, "server", "SIGHUP: %s", st.error().message.c_str());
-    } else {
-      core::log(core::LogLevel::kInfo, "server", "SIGHUP: trace %s reopened",
-                config.server.trace_csv.c_str());
-    }
+    guard.run(server::CallbackKind::kTimer, [&] { reopen_trace(trace.get(), config); });
   });
   hangup.keep_loop_alive(false);
   // The trace is buffered: written once a second (and on SIGTERM and at exit), not per row.

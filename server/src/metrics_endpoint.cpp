@@ -15,12 +15,14 @@ MetricsEndpoint::MetricsEndpoint(net::EventLoop& loop, const net::SocketAddress&
                                  std::function<std::string()> render,
                                  MetricsEndpointOptions options, const net::Clock& clock)
     : clock_(clock), options_(options), render_(std::move(render)) {
-  auto l = net::TcpListener::listen(
-      loop, listen, [this](std::unique_ptr<net::TcpConnection> c) { on_accept(std::move(c)); });
+  auto l = net::TcpListener::listen(loop, listen, [this](std::unique_ptr<net::TcpConnection> c) {
+    guard_.run(CallbackKind::kMetrics, [&] { on_accept(std::move(c)); });
+  });
   if (!l)
     throw std::runtime_error("metrics listen on " + listen.to_string() + ": " + l.error().message);
   listener_ = std::move(l.value());
-  deadline_timer_ = std::make_unique<net::Timer>(loop, [this] { run_housekeeping(); });
+  deadline_timer_ = std::make_unique<net::Timer>(
+      loop, [this] { guard_.run(CallbackKind::kMetrics, [&] { run_housekeeping(); }); });
   deadline_timer_->start(250, 250);
   deadline_timer_->keep_loop_alive(false);
 }
@@ -44,7 +46,11 @@ void MetricsEndpoint::on_accept(std::unique_ptr<net::TcpConnection> c) {
   }
   ++stats_.accepted;
   const std::uint64_t id = ++ids_;
-  auto on_data = [this, id](std::span<const std::uint8_t> data) { this->on_data(id, data); };
+  auto on_data = [this, id](std::span<const std::uint8_t> data) {
+    if (guard_.run(CallbackKind::kMetrics, [&] { this->on_data(id, data); })) return;
+    // Only this connection goes (TcpConnection may be destroyed inside its callback).
+    open_.erase(id);
+  };
   auto done = [this, id](const core::Status&) { open_.erase(id); };
   if (!c->start(on_data, done)) return;
   Client client;
@@ -76,17 +82,16 @@ void MetricsEndpoint::on_data(std::uint64_t id, std::span<const std::uint8_t> da
     return;
   }
   c.answered = true;
+  std::string body;
   std::string reply;
-  try {
-    const std::string body = render_();
+  if (guard_.run(CallbackKind::kMetrics, [&] { body = render_(); })) {
     reply =
         "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
         "Content-Length: " +
         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
     ++stats_.answered;
-  } catch (...) {
-    // No exception leaves a loop callback: this client gets a 500, the endpoint goes on.
-    ++stats_.exceptions;
+  } else {
+    // The renderer threw (counted and logged by the guard): this client gets a 500.
     reply = "HTTP/1.0 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
   }
   (void)c.tcp->write(std::move(reply));

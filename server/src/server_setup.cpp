@@ -35,12 +35,12 @@ core::Status apply_overrides(config::ServerConfig& c, const CliOverrides& cli) {
   if (cli.fixed_rate) c.control.fixed_rate = *cli.fixed_rate;
   if (!cli.srtp.empty()) {
     bool found = false;
-    for (auto s : {config::SrtpSuite::kAesCm128HmacSha1_80, config::SrtpSuite::kAesCm128HmacSha1_32,
-                   config::SrtpSuite::kAeadAes128Gcm, config::SrtpSuite::kNone}) {
-      if (cli.srtp == to_string(s)) {
-        c.server.srtp = s;
-        found = true;
-      }
+    if (cli.srtp == "none") {
+      c.server.srtp.reset();
+      found = true;
+    } else if (auto s = wire::suite_from_name(cli.srtp)) {
+      c.server.srtp = *s;
+      found = true;
     }
     if (!found) return core::make_error("--srtp: unknown suite '" + cli.srtp + "'");
   }
@@ -73,7 +73,7 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
   o.rtsp_listen = *listen;
   o.bind_ip = listen->is_v4() ? "0.0.0.0" : "::";
   if (cli.rtp_port) o.rtp_port = *cli.rtp_port;
-  o.srtp = config::to_wire_suite(c.server.srtp);
+  o.srtp = c.server.srtp;
   auto policy = config::make_policy_config(c.control);
   if (!policy) return core::make_error("control: " + policy.error().message);
   o.policy = *policy;
@@ -81,17 +81,7 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
   if (!(o.player_rate >= 0.0 && o.player_rate <= 1.0)) {
     return core::make_error("--player-rate must be in [0, 1]");
   }
-  switch (c.discard.policy) {
-    case config::DiscardPolicyName::kUniform:
-      o.discard = core::DiscardPolicy::kUniform;
-      break;
-    case config::DiscardPolicyName::kRandom:
-      o.discard = core::DiscardPolicy::kRandom;
-      break;
-    case config::DiscardPolicyName::kPriority:
-      o.discard = core::DiscardPolicy::kPriority;
-      break;
-  }
+  o.discard = c.discard.policy;
   o.discard_seed = c.discard.seed;
   o.paced = c.blocks.pacing == config::Pacing::kPaced;
   o.loop = cli.loop;
@@ -187,6 +177,25 @@ std::string render_metrics(const StreamServer& server, const MetricsSources& mor
             "Metrics connections closed at accept (connection limit).", m.refused);
     counter("predrop_metrics_requests_timed_out_total",
             "Metrics connections whose request was not complete by the deadline.", m.timed_out);
+  }
+  counter("predrop_sessions_closed_by_exception_total",
+          "Sessions ended because their pacing or RTCP handler threw.",
+          s.sessions_closed_by_exception);
+  counter("predrop_connections_closed_by_exception_total",
+          "RTSP connections closed because a handler threw while serving them.",
+          s.connections_closed_by_exception);
+  out +=
+      "# HELP predrop_callback_exceptions_total Exceptions caught at a loop callback boundary "
+      "(only the offending connection or session was closed).\n"
+      "# TYPE predrop_callback_exceptions_total counter\n";
+  for (std::size_t k = 0; k < kCallbackKinds; ++k) {
+    const auto kind = static_cast<CallbackKind>(k);
+    std::uint64_t n = server.callback_guard().count(kind);
+    if (more.endpoint != nullptr) n += more.endpoint->callback_guard().count(kind);
+    const std::string_view name = to_string(kind);
+    std::snprintf(line, sizeof line, "predrop_callback_exceptions_total{kind=\"%.*s\"} %llu\n",
+                  static_cast<int>(name.size()), name.data(), static_cast<unsigned long long>(n));
+    out += line;
   }
   std::snprintf(line, sizeof line, "# TYPE predrop_sessions gauge\npredrop_sessions %zu\n",
                 server.session_count());

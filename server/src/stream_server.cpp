@@ -188,9 +188,7 @@ void StreamServer::start() {
     auto rtcp = net::UdpEndpoint::open(
         loop_, bind_ip(static_cast<std::uint16_t>(want + 1)), udp,
         // The datagram's receive stamp is the real clock's; decisions use the server's clock.
-        [this](auto data, const auto& from, std::uint64_t) {
-          on_rtcp_datagram(data, from, clock_.now_us());
-        });
+        [this](auto data, const auto& from, std::uint64_t) { on_rtcp_guarded(data, from); });
     if (!rtcp) {
       if (options_.rtp_port != 0) throw std::runtime_error("RTCP port: " + rtcp.error().message);
       continue;
@@ -204,17 +202,21 @@ void StreamServer::start() {
                         options_.max_payload_size + net::kSrtpMaxTrailer);
 
   auto listener = net::TcpListener::listen(
-      loop_, options_.rtsp_listen,
-      [this](std::unique_ptr<net::TcpConnection> c) { on_connection(std::move(c)); });
+      loop_, options_.rtsp_listen, [this](std::unique_ptr<net::TcpConnection> c) {
+        // On an exception the connection, owned by the handler, is closed with it.
+        guard_.run(CallbackKind::kRtsp, [&] { on_connection(std::move(c)); });
+      });
   if (!listener) {
     throw std::runtime_error("RTSP listen on " + options_.rtsp_listen.to_string() + ": " +
                              listener.error().message);
   }
   listener_ = std::move(listener.value());
 
-  pacer_ = std::make_unique<net::Timer>(loop_, [this] { tick(); });
+  pacer_ = std::make_unique<net::Timer>(
+      loop_, [this] { guard_.run(CallbackKind::kTimer, [&] { tick(); }); });
   pacer_->start(1, 1);
-  housekeeper_ = std::make_unique<net::Timer>(loop_, [this] { housekeeping(); });
+  housekeeper_ = std::make_unique<net::Timer>(
+      loop_, [this] { guard_.run(CallbackKind::kTimer, [&] { housekeeping(); }); });
   housekeeper_->start(1000, 1000);
 
   for (const PushTarget& push : options_.pushes) {
@@ -398,8 +400,13 @@ void StreamServer::on_connection(std::unique_ptr<net::TcpConnection> tcp) {
   }
   // The handlers name the connection by id: it may be gone by the time libuv calls back.
   const std::uint64_t id = c->id;
-  auto st = c->tcp->start([this, id](std::span<const std::uint8_t> d) { on_data(id, d); },
-                          [this, id](const core::Status&) { close_connection(id); });
+  auto st = c->tcp->start(
+      [this, id](std::span<const std::uint8_t> d) {
+        if (!guard_.run(CallbackKind::kRtsp, [&] { on_data(id, d); })) drop_connection(id);
+      },
+      [this, id](const core::Status&) {
+        guard_.run(CallbackKind::kRtsp, [&] { close_connection(id); });
+      });
   if (!st) return;
   connections_.emplace(id, std::move(c));
 }
@@ -429,6 +436,34 @@ std::uint64_t StreamServer::idle_limit_us(const Connection& c) const {
            1'000'000;
   }
   return idle;
+}
+
+void StreamServer::drop_connection(std::uint64_t id) {
+  // A handler threw while serving this connection: its state is not to be trusted, so it goes
+  // (its sessions stay: they may be controlled from a new connection).
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  ++stats_.connections_closed_by_exception;
+  it->second->close();
+  forget_connection(it);
+}
+
+void StreamServer::on_rtcp_guarded(std::span<const std::uint8_t> data,
+                                   const net::SocketAddress& from) {
+  if (guard_.run(CallbackKind::kRtcp, [&] { on_rtcp_datagram(data, from, clock_.now_us()); })) {
+    return;
+  }
+  // The session the datagram was for may be half-updated (its controller, its counters): end
+  // it, and only it.
+  if (auto it = session_by_address_.find(from); it != session_by_address_.end()) {
+    const std::string id = it->second;
+    ++stats_.sessions_closed_by_exception;
+    remove_session(id);
+  }
+}
+
+void StreamServer::inject_fault(CallbackKind kind) {
+  if (options_.fault_injection) options_.fault_injection(kind);
 }
 
 void StreamServer::close_connection(std::uint64_t id) {
@@ -544,7 +579,11 @@ void StreamServer::resume_paused() {
     }
     it = paused_.erase(it);
     conn.reading_paused = false;
-    serve(conn);  // may pause it again, or close it
+    // May pause it again, or close it.
+    if (!guard_.run(CallbackKind::kRtsp, [&] { serve(conn); })) {
+      ++stats_.connections_closed_by_exception;
+      conn.close();
+    }
     if (!conn.is_open()) forget_connection(c);
   }
 }
@@ -574,6 +613,7 @@ rtsp::RtspResponse StreamServer::ok_response(const Request& q) const {
 }
 
 std::string StreamServer::handle(Connection& c, rtsp::RtspRequest& req) {
+  inject_fault(CallbackKind::kRtsp);
   const std::uint64_t now = clock_.now_us();
   // Session header, when the request names one.
   SessionEntry* entry = nullptr;
@@ -826,17 +866,32 @@ void StreamServer::on_rtcp_datagram(std::span<const std::uint8_t> data,
     ++stats_.rtcp_unknown_source;
     return;
   }
+  inject_fault(CallbackKind::kRtcp);
   std::copy(data.begin(), data.end(), rtcp_buffer_.begin());
   s->second->session->on_rtcp(rtcp_buffer_, data.size(), now_us);
 }
 
 void StreamServer::tick() {
   const std::uint64_t now = clock_.now_us();
-  // Every session's due packets go into one shared batch: full sendmmsg calls instead of one
-  // short call per session (the scope flushes the rest when it closes).
-  chain::SendBatchScope scope(*batch_);
-  for (auto& [id, e] : sessions_) {
-    if (e->session) e->session->pump(now);
+  std::vector<std::string> failed;
+  {
+    // Every session's due packets go into one shared batch: full sendmmsg calls instead of one
+    // short call per session (the scope flushes the rest when it closes).
+    chain::SendBatchScope scope(*batch_);
+    for (auto& [id, e] : sessions_) {
+      if (!e->session) continue;
+      // Each session on its own: one that throws ends, the others are paced on.
+      const bool ok = guard_.run(CallbackKind::kTimer, [&] {
+        inject_fault(CallbackKind::kTimer);
+        e->session->pump(now);
+      });
+      if (!ok) failed.push_back(id);
+    }
+  }
+  // Only after the scope: the batch's datagrams point into the sessions' transmitters.
+  for (const auto& id : failed) {
+    ++stats_.sessions_closed_by_exception;
+    remove_session(id);
   }
   if (!paused_.empty()) resume_paused();
 }

@@ -17,6 +17,7 @@
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/socket_address.hpp"
 #include "predrop/net/tcp.hpp"
+#include "predrop/server/callback_guard.hpp"
 
 namespace predrop::server {
 
@@ -33,9 +34,8 @@ struct MetricsEndpointStats {
   std::uint64_t refused = 0;  ///< Over max_connections: closed at accept.
   std::uint64_t answered = 0;
   std::uint64_t bytes_received = 0;
-  std::uint64_t timed_out = 0;   ///< Request head not complete by the deadline.
-  std::uint64_t oversized = 0;   ///< Request head longer than max_request_bytes.
-  std::uint64_t exceptions = 0;  ///< render() threw (the connection got a 500).
+  std::uint64_t timed_out = 0;  ///< Request head not complete by the deadline.
+  std::uint64_t oversized = 0;  ///< Request head longer than max_request_bytes.
 };
 
 /// Serves `render()` as text/plain; version=0.0.4.
@@ -51,6 +51,9 @@ class MetricsEndpoint {
   /// The address actually bound.
   const net::SocketAddress& address() const { return listener_->local_address(); }
   const MetricsEndpointStats& stats() const { return stats_; }
+  /// Exceptions caught in its callbacks (kind metrics): a render() that threw (that client got
+  /// a 500) or a request handler that did (that connection was closed).
+  const CallbackGuard& callback_guard() const { return guard_; }
   /// Connections open now.
   std::size_t connection_count() const { return open_.size(); }
   /// What the deadline timer does, now (for tests on a fake clock).
@@ -77,6 +80,7 @@ class MetricsEndpoint {
   std::map<std::uint64_t, Client> open_;
   std::uint64_t ids_ = 0;
   MetricsEndpointStats stats_;
+  CallbackGuard guard_;
 };
 
 }  // namespace predrop::server

@@ -31,6 +31,7 @@
 #include "predrop/net/udp_endpoint.hpp"
 #include "predrop/rtsp/rtsp_headers.hpp"
 #include "predrop/rtsp/rtsp_message.hpp"
+#include "predrop/server/callback_guard.hpp"
 #include "predrop/server/stream_session.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
@@ -79,6 +80,10 @@ struct StreamServerOptions {
   std::uint64_t report_timeout_us = 3'000'000;
   std::size_t max_payload_size = 1400;
   std::string block_attribute;  ///< SDP a=x-predrop-block value describing the block size.
+  /// Tests only: called inside the callback boundaries (per RTSP request, per RTCP datagram of
+  /// a known session, per session per pacing tick) with the callback's kind; it may throw to
+  /// stand for a bug in a handler. Empty in production.
+  std::function<void(CallbackKind)> fault_injection;
 };
 
 /// Server-wide counters.
@@ -100,6 +105,8 @@ struct ServerStats {
   std::uint64_t rtcp_unknown_source = 0;
   std::uint64_t rtp_port_datagrams = 0;  ///< NAT-punch packets and strays on the RTP port.
   std::uint64_t rtcp_byes_sent = 0;      ///< BYE compounds sent when stopping.
+  std::uint64_t connections_closed_by_exception = 0;  ///< A handler threw while serving it.
+  std::uint64_t sessions_closed_by_exception = 0;     ///< Its pacing or RTCP handler threw.
 };
 
 /// The streaming server. Construct, start(), run the loop.
@@ -131,6 +138,10 @@ class StreamServer {
                        std::string_view host) const;
 
   const ServerStats& stats() const { return stats_; }
+  /// Exceptions caught at the server's callback boundaries, by kind.
+  const CallbackGuard& callback_guard() const { return guard_; }
+  /// The same boundary, for the program's own callbacks (signals, timers) beside the server.
+  CallbackGuard& callback_guard() { return guard_; }
   std::size_t session_count() const { return sessions_.size(); }
   std::size_t connection_count() const { return connections_.size(); }
   /// Sessions the open connections carry, summed (each session counts on the connection that
@@ -155,6 +166,9 @@ class StreamServer {
   void on_connection(std::unique_ptr<net::TcpConnection> tcp);
   void on_data(std::uint64_t id, std::span<const std::uint8_t> data);
   void close_connection(std::uint64_t id);
+  void drop_connection(std::uint64_t id);
+  void on_rtcp_guarded(std::span<const std::uint8_t> data, const net::SocketAddress& from);
+  void inject_fault(CallbackKind kind);
   void prune_connections();
   ConnectionMap::iterator forget_connection(ConnectionMap::iterator it);
   // Parses and answers what a connection sent, unless its client stopped reading.
@@ -217,6 +231,7 @@ class StreamServer {
   std::unordered_map<net::SocketAddress, std::string> session_by_address_;
   std::vector<std::uint8_t> rtcp_buffer_;
   ServerStats stats_;
+  CallbackGuard guard_;
 };
 
 }  // namespace predrop::server
