@@ -29,23 +29,23 @@ struct Named {
 
 constexpr std::array<Named<ServerMode>, 2> kModes = {
     {{ServerMode::kStream, "stream"}, {ServerMode::kDdl, "ddl"}}};
-constexpr std::array<Named<SrtpSuite>, 4> kSuites = {{
-    {SrtpSuite::kAesCm128HmacSha1_80, "AES_CM_128_HMAC_SHA1_80"},
-    {SrtpSuite::kAesCm128HmacSha1_32, "AES_CM_128_HMAC_SHA1_32"},
-    {SrtpSuite::kAeadAes128Gcm, "AEAD_AES_128_GCM"},
-    {SrtpSuite::kNone, "none"},
+constexpr std::array<Named<std::optional<wire::SrtpSuite>>, 4> kSuites = {{
+    {wire::SrtpSuite::AesCm128HmacSha1_80, "AES_CM_128_HMAC_SHA1_80"},
+    {wire::SrtpSuite::AesCm128HmacSha1_32, "AES_CM_128_HMAC_SHA1_32"},
+    {wire::SrtpSuite::AeadAes128Gcm, "AEAD_AES_128_GCM"},
+    {std::nullopt, "none"},
 }};
 constexpr std::array<Named<Pacing>, 2> kPacings = {
     {{Pacing::kPaced, "paced"}, {Pacing::kBurst, "burst"}}};
-constexpr std::array<Named<DiscardPolicyName>, 3> kDiscardPolicies = {{
-    {DiscardPolicyName::kUniform, "uniform"},
-    {DiscardPolicyName::kRandom, "random"},
-    {DiscardPolicyName::kPriority, "priority"},
+constexpr std::array<Named<core::DiscardPolicy>, 3> kDiscardPolicies = {{
+    {core::DiscardPolicy::kUniform, "uniform"},
+    {core::DiscardPolicy::kRandom, "random"},
+    {core::DiscardPolicy::kPriority, "priority"},
 }};
-constexpr std::array<Named<MissingReportAction>, 3> kMissingActions = {{
-    {MissingReportAction::kHold, "hold"},
-    {MissingReportAction::kIncrease, "increase"},
-    {MissingReportAction::kDecrease, "decrease"},
+constexpr std::array<Named<core::MissingReportAction>, 3> kMissingActions = {{
+    {core::MissingReportAction::kHold, "hold"},
+    {core::MissingReportAction::kIncrease, "increase"},
+    {core::MissingReportAction::kDecrease, "decrease"},
 }};
 constexpr std::array<Named<MissingChunkFill>, 2> kFills = {
     {{MissingChunkFill::kZero, "zero"}, {MissingChunkFill::kOwn, "own"}}};
@@ -946,16 +946,13 @@ core::Result<ServerConfig> load_config_file(const std::filesystem::path& path) {
 std::string_view to_string(ServerMode mode) {
   return name_of(kModes, mode);
 }
-std::string_view to_string(SrtpSuite suite) {
+std::string_view srtp_name(const std::optional<wire::SrtpSuite>& suite) {
   return name_of(kSuites, suite);
 }
 std::string_view to_string(Pacing pacing) {
   return name_of(kPacings, pacing);
 }
-std::string_view to_string(DiscardPolicyName policy) {
-  return name_of(kDiscardPolicies, policy);
-}
-std::string_view to_string(MissingReportAction action) {
+std::string_view to_string(core::MissingReportAction action) {
   return name_of(kMissingActions, action);
 }
 std::string_view to_string(MissingChunkFill fill) {
@@ -968,20 +965,6 @@ core::Threshold to_threshold(const ThresholdSetting& t) {
 }
 }  // namespace
 
-std::optional<wire::SrtpSuite> to_wire_suite(SrtpSuite s) {
-  switch (s) {
-    case config::SrtpSuite::kAesCm128HmacSha1_80:
-      return wire::SrtpSuite::AesCm128HmacSha1_80;
-    case config::SrtpSuite::kAesCm128HmacSha1_32:
-      return wire::SrtpSuite::AesCm128HmacSha1_32;
-    case config::SrtpSuite::kAeadAes128Gcm:
-      return wire::SrtpSuite::AeadAes128Gcm;
-    case config::SrtpSuite::kNone:
-      return std::nullopt;
-  }
-  return std::nullopt;
-}
-
 core::Result<core::PolicyConfig> make_policy_config(const ControlConfig& control) {
   core::PolicyConfig p;
   p.policy = control.policy;
@@ -993,17 +976,7 @@ core::Result<core::PolicyConfig> make_policy_config(const ControlConfig& control
   p.rule.t1 = to_threshold(control.t1);
   p.rule.t2 = to_threshold(control.t2);
   p.rule.k = control.k;
-  switch (control.missing_report) {
-    case MissingReportAction::kHold:
-      p.rule.missing = core::MissingReportAction::kHold;
-      break;
-    case MissingReportAction::kIncrease:
-      p.rule.missing = core::MissingReportAction::kIncrease;
-      break;
-    case MissingReportAction::kDecrease:
-      p.rule.missing = core::MissingReportAction::kDecrease;
-      break;
-  }
+  p.rule.missing = control.missing_report;
   p.fixed_rate = control.fixed_rate;
   p.adaptive.rmax = control.rmax;
   p.adaptive.rp1 = control.rp1;

@@ -105,22 +105,14 @@ int run_ddl_mode(const config::ServerConfig& config) {
     return 2;
   }
   o.policy = *policy;
-  auto discard = core::parse_discard_policy(to_string(config.discard.policy));
-  if (!discard) {
-    core::log(core::LogLevel::kError, kLog, "discard: %s", discard.error().message.c_str());
-    return 2;
-  }
-  o.discard = *discard;
+  o.discard = config.discard.policy;
   o.discard_seed = config.discard.seed;
   o.report_timeout_stages = config.control.report_timeout_stages;
   o.peer_timeout_ms = config.server.session_timeout_s * 1000;
 
   // The job key: PREDROP_DDL_KEY (an a=crypto line, or base64 of the configured suite), else a
   // fresh one, printed for the workers.
-  std::optional<wire::SrtpSuite> suite;
-  if (config.server.srtp != config::SrtpSuite::kNone) {
-    suite = wire::suite_from_name(to_string(config.server.srtp));
-  }
+  const std::optional<wire::SrtpSuite> suite = config.server.srtp;
   if (const char* env = std::getenv(ddl::kKeyEnvironment); env != nullptr && *env != '\0') {
     auto key = ddl::parse_job_key(env, suite);
     if (!key) {
@@ -132,7 +124,7 @@ int run_ddl_mode(const config::ServerConfig& config) {
       core::log(core::LogLevel::kError, kLog, "%s is a key for %s but server.srtp is %s",
                 ddl::kKeyEnvironment,
                 key->suite ? std::string(wire::suite_name(*key->suite)).c_str() : "none",
-                std::string(to_string(config.server.srtp)).c_str());
+                std::string(config::srtp_name(config.server.srtp)).c_str());
       return 2;
     }
     o.key = *key;
@@ -174,7 +166,7 @@ int run_ddl_mode(const config::ServerConfig& config) {
         core::LogLevel::kInfo, kLog,
         "listening on %s for %u workers; SRTP %s, policy %s, discard %s, deadline %s, %s",
         relay->local_address().to_string().c_str(), o.workers,
-        std::string(to_string(config.server.srtp)).c_str(), o.policy.policy.c_str(),
+        std::string(config::srtp_name(config.server.srtp)).c_str(), o.policy.policy.c_str(),
         std::string(core::to_string(o.discard)).c_str(),
         o.stage_deadline_ms ? (std::to_string(*o.stage_deadline_ms) + " ms").c_str() : "adaptive",
         o.paced ? "paced" : "burst");

@@ -33,14 +33,14 @@ TEST(Config, ExampleStreamConfigLoads) {
   EXPECT_EQ(c.server.rtsp_listen, (Endpoint{"0.0.0.0", 8554}));
   ASSERT_EQ(c.server.streams.size(), 1u);
   EXPECT_EQ(c.server.streams[0], (StreamEntry{"sample", "media/sample.mp4"}));
-  EXPECT_EQ(c.server.srtp, SrtpSuite::kAesCm128HmacSha1_80);
+  EXPECT_EQ(c.server.srtp, wire::SrtpSuite::AesCm128HmacSha1_80);
   EXPECT_EQ(c.server.metrics_listen, (Endpoint{"127.0.0.1", 9464}));
   EXPECT_EQ(c.blocks.duration_ms, 1000u);
   EXPECT_FALSE(c.blocks.bytes);
   EXPECT_EQ(c.control.policy, "basic");
   EXPECT_EQ(c.control.t1, (ThresholdSetting{0.5, false}));
   EXPECT_EQ(c.control.t2, (ThresholdSetting{0.05, true}));
-  EXPECT_EQ(c.discard.policy, DiscardPolicyName::kPriority);
+  EXPECT_EQ(c.discard.policy, core::DiscardPolicy::kPriority);
   EXPECT_TRUE(validate_config(c).ok());
 }
 
@@ -50,14 +50,14 @@ TEST(Config, ExampleDdlConfigLoads) {
   const auto& c = *r;
   EXPECT_EQ(c.server.mode, ServerMode::kDdl);
   EXPECT_TRUE(c.server.streams.empty());
-  EXPECT_EQ(c.server.srtp, SrtpSuite::kAeadAes128Gcm);
+  EXPECT_EQ(c.server.srtp, wire::SrtpSuite::AeadAes128Gcm);
   EXPECT_EQ(c.ddl.listen, (Endpoint{"0.0.0.0", 9000}));
   EXPECT_EQ(c.ddl.workers, 4u);
   EXPECT_EQ(c.ddl.stage_deadline_ms, 500u);
   EXPECT_EQ(c.ddl.missing_chunk_fill, MissingChunkFill::kZero);
   EXPECT_EQ(c.control.policy, "history");
   EXPECT_EQ(c.control.k, 3u);
-  EXPECT_EQ(c.control.missing_report, MissingReportAction::kIncrease);
+  EXPECT_EQ(c.control.missing_report, core::MissingReportAction::kIncrease);
   EXPECT_EQ(c.control.t1, (ThresholdSetting{0.01, false}));
   EXPECT_DOUBLE_EQ(c.control.t2.value, 0.10);
 }

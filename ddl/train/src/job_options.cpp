@@ -63,7 +63,7 @@ core::Result<JobSetup> make_job_setup(const JobCommandLine& cl) {
   config.ddl.stage_deadline_ms.reset();  // adaptive unless the file or --deadline-ms says
   config.ddl.pacing = config::Pacing::kBurst;
   // Our own peers on both ends: AES-GCM, which libsrtp (with NSS) runs faster than AES-CM+HMAC.
-  config.server.srtp = config::SrtpSuite::kAeadAes128Gcm;
+  config.server.srtp = wire::SrtpSuite::AeadAes128Gcm;
   if (!cl.config_path.empty()) {
     auto c = config::load_config_file(cl.config_path);
     if (!c) return c.error();
@@ -85,14 +85,9 @@ core::Result<JobSetup> make_job_setup(const JobCommandLine& cl) {
     config.ddl.pacing = cl.pacing == "paced" ? config::Pacing::kPaced : config::Pacing::kBurst;
   }
   if (!cl.discard.empty()) {
-    if (cl.discard == "uniform")
-      config.discard.policy = config::DiscardPolicyName::kUniform;
-    else if (cl.discard == "random")
-      config.discard.policy = config::DiscardPolicyName::kRandom;
-    else if (cl.discard == "priority")
-      config.discard.policy = config::DiscardPolicyName::kPriority;
-    else
-      return core::make_error("--discard: uniform, random or priority");
+    auto policy = core::parse_discard_policy(cl.discard);
+    if (!policy) return core::make_error("--discard: " + policy.error().message);
+    config.discard.policy = *policy;
   }
   config.ddl.workers = cl.workers;
   if (config.server.max_sessions < cl.workers) config.server.max_sessions = cl.workers;
@@ -107,14 +102,13 @@ core::Result<JobSetup> make_job_setup(const JobCommandLine& cl) {
       s.suite = wire::suite_from_name(cl.srtp);
       if (!s.suite) return core::make_error("--srtp: unknown suite " + cl.srtp);
     }
-  } else if (config.server.srtp != config::SrtpSuite::kNone) {
-    s.suite = wire::suite_from_name(config::to_string(config.server.srtp));
+  } else {
+    s.suite = config.server.srtp;
   }
   if (auto st = config::validate_config(config); !st) return st.error();
   auto pc = config::make_policy_config(config.control);
   if (!pc) return core::make_error("control: " + pc.error().message);
-  auto dp = core::parse_discard_policy(config::to_string(config.discard.policy));
-  if (!dp) return dp.error();
+  const core::DiscardPolicy dp = config.discard.policy;
 
   s.vanish.resize(cl.workers);
   for (const auto& k : cl.kills) {
@@ -142,14 +136,14 @@ core::Result<JobSetup> make_job_setup(const JobCommandLine& cl) {
   ro.worker_egress_discard = config.ddl.worker_egress_discard;
   ro.paced = config.ddl.pacing == config::Pacing::kPaced;
   ro.policy = *pc;
-  ro.discard = *dp;
+  ro.discard = dp;
   ro.discard_seed = config.discard.seed;
   ro.report_timeout_stages = config.control.report_timeout_stages;
   ro.peer_timeout_ms = config.server.session_timeout_s * 1000;
 
   s.worker = cl.worker;
   s.worker.egress_policy = *pc;
-  s.worker.egress_discard = *dp;
+  s.worker.egress_discard = dp;
   s.worker.discard_seed = config.discard.seed;
   s.worker.report_timeout_stages = config.control.report_timeout_stages;
   return s;

@@ -112,9 +112,7 @@ int main(int argc, char** argv) {
   auto pc = config::make_policy_config(config.control);
   if (!pc) return fail("control: " + pc.error().message, 2);
   o.egress_policy = *pc;
-  auto dp = core::parse_discard_policy(config::to_string(config.discard.policy));
-  if (!dp) return fail(dp.error().message, 2);
-  o.egress_discard = *dp;
+  o.egress_discard = config.discard.policy;
   o.discard_seed = config.discard.seed;
   o.report_timeout_stages = config.control.report_timeout_stages;
 
@@ -124,8 +122,8 @@ int main(int argc, char** argv) {
       suite = wire::suite_from_name(srtp_name);
       if (!suite) return fail("--srtp: unknown suite " + srtp_name, 2);
     }
-  } else if (config.server.srtp != config::SrtpSuite::kNone) {
-    suite = wire::suite_from_name(config::to_string(config.server.srtp));
+  } else {
+    suite = config.server.srtp;
   }
   if (key_text.empty() && !key_file.empty()) {
     key_text = read_key_file(key_file);

@@ -12,7 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#include "predrop/core/discard_planner.hpp"
 #include "predrop/core/policy_factory.hpp"
+#include "predrop/core/rate_controller.hpp"
 #include "predrop/core/result.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
@@ -21,28 +23,11 @@ namespace predrop::config {
 /// Which application the process runs.
 enum class ServerMode : std::uint8_t { kStream, kDdl };
 
-/// SRTP protection profile for media and feedback (docs/design.md §4).
-enum class SrtpSuite : std::uint8_t {
-  kAesCm128HmacSha1_80,  ///< Default; what FFmpeg reads from a=crypto.
-  kAesCm128HmacSha1_32,  ///< Shorter tag; FFmpeg reads it too.
-  kAeadAes128Gcm,        ///< AES-GCM (libsrtp with NSS); FFmpeg cannot play it.
-  kNone,                 ///< Plain RTP/RTCP; for debugging with Wireshark.
-};
-
 /// Block transmission: paced over the block duration, or sent as fast as possible.
 enum class Pacing : std::uint8_t { kPaced, kBurst };
 
-/// Which packets a stage discards (docs/design.md §3).
-enum class DiscardPolicyName : std::uint8_t { kUniform, kRandom, kPriority };
-
-/// What the controller does for a stage whose report never came.
-enum class MissingReportAction : std::uint8_t {
-  kHold,      ///< Keep R (the exact rule's choice).
-  kIncrease,  ///< R += rp1: lost feedback is read as congestion.
-  kDecrease,  ///< R -= rp2.
-};
-
-/// How a DDL receiver fills chunks that did not arrive in time.
+/// How a DDL receiver fills chunks that did not arrive in time. (ddl::MissingPolicy is the same
+/// choice, but ddl/ sits above config/, so the configuration keeps its own name for it.)
 enum class MissingChunkFill : std::uint8_t {
   kZero,  ///< Zeros: the missing part contributes nothing to the average.
   kOwn,   ///< The receiver's own values for that part.
@@ -77,7 +62,8 @@ struct ServerSettings {
   std::uint32_t max_rtsp_connections = 128;
   std::uint32_t session_timeout_s = 60;    ///< Announced in Session; FFmpeg pings at half of it.
   std::uint32_t rtsp_idle_timeout_s = 30;  ///< A connection without a session is closed after it.
-  SrtpSuite srtp = SrtpSuite::kAesCm128HmacSha1_80;
+  /// SRTP profile for media and feedback (docs/design.md §4); nullopt = "none", plain RTP.
+  std::optional<wire::SrtpSuite> srtp = wire::SrtpSuite::AesCm128HmacSha1_80;
   std::optional<Endpoint> metrics_listen;  ///< Prometheus text endpoint; none = off.
   std::string trace_csv;                   ///< Per-stage CSV trace path; empty = off.
   std::string log_level = "info";          ///< trace, debug, info, warn, error, critical, off.
@@ -111,14 +97,14 @@ struct ControlConfig {
   std::uint32_t k = 1;              ///< Delay history length (1 = basic rule).
   double fixed_rate = 0.0;          ///< R of the "fixed" policy.
   double player_rate = 0.0;  ///< Fixed R for clients that send no PDFB (ffplay, VLC, GStreamer).
-  MissingReportAction missing_report = MissingReportAction::kHold;
+  core::MissingReportAction missing_report = core::MissingReportAction::kHold;
   std::uint32_t report_timeout_stages = 2;  ///< A report is missing this many stages later.
   double psnr_cap_db = 60.0;  ///< PSNR of a lossless block is capped here (it is unbounded).
 };
 
 /// [discard]: which packets a stage drops.
 struct DiscardConfig {
-  DiscardPolicyName policy = DiscardPolicyName::kPriority;
+  core::DiscardPolicy policy = core::DiscardPolicy::kPriority;
   std::uint64_t seed = 1;  ///< For "random"; the same seed gives the same choices.
 };
 
@@ -161,17 +147,14 @@ core::Result<ThresholdSetting> parse_delay_threshold(std::string_view text);
 
 /// Canonical names, as written in the file.
 std::string_view to_string(ServerMode mode);
-std::string_view to_string(SrtpSuite suite);
+/// "AES_CM_128_HMAC_SHA1_80", ... or "none".
+std::string_view srtp_name(const std::optional<wire::SrtpSuite>& suite);
 std::string_view to_string(Pacing pacing);
-std::string_view to_string(DiscardPolicyName policy);
-std::string_view to_string(MissingReportAction action);
+std::string_view to_string(core::MissingReportAction action);
 std::string_view to_string(MissingChunkFill fill);
 
 /// The control core's policy configuration for the [control] section; validated by building one
 /// controller, so a bad combination fails at start-up.
 core::Result<core::PolicyConfig> make_policy_config(const ControlConfig& control);
-
-/// The SRTP suite as the wire/net layers name it; nullopt for kNone (plain RTP).
-std::optional<wire::SrtpSuite> to_wire_suite(SrtpSuite suite);
 
 }  // namespace predrop::config
