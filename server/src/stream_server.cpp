@@ -11,6 +11,7 @@
 #include "predrop/rtsp/rtsp_message.hpp"
 #include "predrop/rtsp/rtsp_transport.hpp"
 #include "predrop/rtsp/sdp.hpp"
+#include "predrop/wire/mikey.hpp"
 #include "predrop/wire/rtcp.hpp"
 #include "predrop/wire/rtp.hpp"
 
@@ -20,6 +21,18 @@ namespace predrop::server {
 
 using detail::random_u16;
 using detail::random_u32;
+
+namespace {
+// NTP-UTC timestamp (seconds since 1900 in the high 32 bits), for MIKEY's T payload.
+std::uint64_t ntp_now() {
+  constexpr std::uint64_t kNtpUnixOffsetS = 2208988800u;
+  const auto since_epoch = std::chrono::system_clock::now().time_since_epoch();
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(since_epoch).count();
+  const auto secs = static_cast<std::uint64_t>(us / 1'000'000) + kNtpUnixOffsetS;
+  const auto frac = (static_cast<std::uint64_t>(us % 1'000'000) << 32) / 1'000'000;
+  return (secs << 32) | frac;
+}
+}  // namespace
 
 namespace {
 constexpr std::uint8_t kStageExtId = 1;
@@ -329,6 +342,16 @@ std::string StreamServer::describe(const StreamDefinition& stream, const wire::S
       crypto.suite = std::string(wire::suite_name(*options_.srtp));
       crypto.key_params = "inline:" + wire::base64_encode(key->span());
       m.crypto.push_back(std::move(crypto));
+      // The same key again as MIKEY (RFC 4567 a=key-mgmt), which is what GStreamer's rtspsrc
+      // and live555-based players read; ffmpeg reads a=crypto and ignores this.
+      wire::MikeyFields mikey;
+      mikey.csb_id = random_u32();
+      mikey.ntp_utc = ntp_now();
+      for (auto& b : mikey.rand) {
+        b = static_cast<std::uint8_t>(random_u32());
+      }
+      m.attributes.push_back(
+          wire::format_key_mgmt_attribute(*options_.srtp, *key, mikey).substr(2));
     }
     m.extmaps.push_back(
         rtsp::SdpExtmap{kStageExtId, "", std::string(wire::kStageExtensionUri), ""});
