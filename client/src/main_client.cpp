@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,8 @@
 
 using namespace predrop;
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   CLI::App app{
       "predrop-client: plays rtsp://HOST:PORT/NAME from a predrop server, decodes it, and reports "
       "per block the reception period and the PSNR against --reference (SRTCP PDFB)."};
@@ -100,4 +102,18 @@ int main(int argc, char** argv) {
   loop.run();
   if (csv != nullptr) std::fclose(csv);
   return exit_code;
+}
+}  // namespace
+
+// Exceptions are for start-up and configuration (docs/design.md §5); one that still escapes is
+// reported as an error exit, never std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: fatal: %s\n", "predrop-client", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "%s: fatal: unknown exception\n", "predrop-client");
+  }
+  return 1;
 }

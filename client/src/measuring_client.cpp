@@ -73,6 +73,11 @@ struct PendingBlock {
 }  // namespace
 
 struct MeasuringClient::Impl {
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  Impl(Impl&&) = delete;
+  Impl& operator=(Impl&&) = delete;
+
   net::EventLoop& loop;
   ClientOptions options;
   OnBlock on_block;
@@ -117,9 +122,10 @@ struct MeasuringClient::Impl {
   void finish(const core::Status& st) {
     if (done) return;
     done = true;
-    if (receiver)
+    if (receiver) {
       summary.srtp_failures = receiver->stats().srtp_auth_failed + receiver->stats().srtp_replay +
                               receiver->stats().srtp_other;
+    }
     summary.mean_psnr_db = summary.blocks ? psnr_sum / summary.blocks : 0.0;
     if (depacketizer && decoder) {
       const auto& ds = depacketizer->stats();
@@ -168,8 +174,9 @@ struct MeasuringClient::Impl {
         [this](const rtsp::SessionDescription& d) -> core::Result<std::vector<std::size_t>> {
       if (auto st = prepare(d); !st) return st.error();
       std::vector<std::size_t> all(d.tracks.size());
-      for (std::size_t i = 0; i < all.size(); ++i)
+      for (std::size_t i = 0; i < all.size(); ++i) {
         all[i] = i;
+      }
       return all;
     };
     h.client_ports = [this](const rtsp::SessionTrack& t) { return open_ports(tracks[t.index]); };
@@ -434,8 +441,9 @@ struct MeasuringClient::Impl {
       depacketizer->flush();
       decoder->flush();
       receiver->flush();
-      for (auto& p : pending)
+      for (auto& p : pending) {
         p.deadline_us = 0;
+      }
       settle(now);
       finish(core::Ok{});
     }

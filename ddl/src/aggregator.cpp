@@ -74,8 +74,9 @@ AddOutcome Aggregator::add(std::uint32_t contributor, const ChunkView& chunk) {
     }
   }
   double* sum = sum_.data() + h.offset;
-  for (std::size_t i = 0; i < values.size(); ++i)
+  for (std::size_t i = 0; i < values.size(); ++i) {
     sum[i] += static_cast<double>(values[i]);
+  }
   seen = 1;
   ++chunk_count_[*index];
   ++per_contributor_[contributor];
@@ -96,8 +97,9 @@ void Aggregator::average(std::span<float> out) const {
     }
     const double* sum = sum_.data() + r.offset;
     const double d = n;
-    for (std::size_t i = 0; i < r.count; ++i)
+    for (std::size_t i = 0; i < r.count; ++i) {
       dst[i] = static_cast<float>(sum[i] / d);
+    }
   }
 }
 

@@ -65,8 +65,9 @@ void ChunkView::copy_to(std::span<float> dest) const {
   if constexpr (kLittleHost) {
     std::memcpy(dest.data(), value_bytes.data(), value_bytes.size());
   } else {
-    for (std::size_t i = 0; i < dest.size(); ++i)
+    for (std::size_t i = 0; i < dest.size(); ++i) {
       dest[i] = load_le(value_bytes.data() + 4 * i);
+    }
   }
 }
 

@@ -13,8 +13,9 @@ static_assert(kMaxImportance < core::kNeverDrop, "never-drop must stay reserved"
 
 double chunk_l2_norm(std::span<const float> values) {
   double sum = 0.0;
-  for (const float v : values)
+  for (const float v : values) {
     sum += static_cast<double>(v) * static_cast<double>(v);
+  }
   return std::sqrt(sum);
 }
 

@@ -307,8 +307,9 @@ core::Result<JobKey> parse_job_key(std::string_view text,
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
     text.remove_suffix(1);
   }
-  while (!text.empty() && text.front() == ' ')
+  while (!text.empty() && text.front() == ' ') {
     text.remove_prefix(1);
+  }
   JobKey k;
   if (text == "none") return k;
   if (text.starts_with("a=crypto:") || text.starts_with("crypto:")) {
@@ -351,8 +352,9 @@ JobKey generate_job_key(std::optional<wire::SrtpSuite> suite) {
 std::uint32_t generate_ssrc() {
   std::random_device rd;
   std::uint32_t v = 0;
-  while (v == 0)
+  while (v == 0) {
     v = rd();
+  }
   return v;
 }
 
@@ -369,8 +371,9 @@ std::uint64_t generate_nonce() {
   // std::random_device reads getrandom(2) on Linux (libstdc++), one 32-bit draw each.
   std::random_device rd;
   std::uint64_t v = 0;
-  while (v == 0)
+  while (v == 0) {
     v = (std::uint64_t{rd()} << 32) | rd();
+  }
   return v;
 }
 

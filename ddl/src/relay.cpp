@@ -66,6 +66,10 @@ std::optional<std::uint32_t> sender_ssrc(std::span<const std::uint8_t> d, bool r
 
 class DdlRelay::Impl {
  public:
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  Impl(Impl&&) = delete;
+  Impl& operator=(Impl&&) = delete;
   Impl(net::EventLoop& loop, const net::Clock& clock, DdlRelayOptions o, DdlRelayListener* listener)
       : loop_(loop),
         clock_(clock),

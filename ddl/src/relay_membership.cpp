@@ -28,8 +28,9 @@ core::Result<RelayMembership::Admission> RelayMembership::admit(const JoinReques
   std::uint16_t rank = j.rank;
   if (rank == kAnyRank) {
     rank = 0;
-    while (rank < workers && peers_[rank])
+    while (rank < workers && peers_[rank]) {
       ++rank;
+    }
   } else if (rank >= workers) {
     return core::make_error("rank " + std::to_string(rank) + " is out of range: the job has " +
                             std::to_string(workers) + " workers (ranks 0.." +

@@ -55,8 +55,9 @@ StageReceiver::StageReceiver(ChunkPlan plan, std::uint32_t contributors, Deadlin
   if (contributors < 1 || contributors > 65535) {
     throw std::invalid_argument("stage receiver: contributors must be 1 .. 65535");
   }
-  if (window < 1 || window > 8)
+  if (window < 1 || window > 8) {
     throw std::invalid_argument("stage receiver: window must be 1 .. 8");
+  }
   if (plan.size() == 0) throw std::invalid_argument("stage receiver: empty chunk plan");
   slots_.reserve(window);
   for (std::uint32_t i = 0; i < window; ++i) {
@@ -215,7 +216,9 @@ StageReport StageReceiver::close(CloseReason reason, std::uint64_t now_us, std::
   } else if (reason == CloseReason::kDeadline && r.received > 0) {
     const double scaled = static_cast<double>(r.period_us()) * static_cast<double>(r.expected) /
                           static_cast<double>(r.received);
-    const double cap = static_cast<double>(std::numeric_limits<std::uint64_t>::max() / 2);
+    // Half the range, computed in integers on purpose (no precision is wanted here).
+    constexpr std::uint64_t kCap = std::numeric_limits<std::uint64_t>::max() / 2;
+    const auto cap = static_cast<double>(kCap);
     estimator_.record(static_cast<std::uint64_t>(std::min(scaled, cap)));
   }
 

@@ -70,8 +70,9 @@ struct LightClient::Impl {
     if (state == State::kDone) return;
     state = State::kDone;
     close_all();
-    if (events.on_failed)
+    if (events.on_failed) {
       events.on_failed(*owner, LightFailure{status, std::move(what), std::move(detail)});
+    }
   }
 
   LightClient* owner = nullptr;

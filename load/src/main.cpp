@@ -5,6 +5,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <exception>
 #include <string>
 
 #include "predrop/core/log.hpp"
@@ -15,7 +16,8 @@
 
 using namespace predrop;
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   CLI::App app{"predrop-load: N scripted RTSP/SRTP clients against a running predrop server"};
   std::string path;
   std::string url, metrics, csv, summary_csv, label, log_level = "warn";
@@ -59,8 +61,9 @@ int main(int argc, char** argv) {
   if (join) sc.join_per_s = *join;
   if (leave) sc.leave_per_s = *leave;
   if (verify_every) {
-    for (auto& g : sc.groups)
+    for (auto& g : sc.groups) {
       g.srtp_verify_every = std::max<std::uint32_t>(1, *verify_every);
+    }
   }
   if (!csv.empty()) sc.csv = csv;
   if (!summary_csv.empty()) sc.summary_csv = summary_csv;
@@ -86,4 +89,18 @@ int main(int argc, char** argv) {
     }
   }
   return summary->joins > 0 && summary->sessions_max == 0 ? 1 : 0;
+}
+}  // namespace
+
+// Exceptions are for start-up and configuration (docs/design.md §5); one that still escapes is
+// reported as an error exit, never std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: fatal: %s\n", "predrop-load", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "%s: fatal: unknown exception\n", "predrop-load");
+  }
+  return 1;
 }

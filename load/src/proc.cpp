@@ -62,8 +62,9 @@ std::vector<unsigned long> socket_inodes(const char* file, std::uint16_t port, c
 
 std::optional<int> find_pid_listening_on(std::uint16_t port) {
   auto inodes = socket_inodes("tcp", port, "0A");  // 0A = TCP_LISTEN
-  for (auto i : socket_inodes("tcp6", port, "0A"))
+  for (auto i : socket_inodes("tcp6", port, "0A")) {
     inodes.push_back(i);
+  }
   if (inodes.empty()) return std::nullopt;
   DIR* proc = ::opendir("/proc");
   if (proc == nullptr) return std::nullopt;
@@ -104,8 +105,9 @@ std::optional<std::uint64_t> udp_socket_drops(std::uint16_t port) {
     std::istringstream in(line);
     std::vector<std::string> cols;
     std::string c;
-    while (in >> c)
+    while (in >> c) {
       cols.push_back(c);
+    }
     if (cols.size() < 13) continue;
     const auto colon = cols[1].rfind(':');
     if (colon == std::string::npos) continue;

@@ -20,8 +20,9 @@ bool is_blank(char c) {
 }
 
 void skip_blanks(std::string_view s, std::size_t& at) {
-  while (at < s.size() && is_blank(s[at]))
+  while (at < s.size() && is_blank(s[at])) {
     ++at;
+  }
 }
 
 // A metric or label name at `at`; empty when there is none.
@@ -29,8 +30,9 @@ std::string_view read_name(std::string_view s, std::size_t& at, bool label) {
   const std::size_t start = at;
   if (at >= s.size() || !is_name_start(s[at]) || (label && s[at] == ':')) return {};
   ++at;
-  while (at < s.size() && is_name_char(s[at]) && !(label && s[at] == ':'))
+  while (at < s.size() && is_name_char(s[at]) && !(label && s[at] == ':')) {
     ++at;
+  }
   return s.substr(start, at - start);
 }
 
@@ -123,8 +125,9 @@ std::optional<PrometheusSample> parse_prometheus_line(std::string_view line) {
   if (at >= line.size() || !is_blank(line[at])) return std::nullopt;
   skip_blanks(line, at);
   std::size_t end = at;
-  while (end < line.size() && !is_blank(line[end]))
+  while (end < line.size() && !is_blank(line[end])) {
     ++end;
+  }
   const auto value = read_value(line.substr(at, end - at));
   if (!value) return std::nullopt;
   s.value = *value;
@@ -134,8 +137,9 @@ std::optional<PrometheusSample> parse_prometheus_line(std::string_view line) {
     long long ts = 0;
     const auto* first = line.data() + at;
     const auto* last = line.data() + line.size();
-    while (last > first && is_blank(*(last - 1)))
+    while (last > first && is_blank(*(last - 1))) {
       --last;
+    }
     const auto [ptr, ec] = std::from_chars(first, last, ts);
     if (ec != std::errc() || ptr != last) return std::nullopt;
     s.timestamp_ms = ts;

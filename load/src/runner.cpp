@@ -106,14 +106,16 @@ struct LoadRunner::Impl {
 
   std::size_t live() const {
     std::size_t n = 0;
-    for (const auto& [id, s] : slots)
+    for (const auto& [id, s] : slots) {
       n += (!s->done && !s->leaving) ? 1 : 0;
+    }
     return n;
   }
   std::size_t playing() const {
     std::size_t n = 0;
-    for (const auto& [id, s] : slots)
+    for (const auto& [id, s] : slots) {
       n += (s->playing && !s->done && !s->leaving) ? 1 : 0;
+    }
     return n;
   }
 
@@ -132,8 +134,9 @@ struct LoadRunner::Impl {
 
   const LoadGroup& pick_group() {
     double total = 0;
-    for (const auto& g : sc.groups)
+    for (const auto& g : sc.groups) {
       total += g.weight;
+    }
     std::uniform_real_distribution<double> u(0, total);
     double x = u(rng);
     for (const auto& g : sc.groups) {
@@ -421,8 +424,9 @@ struct LoadRunner::Impl {
     progress_timer.reset();
     metrics_timer.reset();
     metrics.reset();
-    for (auto& [id, s] : slots)
+    for (auto& [id, s] : slots) {
       s->done = true;
+    }
     reap();  // keeps their counters
     by_session.clear();
     loop.stop();

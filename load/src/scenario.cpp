@@ -143,8 +143,9 @@ core::Result<LoadScenario> parse_load_scenario(std::string_view text, std::strin
   }
   if (s.groups.empty()) s.groups.push_back(LoadGroup{});
   double weights = 0;
-  for (const auto& g : s.groups)
+  for (const auto& g : s.groups) {
     weights += g.weight;
+  }
   if (!(weights > 0)) r.fail("group", "weights must not all be 0");
   if (const toml::table* t = r.table(root, "full")) {
     r.check_keys(*t, "full.", {"clients", "reference"});

@@ -26,16 +26,18 @@ Percentiles percentiles(std::vector<double>& v) {
   p.p99 = at(0.99);
   p.max = v.back();
   double sum = 0;
-  for (double x : v)
+  for (double x : v) {
     sum += x;
+  }
   p.mean = sum / static_cast<double>(v.size());
   return p;
 }
 
 std::uint64_t total_errors(const LoadSummary& s) {
   std::uint64_t n = 0;
-  for (const auto& [kind, count] : s.errors)
+  for (const auto& [kind, count] : s.errors) {
     n += count;
+  }
   return n;
 }
 
@@ -95,9 +97,10 @@ void print_summary(std::FILE* out, const LoadScenario& sc, const LoadSummary& s)
   if (s.errors.empty()) {
     std::fprintf(out, "  %-28s none\n", "errors");
   } else {
-    for (const auto& [k, v] : s.errors)
+    for (const auto& [k, v] : s.errors) {
       std::fprintf(out, "  %-28s %s: %llu\n", "errors", k.c_str(),
                    static_cast<unsigned long long>(v));
+    }
   }
 }
 

@@ -217,7 +217,7 @@ void ClientSession::request(RtspMethod method, const std::string& url, RtspHeade
   if (options_.request_timeout_ms > 0) deadline_->start(options_.request_timeout_ms);
   std::weak_ptr<bool> alive = alive_;
   rtsp_->send(method, url, std::move(headers),
-              [this, alive, step, then = std::move(then)](core::Result<RtspResponse> r) {
+              [this, alive, step, then = std::move(then)](const core::Result<RtspResponse>& r) {
                 if (alive.expired()) return;
                 if (in_flight_ > 0) --in_flight_;
                 if (in_flight_ == 0 && deadline_) deadline_->stop();
@@ -249,8 +249,9 @@ void ClientSession::on_describe(const RtspResponse& response) {
     if (!picked) return fail({SessionStep::kDescribe, 0, picked.error().message});
     chosen = std::move(picked.value());
   } else {
-    for (std::size_t i = 0; i < description_.tracks.size(); ++i)
+    for (std::size_t i = 0; i < description_.tracks.size(); ++i) {
       chosen.push_back(i);
+    }
   }
   if (chosen.empty()) return fail({SessionStep::kDescribe, 0, "no track to set up"});
   tracks_.clear();
@@ -374,7 +375,7 @@ void ClientSession::close() {
   shut();
 }
 
-void ClientSession::fail(SessionError error) {
+void ClientSession::fail(const SessionError& error) {
   if (state_ == State::kClosed) return;
   shut();
   if (handlers_.on_failed) {

@@ -118,15 +118,16 @@ void RtspClient::fail_all(const std::string& why) {
   }
 }
 
-void RtspClient::send(rtsp::RtspMethod method, const std::string& url, rtsp::RtspHeaders headers,
-                      OnResponse on_response) {
+void RtspClient::send(rtsp::RtspMethod method, const std::string& url,
+                      const rtsp::RtspHeaders& headers, OnResponse on_response) {
   if (!closed_why_.empty() || !tcp_) {
     on_response(core::make_error("RTSP: " + (closed_why_.empty() ? "not connected" : closed_why_)));
     return;
   }
   rtsp::RtspRequest req = rtsp::make_request(method, url, next_cseq_);
-  for (const auto& [k, v] : headers.fields())
+  for (const auto& [k, v] : headers.fields()) {
     req.headers.set(k, v);
+  }
   req.headers.set("User-Agent", "predrop-client");
   if (!session_.empty() && !req.headers.contains("Session")) req.headers.set("Session", session_);
   auto st = tcp_->write(rtsp::serialize(req));

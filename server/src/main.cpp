@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <exception>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -128,7 +129,8 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   // A peer that resets its TCP connection must cost a write error, not the process (libuv does
   // not ignore SIGPIPE itself). SIGHUP must not end the process either; stream mode installs
   // its own handler, DDL mode keeps it ignored.
@@ -184,4 +186,18 @@ int main(int argc, char** argv) {
     return ddl::run_ddl_mode(config);
   }
   return run_stream(config, cli);
+}
+}  // namespace
+
+// Exceptions are for start-up and configuration (docs/design.md §5); one that still escapes is
+// reported as an error exit, never std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: fatal: %s\n", "predrop-server", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "%s: fatal: unknown exception\n", "predrop-server");
+  }
+  return 1;
 }

@@ -10,12 +10,13 @@ namespace predrop::server {
 core::Status apply_overrides(config::ServerConfig& c, const CliOverrides& cli) {
   // The overrides are written back as TOML-equivalent values and validated like the file.
   if (!cli.mode.empty()) {
-    if (cli.mode == "stream")
+    if (cli.mode == "stream") {
       c.server.mode = config::ServerMode::kStream;
-    else if (cli.mode == "ddl")
+    } else if (cli.mode == "ddl") {
       c.server.mode = config::ServerMode::kDdl;
-    else
+    } else {
       return core::make_error("--mode must be stream or ddl, not '" + cli.mode + "'");
+    }
   }
   if (!cli.listen.empty()) {
     auto e = config::parse_endpoint(cli.listen, true);

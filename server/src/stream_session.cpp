@@ -308,8 +308,9 @@ void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std
     }
   }
   if (!config_.feedback) return;
-  for (const auto& fb : compound->pdfb())
+  for (const auto& fb : compound->pdfb()) {
     handle_report(fb);
+  }
 }
 
 void StreamSession::handle_report(const wire::PdfbFeedback& feedback) {

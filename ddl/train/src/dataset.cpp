@@ -42,9 +42,9 @@ namespace {
 // The .gz file if present, else the plain one (e.g. after gunzip), else the .gz name so the
 // error names the file Debian's package installs.
 std::filesystem::path pick(const std::filesystem::path& dir, const std::string& stem) {
-  const auto gz = dir / (stem + ".gz");
+  auto gz = dir / (stem + ".gz");
   if (std::filesystem::exists(gz)) return gz;
-  const auto plain = dir / stem;
+  auto plain = dir / stem;
   if (std::filesystem::exists(plain)) return plain;
   return gz;
 }
@@ -85,15 +85,17 @@ std::vector<std::uint32_t> shard_indices(std::size_t total, std::uint32_t worker
   std::vector<std::uint32_t> out;
   if (mode == ShardMode::kStrided) {
     out.reserve(total / workers + 1);
-    for (std::size_t i = worker; i < total; i += workers)
+    for (std::size_t i = worker; i < total; i += workers) {
       out.push_back(static_cast<std::uint32_t>(i));
+    }
   } else {
     // Shard w is [w * total / N, (w + 1) * total / N): sizes differ by at most one.
     const std::size_t begin = worker * total / workers;
     const std::size_t end = (std::size_t{worker} + 1) * total / workers;
     out.reserve(end - begin);
-    for (std::size_t i = begin; i < end; ++i)
+    for (std::size_t i = begin; i < end; ++i) {
       out.push_back(static_cast<std::uint32_t>(i));
+    }
   }
   return out;
 }

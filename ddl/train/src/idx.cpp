@@ -71,8 +71,9 @@ core::Result<IdxHeader> read_header(std::span<const std::uint8_t> b, std::string
   const std::size_t present = b.size() - h.header_bytes;
   if (huge || product > present) {
     std::string dims;
-    for (std::size_t i = 0; i < ndims; ++i)
+    for (std::size_t i = 0; i < ndims; ++i) {
       dims += (i ? " x " : "") + std::to_string(h.dims[i]);
+    }
     return fail(source, std::string("truncated: expected ") +
                             (huge ? "more than 2^64" : std::to_string(product)) + " bytes of " +
                             what + " (" + dims + "), got " + std::to_string(present));
@@ -99,8 +100,9 @@ core::Result<IdxImages> images_from_plain(std::span<const std::uint8_t> b,
   // to the correctly rounded quotient, the same value as static_cast<float>(byte) / 255.0f.
   const std::uint8_t* src = b.data() + h->header_bytes;
   out.pixels.assign(src, src + h->data_bytes);
-  for (float& p : out.pixels)
+  for (float& p : out.pixels) {
     p /= 255.0f;
+  }
   return out;
 }
 

@@ -6,11 +6,13 @@
 //   job_run.hpp      the threads, the event collection, the summary
 //   job_table.hpp    the per-stage table and CSV
 #include <cstdio>
+#include <exception>
 
 #include "job_options.hpp"
 #include "job_run.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   using namespace predrop::ddl::train;
   JobCommandLine cl;
   if (auto code = parse_job_command_line(argc, argv, cl)) return *code;
@@ -20,4 +22,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   return run_local_job(*setup);
+}
+}  // namespace
+
+// An exception that escapes is an error exit, never std::terminate (docs/design.md §5).
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "predrop-ddl-job: fatal: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "predrop-ddl-job: fatal: unknown exception\n");
+  }
+  return 1;
 }

@@ -156,8 +156,9 @@ int run_local_job(const JobSetup& s) {
     table.flush(false);
   }
   relay_thread.join();
-  for (auto& t : threads)
+  for (auto& t : threads) {
     t.join();
+  }
   table.flush(true);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

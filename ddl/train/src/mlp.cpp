@@ -52,11 +52,13 @@ Mlp::Mlp(MlpShape shape, std::uint64_t seed) : shape_(shape), params_(shape.para
   const Layout l(shape_);
   Rng rng(seed);
   const float he = std::sqrt(6.0f / static_cast<float>(shape_.inputs));
-  for (std::size_t i = l.w1; i < l.b1; ++i)
+  for (std::size_t i = l.w1; i < l.b1; ++i) {
     params_[i] = rng.uniform(-he, he);
+  }
   const float glorot = std::sqrt(6.0f / static_cast<float>(shape_.hidden + shape_.outputs));
-  for (std::size_t i = l.w2; i < l.b2; ++i)
+  for (std::size_t i = l.w2; i < l.b2; ++i) {
     params_[i] = rng.uniform(-glorot, glorot);
+  }
   // Biases stay zero (vector value-initialised).
 }
 
@@ -82,8 +84,9 @@ double Mlp::loss_and_gradient(const Eigen::Ref<const Eigen::MatrixXf>& x,
   const double loss = softmax_cross_entropy(z2_, labels);  // z2_ now holds p
 
   // Backward of the mean loss: dz2 = (p - onehot(y)) / batch.
-  for (Eigen::Index j = 0; j < batch; ++j)
+  for (Eigen::Index j = 0; j < batch; ++j) {
     z2_(labels[static_cast<std::size_t>(j)], j) -= 1.0f;
+  }
   z2_ *= 1.0f / static_cast<float>(batch);
   MatMap gw1(gradient.data() + l.w1, hid, in);
   VecMap gb1(gradient.data() + l.b1, hid);

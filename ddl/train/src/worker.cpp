@@ -54,6 +54,10 @@ core::Result<std::shared_ptr<const ddl::train::FashionMnist>> load_ddl_dataset(
 
 class DdlWorker::Impl {
  public:
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  Impl(Impl&&) = delete;
+  Impl& operator=(Impl&&) = delete;
   Impl(net::EventLoop& loop, const net::Clock& clock,
        std::shared_ptr<const ddl::train::FashionMnist> data, DdlWorkerOptions o, OnStage on_stage,
        OnDone on_done)
@@ -68,8 +72,10 @@ class DdlWorker::Impl {
         ssrc_(ddl::generate_ssrc()),
         worker_nonce_(ddl::generate_nonce()) {
     if (!data_) throw std::invalid_argument("ddl worker: no data set");
-    if (data_->train.features != net_.shape().inputs || data_->test.features != net_.shape().inputs)
+    if (data_->train.features != net_.shape().inputs ||
+        data_->test.features != net_.shape().inputs) {
       throw std::invalid_argument("ddl worker: the data set does not have 784 features");
+    }
     if (o_.stages == 0) throw std::invalid_argument("ddl worker: stages must be >= 1");
     if (o_.batch == 0) throw std::invalid_argument("ddl worker: batch must be >= 1");
     // The same seeded pick of training samples on every worker; shards are cut from it once the
@@ -105,8 +111,9 @@ class DdlWorker::Impl {
                std::uint64_t /*recv_time*/) {
           guarded("datagram", [&] { on_datagram(d, from, clock_.now_us()); });
         });
-    if (!sock)
+    if (!sock) {
       return core::make_error("cannot open the worker's UDP socket: " + sock.error().message);
+    }
     socket_ = std::move(sock.value());
     join_timer_ = std::make_unique<net::Timer>(
         loop_, [this] { guarded("join timer", [this] { on_join_timer(); }); });
@@ -360,8 +367,9 @@ class DdlWorker::Impl {
     const auto positions =
         ddl::train::shard_indices(pick_.size(), rank_, workers_, ddl::train::ShardMode::kStrided);
     std::vector<std::uint32_t> shard(positions.size());
-    for (std::size_t i = 0; i < positions.size(); ++i)
+    for (std::size_t i = 0; i < positions.size(); ++i) {
       shard[i] = pick_[positions[i]];
+    }
     if (shard.size() < o_.batch) {
       return core::make_error("the shard of rank " + std::to_string(rank_) + " has " +
                               std::to_string(shard.size()) + " samples, fewer than a batch of " +
@@ -682,7 +690,7 @@ class DdlWorker::Impl {
     if (socket_) socket_->close();
   }
 
-  void finish(core::Status st) {
+  void finish(const core::Status& st) {
     if (state_ == State::kDone) return;
     state_ = State::kDone;
     summary_.rank = rank_;

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -39,7 +40,8 @@ std::string read_key_file(const std::string& path) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+int run(int argc, char** argv) {
   CLI::App app{
       "predrop-ddl-worker: trains an MLP on Fashion-MNIST in a data-parallel job through a "
       "predrop DDL relay (predrop-server --mode ddl), sending gradients and receiving their "
@@ -206,4 +208,18 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(summary.chunks_lost),
       static_cast<unsigned long long>(summary.late_chunks));
   return 0;
+}
+}  // namespace
+
+// Exceptions are for start-up and configuration (docs/design.md §5); one that still escapes is
+// reported as an error exit, never std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: fatal: %s\n", "predrop-ddl-worker", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "%s: fatal: unknown exception\n", "predrop-ddl-worker");
+  }
+  return 1;
 }

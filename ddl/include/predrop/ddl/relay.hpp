@@ -146,6 +146,8 @@ class DdlRelayListener {
   DdlRelayListener() = default;
   DdlRelayListener(const DdlRelayListener&) = default;
   DdlRelayListener& operator=(const DdlRelayListener&) = default;
+  DdlRelayListener(DdlRelayListener&&) = default;
+  DdlRelayListener& operator=(DdlRelayListener&&) = default;
   virtual ~DdlRelayListener() = default;
   /// A stage closed and its aggregate went out.
   virtual void on_stage(const DdlRelayStageRow& /*row*/) {}

@@ -219,7 +219,7 @@ class ClientSession {
   void play();
   void on_play(const RtspResponse& response);
   void finish_teardown();
-  void fail(SessionError error);
+  void fail(const SessionError& error);
   void shut();
 
   net::EventLoop& loop_;

@@ -51,7 +51,7 @@ class RtspClient {
   /// Sends a request (CSeq, Session and User-Agent are filled in); `on_response` gets the
   /// response or an error (connection lost, malformed response). When the request cannot be
   /// written (connection closed), `on_response` gets the error before send() returns.
-  void send(rtsp::RtspMethod method, const std::string& url, rtsp::RtspHeaders headers,
+  void send(rtsp::RtspMethod method, const std::string& url, const rtsp::RtspHeaders& headers,
             OnResponse on_response);
   /// The session id the server assigned (from the first response with a Session header).
   const std::string& session() const { return session_; }
