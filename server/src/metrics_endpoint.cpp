@@ -1,10 +1,56 @@
 #include "predrop/server/metrics_endpoint.hpp"
 
 #include <stdexcept>
-#include <string_view>
 #include <utility>
 
 namespace predrop::server {
+
+namespace {
+
+bool is_token_char(char ch) {
+  // RFC 9110 §5.6.2 tchar.
+  if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9')) {
+    return true;
+  }
+  return std::string_view("!#$%&'*+-.^_`|~").find(ch) != std::string_view::npos;
+}
+
+std::string status_reply(int status, std::string_view reason) {
+  return "HTTP/1.0 " + std::to_string(status) + " " + std::string(reason) +
+         "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+}
+
+}  // namespace
+
+MetricsRequest parse_metrics_request(std::string_view head) {
+  // Empty lines before the request line are skipped (RFC 9112 §2.2).
+  while (head.starts_with("\r\n") || head.starts_with("\n")) {
+    head.remove_prefix(head.front() == '\r' ? 2 : 1);
+  }
+  std::string_view line = head.substr(0, head.find('\n'));
+  if (line.ends_with('\r')) line.remove_suffix(1);
+  const std::size_t sp1 = line.find(' ');
+  const std::size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos) {
+    return {400, false};
+  }
+  const std::string_view method = line.substr(0, sp1);
+  const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  const std::string_view version = line.substr(sp2 + 1);
+  if (method.empty() || target.empty()) return {400, false};
+  for (char ch : method) {
+    if (!is_token_char(ch)) return {400, false};
+  }
+  for (char ch : target) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (u <= 0x20 || u == 0x7f) return {400, false};
+  }
+  if (!version.starts_with("HTTP/")) return {400, false};
+  if (version != "HTTP/1.0" && version != "HTTP/1.1") return {505, false};
+  if (method == "GET") return {200, false};
+  if (method == "HEAD") return {200, true};
+  return {405, false};
+}
 
 const net::Clock& MetricsEndpoint::default_clock() {
   static const net::MonotonicClock clock;
@@ -33,30 +79,70 @@ void MetricsEndpoint::prune() {
   // Connections that finished their reply close themselves; TcpConnection allows destruction
   // from inside its own callbacks too.
   for (auto it = open_.begin(); it != open_.end();) {
-    it = it->second.tcp->is_open() ? std::next(it) : open_.erase(it);
+    it = it->second.is_open() ? std::next(it) : open_.erase(it);
   }
 }
 
-void MetricsEndpoint::on_accept(std::unique_ptr<net::TcpConnection> c) {
+std::uint64_t MetricsEndpoint::admit(Client client) {
   prune();
   if (open_.size() >= options_.max_connections) {
     ++stats_.refused;
-    c->close();
-    return;
+    if (client.tcp) client.tcp->close();
+    return 0;
   }
   ++stats_.accepted;
   const std::uint64_t id = ++ids_;
-  auto on_data = [this, id](std::span<const std::uint8_t> data) {
-    if (guard_.run(CallbackKind::kMetrics, [&] { this->on_data(id, data); })) return;
-    // Only this connection goes (TcpConnection may be destroyed inside its callback).
-    open_.erase(id);
-  };
-  auto done = [this, id](const core::Status&) { open_.erase(id); };
-  if (!c->start(on_data, done)) return;
-  Client client;
-  client.tcp = std::move(c);
   client.deadline_us = clock_.now_us() + options_.request_deadline_us;
   open_.emplace(id, std::move(client));
+  return id;
+}
+
+void MetricsEndpoint::on_accept(std::unique_ptr<net::TcpConnection> c) {
+  Client client;
+  client.tcp = std::move(c);
+  const std::uint64_t id = admit(std::move(client));
+  if (id == 0) return;
+  auto on_data = [this, id](std::span<const std::uint8_t> data) { on_data_guarded(id, data); };
+  auto done = [this, id](const core::Status&) { open_.erase(id); };
+  if (!open_.at(id).tcp->start(on_data, done)) open_.erase(id);
+}
+
+void MetricsEndpoint::on_data_guarded(std::uint64_t id, std::span<const std::uint8_t> data) {
+  if (guard_.run(CallbackKind::kMetrics, [&] { on_data(id, data); })) return;
+  // Only this connection goes (TcpConnection may be destroyed inside its callback).
+  open_.erase(id);
+}
+
+std::uint64_t MetricsEndpoint::attach_connection() {
+  return admit(Client{});
+}
+
+void MetricsEndpoint::receive(std::uint64_t id, std::span<const std::uint8_t> bytes) {
+  auto it = open_.find(id);
+  if (it == open_.end() || it->second.tcp || !it->second.is_open()) return;
+  on_data_guarded(id, bytes);
+}
+
+std::string MetricsEndpoint::take_output(std::uint64_t id) {
+  auto it = open_.find(id);
+  if (it == open_.end()) return {};
+  return std::exchange(it->second.output, {});
+}
+
+bool MetricsEndpoint::connection_open(std::uint64_t id) const {
+  auto it = open_.find(id);
+  return it != open_.end() && it->second.is_open();
+}
+
+void MetricsEndpoint::answer(Client& c, std::string reply) {
+  c.answered = true;
+  if (c.tcp) {
+    (void)c.tcp->write(std::move(reply));
+    c.tcp->close_after_writes();
+  } else {
+    c.output += reply;
+    c.attached_open = false;
+  }
 }
 
 void MetricsEndpoint::on_data(std::uint64_t id, std::span<const std::uint8_t> data) {
@@ -64,46 +150,52 @@ void MetricsEndpoint::on_data(std::uint64_t id, std::span<const std::uint8_t> da
   auto it = open_.find(id);
   if (it == open_.end() || it->second.answered) return;
   Client& c = it->second;
-  // The head may come in several reads: answer once it is complete; what it asks for does not
-  // matter.
+  // The head may come in several reads: answer once it is complete, or refuse it once it is
+  // longer than the bound without being complete.
   c.head.append(reinterpret_cast<const char*>(data.data()), data.size());
   const std::string_view head(c.head);
-  const bool complete = head.find("\r\n\r\n") != std::string_view::npos ||
-                        head.find("\n\n") != std::string_view::npos;
-  if (!complete) {
+  std::size_t end = head.find("\r\n\r\n");
+  if (const std::size_t lf = head.find("\n\n"); lf < end) end = lf;
+  if (end == std::string_view::npos || end > options_.max_request_bytes) {
     if (c.head.size() > options_.max_request_bytes) {
       ++stats_.oversized;
-      (void)c.tcp->write(
-          "HTTP/1.0 431 Request Header Fields Too Large\r\nContent-Length: 0\r\n"
-          "Connection: close\r\n\r\n");
-      c.answered = true;
-      c.tcp->close_after_writes();
+      answer(c, status_reply(431, "Request Header Fields Too Large"));
     }
     return;
   }
-  c.answered = true;
-  std::string body;
-  std::string reply;
-  if (guard_.run(CallbackKind::kMetrics, [&] { body = render_(); })) {
-    reply =
-        "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
-        "Content-Length: " +
-        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-    ++stats_.answered;
-  } else {
-    // The renderer threw (counted and logged by the guard): this client gets a 500.
-    reply = "HTTP/1.0 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+  const MetricsRequest request = parse_metrics_request(head.substr(0, end));
+  if (request.status != 200) {
+    ++stats_.bad_requests;
+    answer(c, status_reply(request.status, request.status == 405   ? "Method Not Allowed"
+                                           : request.status == 505 ? "HTTP Version Not Supported"
+                                                                   : "Bad Request"));
+    return;
   }
-  (void)c.tcp->write(std::move(reply));
-  c.tcp->close_after_writes();
+  std::string body;
+  if (!guard_.run(CallbackKind::kMetrics, [&] { body = render_(); })) {
+    // The renderer threw (counted and logged by the guard): this client gets a 500.
+    answer(c, status_reply(500, "Internal Server Error"));
+    return;
+  }
+  ++stats_.answered;
+  std::string reply =
+      "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n";
+  if (!request.head_only) reply += body;
+  answer(c, std::move(reply));
 }
 
 void MetricsEndpoint::run_housekeeping() {
   const std::uint64_t now = clock_.now_us();
   for (auto& [id, c] : open_) {
-    if (!c.answered && c.tcp->is_open() && now > c.deadline_us) {
+    if (!c.answered && c.is_open() && now > c.deadline_us) {
       ++stats_.timed_out;
-      c.tcp->close();
+      if (c.tcp) {
+        c.tcp->close();
+      } else {
+        c.attached_open = false;
+      }
     }
   }
   prune();

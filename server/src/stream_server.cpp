@@ -88,11 +88,34 @@ struct StreamServer::Connection {
   // connection has the longer idle limit of a player's control channel.
   std::vector<std::string> sessions;
 
-  bool is_open() const { return tcp && tcp->is_open(); }
-  void write(std::string bytes) { (void)tcp->write(std::move(bytes)); }
-  std::size_t write_queue_bytes() const { return tcp->write_queue_bytes(); }
-  void close_after_writes() { tcp->close_after_writes(); }
-  void close() { tcp->close(); }
+  // An attached connection (tcp == nullptr; tests and fuzzing) keeps what the server writes
+  // in `output` until taken, and that is its write queue.
+  std::string output;
+  bool attached_open = true;
+
+  bool is_open() const { return tcp ? tcp->is_open() : attached_open; }
+  void write(std::string bytes) {
+    if (tcp) {
+      (void)tcp->write(std::move(bytes));
+    } else if (attached_open) {
+      output += bytes;
+    }
+  }
+  std::size_t write_queue_bytes() const { return tcp ? tcp->write_queue_bytes() : output.size(); }
+  void close_after_writes() {
+    if (tcp) {
+      tcp->close_after_writes();
+    } else {
+      attached_open = false;
+    }
+  }
+  void close() {
+    if (tcp) {
+      tcp->close();
+    } else {
+      attached_open = false;
+    }
+  }
 };
 
 struct StreamServer::SessionEntry {
@@ -404,9 +427,22 @@ bool StreamServer::start_session(SessionEntry& entry, std::uint64_t now_us) {
 
 void StreamServer::on_connection(std::unique_ptr<net::TcpConnection> tcp) {
   auto c = std::make_unique<Connection>();
-  c->id = ++connection_ids_;
   c->tcp = std::move(tcp);
   c->peer = c->tcp->peer_address();
+  Connection* admitted = admit(std::move(c));
+  if (admitted == nullptr) return;
+  // The handlers name the connection by id: it may be gone by the time libuv calls back.
+  const std::uint64_t id = admitted->id;
+  auto st =
+      admitted->tcp->start([this, id](std::span<const std::uint8_t> d) { on_data_guarded(id, d); },
+                           [this, id](const core::Status&) {
+                             guard_.run(CallbackKind::kRtsp, [&] { close_connection(id); });
+                           });
+  if (!st) close_connection(id);
+}
+
+StreamServer::Connection* StreamServer::admit(std::unique_ptr<Connection> c) {
+  c->id = ++connection_ids_;
   c->last_activity_us = clock_.now_us();
   prune_connections();
   if (connections_.size() >= options_.max_connections) {
@@ -415,23 +451,54 @@ void StreamServer::on_connection(std::unique_ptr<net::TcpConnection> tcp) {
     if (connections_.size() >=
         options_.max_connections + over_limit_allowance(options_.max_connections)) {
       c->close();
-      return;
+      return nullptr;
     }
     c->over_limit = true;
   } else {
     ++stats_.connections_accepted;
   }
-  // The handlers name the connection by id: it may be gone by the time libuv calls back.
-  const std::uint64_t id = c->id;
-  auto st = c->tcp->start(
-      [this, id](std::span<const std::uint8_t> d) {
-        if (!guard_.run(CallbackKind::kRtsp, [&] { on_data(id, d); })) drop_connection(id);
-      },
-      [this, id](const core::Status&) {
-        guard_.run(CallbackKind::kRtsp, [&] { close_connection(id); });
-      });
-  if (!st) return;
-  connections_.emplace(id, std::move(c));
+  Connection* raw = c.get();
+  connections_.emplace(raw->id, std::move(c));
+  return raw;
+}
+
+void StreamServer::on_data_guarded(std::uint64_t id, std::span<const std::uint8_t> data) {
+  if (!guard_.run(CallbackKind::kRtsp, [&] { on_data(id, data); })) drop_connection(id);
+}
+
+std::uint64_t StreamServer::attach_connection(const net::SocketAddress& peer) {
+  auto c = std::make_unique<Connection>();
+  c->peer = peer;
+  Connection* admitted = admit(std::move(c));
+  return admitted == nullptr ? 0 : admitted->id;
+}
+
+void StreamServer::receive(std::uint64_t id, std::span<const std::uint8_t> bytes) {
+  auto it = connections_.find(id);
+  if (it == connections_.end() || it->second->tcp || !it->second->is_open()) return;
+  on_data_guarded(id, bytes);
+}
+
+std::string StreamServer::take_output(std::uint64_t id) {
+  auto it = connections_.find(id);
+  if (it == connections_.end() || it->second->tcp) return {};
+  return std::exchange(it->second->output, {});
+}
+
+bool StreamServer::connection_open(std::uint64_t id) const {
+  auto it = connections_.find(id);
+  return it != connections_.end() && it->second->is_open();
+}
+
+void StreamServer::detach_connection(std::uint64_t id) {
+  auto it = connections_.find(id);
+  if (it == connections_.end() || it->second->tcp) return;
+  close_connection(id);  // as if the peer hung up
+}
+
+void StreamServer::receive_rtcp(std::span<const std::uint8_t> data,
+                                const net::SocketAddress& from) {
+  on_rtcp_guarded(data, from);
 }
 
 void StreamServer::prune_connections() {
@@ -903,10 +970,11 @@ void StreamServer::tick() {
     chain::SendBatchScope scope(*batch_);
     for (auto& [id, e] : sessions_) {
       if (!e->session) continue;
+      StreamSession& session = *e->session;  // (a lambda may not capture a structured binding)
       // Each session on its own: one that throws ends, the others are paced on.
       const bool ok = guard_.run(CallbackKind::kTimer, [&] {
         inject_fault(CallbackKind::kTimer);
-        e->session->pump(now);
+        session.pump(now);
       });
       if (!ok) failed.push_back(id);
     }

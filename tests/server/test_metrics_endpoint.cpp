@@ -131,5 +131,45 @@ TEST_F(MetricsLimits, EndpointCountersAreExported) {
   EXPECT_NE(text.find("predrop_metrics_requests_timed_out_total 0"), std::string::npos);
 }
 
+TEST(MetricsRequest, RequestLineIsParsed) {
+  using server::parse_metrics_request;
+  EXPECT_EQ(parse_metrics_request("GET /metrics HTTP/1.0\r\nHost: x\r\n").status, 200);
+  EXPECT_EQ(parse_metrics_request("\r\nGET / HTTP/1.1").status, 200) << "leading empty line";
+  EXPECT_TRUE(parse_metrics_request("HEAD /metrics HTTP/1.1").head_only);
+  EXPECT_EQ(parse_metrics_request("POST /metrics HTTP/1.1").status, 405);
+  EXPECT_EQ(parse_metrics_request("GET /metrics HTTP/2.0").status, 505);
+  EXPECT_EQ(parse_metrics_request("GET /metrics").status, 400);
+  EXPECT_EQ(parse_metrics_request("GET  /metrics HTTP/1.1").status, 400);
+  EXPECT_EQ(parse_metrics_request("G(T /metrics HTTP/1.1").status, 400);
+  EXPECT_EQ(parse_metrics_request("GET /a\x01b HTTP/1.1").status, 400);
+  EXPECT_EQ(parse_metrics_request("").status, 400);
+}
+
+TEST_F(MetricsLimits, HeadAndOtherMethods) {
+  start({});
+  test::PosixRtspPeer head(loop_, endpoint_->address());
+  ASSERT_TRUE(head.send("HEAD /metrics HTTP/1.1\r\n\r\n"));
+  EXPECT_TRUE(head.wait_closed());
+  EXPECT_EQ(head.received().rfind("HTTP/1.0 200", 0), 0u) << head.received();
+  EXPECT_EQ(head.received().find("up 1"), std::string::npos) << "HEAD got a body";
+  test::PosixRtspPeer post(loop_, endpoint_->address());
+  ASSERT_TRUE(post.send("POST /metrics HTTP/1.1\r\n\r\n"));
+  EXPECT_TRUE(post.wait_closed());
+  EXPECT_EQ(post.received().rfind("HTTP/1.0 405", 0), 0u) << post.received();
+}
+
+TEST_F(MetricsLimits, AttachedConnectionsTakeTheSamePath) {
+  server::MetricsEndpointOptions o;
+  o.max_connections = 1;
+  start(o);
+  const std::uint64_t id = endpoint_->attach_connection();
+  ASSERT_NE(id, 0u);
+  EXPECT_EQ(endpoint_->attach_connection(), 0u) << "over the cap";
+  const std::string req = "GET /metrics HTTP/1.0\r\n\r\n";
+  endpoint_->receive(id, std::span(reinterpret_cast<const std::uint8_t*>(req.data()), req.size()));
+  EXPECT_EQ(endpoint_->take_output(id).rfind("HTTP/1.0 200", 0), 0u);
+  EXPECT_FALSE(endpoint_->connection_open(id));
+}
+
 }  // namespace
 }  // namespace predrop

@@ -147,5 +147,21 @@ TEST_F(ServerMethods, ErrorAnswersOfEachMethod) {
   EXPECT_EQ(srv_->session_count(), 0u) << "no refused SETUP left a session behind";
 }
 
+TEST_F(ServerMethods, AttachedConnectionTakesTheSamePath) {
+  // The socketless entry point the fuzz target drives: same parser, handlers and limits.
+  const std::uint64_t id = srv_->attach_connection(net::SocketAddress::loopback_v4(40000));
+  ASSERT_NE(id, 0u);
+  const std::string req = request_text("OPTIONS", url_, 1) + "GARBAGE\r\n\r\n";
+  srv_->receive(id, std::span(reinterpret_cast<const std::uint8_t*>(req.data()), req.size()));
+  const std::string out = srv_->take_output(id);
+  EXPECT_EQ(out.rfind("RTSP/1.0 200 OK", 0), 0u) << out;
+  EXPECT_NE(out.find("RTSP/1.0 400"), std::string::npos) << out;
+  EXPECT_EQ(srv_->take_output(id), "") << "taken";
+  EXPECT_TRUE(srv_->connection_open(id));
+  srv_->detach_connection(id);
+  EXPECT_FALSE(srv_->connection_open(id));
+  EXPECT_EQ(srv_->connection_count(), 0u);
+}
+
 }  // namespace
 }  // namespace predrop

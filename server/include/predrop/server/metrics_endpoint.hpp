@@ -1,6 +1,8 @@
 #pragma once
-// A Prometheus text-format endpoint (exposition format 0.0.4): any HTTP GET on the listen address
-// gets the current metrics. Deliberately tiny: one request per connection, then close.
+// A Prometheus text-format endpoint (exposition format 0.0.4): an HTTP/1.x GET of any path on
+// the listen address gets the current metrics (HEAD: the headers only). Deliberately tiny: one
+// request per connection, then close. Another method gets 405, a malformed request line 400,
+// another HTTP version 505.
 //
 // Limits: at most max_connections open at once (more are closed at accept), a request head of
 // at most max_request_bytes, and a deadline from the accept to the end of the request head that
@@ -11,7 +13,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "predrop/net/clock.hpp"
 #include "predrop/net/event_loop.hpp"
@@ -20,6 +24,16 @@
 #include "predrop/server/callback_guard.hpp"
 
 namespace predrop::server {
+
+/// What the endpoint makes of a complete request head (parse_metrics_request()).
+struct MetricsRequest {
+  int status = 200;        ///< 200: serve the metrics; else the error to answer.
+  bool head_only = false;  ///< HEAD: the headers without the body.
+};
+
+/// Reads the request line of a complete HTTP/1.x request head (RFC 9112 §3: method SP target SP
+/// version; empty lines before it are skipped, §2.2). Pure; never throws.
+MetricsRequest parse_metrics_request(std::string_view head);
 
 /// Limits of the metrics endpoint.
 struct MetricsEndpointOptions {
@@ -34,8 +48,9 @@ struct MetricsEndpointStats {
   std::uint64_t refused = 0;  ///< Over max_connections: closed at accept.
   std::uint64_t answered = 0;
   std::uint64_t bytes_received = 0;
-  std::uint64_t timed_out = 0;  ///< Request head not complete by the deadline.
-  std::uint64_t oversized = 0;  ///< Request head longer than max_request_bytes.
+  std::uint64_t timed_out = 0;     ///< Request head not complete by the deadline.
+  std::uint64_t oversized = 0;     ///< Request head longer than max_request_bytes.
+  std::uint64_t bad_requests = 0;  ///< Answered 400, 405 or 505.
 };
 
 /// Serves `render()` as text/plain; version=0.0.4.
@@ -58,18 +73,35 @@ class MetricsEndpoint {
   std::size_t connection_count() const { return open_.size(); }
   /// What the deadline timer does, now (for tests on a fake clock).
   void run_housekeeping();
+
+  // Entry points for tests and fuzzing: connections without a socket, on the same paths.
+  /// A connection admitted like an accepted one; 0 if refused (over the cap).
+  std::uint64_t attach_connection();
+  /// Bytes as received on attached connection `id` (ignored once it is closed).
+  void receive(std::uint64_t id, std::span<const std::uint8_t> bytes);
+  /// What the endpoint wrote to attached connection `id` since the last call.
+  std::string take_output(std::uint64_t id);
+  /// True while connection `id` is open.
+  bool connection_open(std::uint64_t id) const;
   /// The real monotonic clock, shared.
   static const net::Clock& default_clock();
 
  private:
   struct Client {
-    std::unique_ptr<net::TcpConnection> tcp;
+    std::unique_ptr<net::TcpConnection> tcp;  // null: attached (tests, fuzzing)
+    std::string output;                       // what an attached connection was sent
+    bool attached_open = true;
     std::string head;  // request bytes so far
     std::uint64_t deadline_us = 0;
     bool answered = false;
+    bool is_open() const { return tcp ? tcp->is_open() : attached_open; }
   };
   void on_accept(std::unique_ptr<net::TcpConnection> c);
+  std::uint64_t admit(Client client);
   void on_data(std::uint64_t id, std::span<const std::uint8_t> data);
+  void on_data_guarded(std::uint64_t id, std::span<const std::uint8_t> data);
+  // Sends `reply` and hangs up after it.
+  static void answer(Client& c, std::string reply);
   void prune();
 
   const net::Clock& clock_;

@@ -156,6 +156,22 @@ class StreamServer {
   /// What the 1 ms pacing timer does, now: sends every playing session's due packets.
   void run_pacing() { tick(); }
 
+  // Entry points for tests and fuzzing: RTSP connections without a socket, and RTCP datagrams
+  // without one. They take the same paths (limits, parsing, handlers, exception boundary) as
+  // the real ones.
+  /// A connection from `peer`, admitted like an accepted one; 0 if refused at once.
+  std::uint64_t attach_connection(const net::SocketAddress& peer);
+  /// Bytes as received on attached connection `id` (ignored once it is closed).
+  void receive(std::uint64_t id, std::span<const std::uint8_t> bytes);
+  /// What the server wrote to attached connection `id` since the last call (its write queue).
+  std::string take_output(std::uint64_t id);
+  /// True while connection `id` is open.
+  bool connection_open(std::uint64_t id) const;
+  /// Attached connection `id` hangs up.
+  void detach_connection(std::uint64_t id);
+  /// An RTCP datagram from `from`, as if received on the RTCP port.
+  void receive_rtcp(std::span<const std::uint8_t> data, const net::SocketAddress& from);
+
  private:
   struct Connection;
   struct PendingSession;
@@ -164,6 +180,8 @@ class StreamServer {
   using ConnectionMap = std::map<std::uint64_t, std::unique_ptr<Connection>>;
 
   void on_connection(std::unique_ptr<net::TcpConnection> tcp);
+  Connection* admit(std::unique_ptr<Connection> c);
+  void on_data_guarded(std::uint64_t id, std::span<const std::uint8_t> data);
   void on_data(std::uint64_t id, std::span<const std::uint8_t> data);
   void close_connection(std::uint64_t id);
   void drop_connection(std::uint64_t id);

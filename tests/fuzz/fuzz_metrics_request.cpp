@@ -1,0 +1,140 @@
+// Fuzz target for the metrics endpoint's HTTP request handling (server/src/metrics_endpoint.cpp):
+//   1. parse_metrics_request() on the raw input: the status is one of 200/400/405/505, and 200
+//      only for a GET or HEAD request line of HTTP/1.0 or 1.1.
+//   2. The endpoint itself on a FakeClock, through its socketless entry points: connections open,
+//      receive the input in pieces, the clock moves on and the deadline check runs, replies are
+//      read; the renderer throws when the input says so. Checked: the connection cap holds; a
+//      connection gets at most one reply, a well-formed HTTP/1.0 status line with a
+//      Content-Length matching the body, and is closed after it; nothing escapes a callback.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fuzz_check.hpp"
+#include "predrop/core/log.hpp"
+#include "predrop/net/event_loop.hpp"
+#include "predrop/server/metrics_endpoint.hpp"
+
+namespace {
+
+using namespace predrop;
+
+class FuzzClock final : public net::Clock {
+ public:
+  std::uint64_t now_us() const override { return now_; }
+  void advance(std::uint64_t us) { now_ += us; }
+
+ private:
+  std::uint64_t now_ = 1'000'000;
+};
+
+net::EventLoop& loop() {
+  static net::EventLoop l;
+  // A throwing renderer is logged by the exception boundary; not on every input.
+  static const bool quiet = [] {
+    core::set_log_level(core::LogLevel::kOff);
+    return true;
+  }();
+  (void)quiet;
+  return l;
+}
+
+void check_parser(std::string_view text) {
+  const server::MetricsRequest r = server::parse_metrics_request(text);
+  PREDROP_FUZZ_CHECK(r.status == 200 || r.status == 400 || r.status == 405 || r.status == 505);
+  if (r.status == 200) {
+    std::string_view line = text;
+    while (line.starts_with("\r\n") || line.starts_with("\n"))
+      line.remove_prefix(line.front() == '\r' ? 2 : 1);
+    PREDROP_FUZZ_CHECK(line.starts_with(r.head_only ? "HEAD " : "GET "));
+    line = line.substr(0, line.find('\n'));
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    PREDROP_FUZZ_CHECK(line.ends_with(" HTTP/1.0") || line.ends_with(" HTTP/1.1"));
+  }
+  PREDROP_FUZZ_CHECK(!r.head_only || r.status == 200);
+}
+
+// One well-formed reply: status line, headers, Content-Length equal to what follows (HEAD: the
+// length of the body it would have had, nothing after the head).
+void check_reply(std::string_view reply) {
+  PREDROP_FUZZ_CHECK(reply.starts_with("HTTP/1.0 "));
+  PREDROP_FUZZ_CHECK(reply.size() >= 12);
+  for (std::size_t i = 9; i < 12; ++i)
+    PREDROP_FUZZ_CHECK(reply[i] >= '0' && reply[i] <= '9');
+  PREDROP_FUZZ_CHECK(reply[9] >= '1' && reply[9] <= '5');
+  const std::size_t end = reply.find("\r\n\r\n");
+  PREDROP_FUZZ_CHECK(end != std::string_view::npos);
+  const std::size_t cl = reply.find("Content-Length: ");
+  PREDROP_FUZZ_CHECK(cl != std::string_view::npos && cl < end);
+  const std::size_t length = std::stoul(std::string(reply.substr(cl + 16, 12)));
+  const std::size_t body = reply.size() - end - 4;
+  PREDROP_FUZZ_CHECK(body == length || body == 0);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size > 16 * 1024) return 0;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  check_parser(text);
+  if (size < 2) return 0;
+
+  // Byte 0: the schedule (pieces of at most 1 + b0 % 64 bytes; the clock moves after each
+  // piece by (b0 >> 6) * 400 ms); byte 1: renderer fault and connection count.
+  const std::size_t piece = 1 + data[0] % 64;
+  const std::uint64_t step_us = static_cast<std::uint64_t>(data[0] >> 6) * 400'000;
+  const bool render_throws = (data[1] & 1) != 0;
+  const std::size_t connections = 1 + (data[1] >> 1) % 5;
+  const std::string_view request = text.substr(2);
+
+  FuzzClock clock;
+  server::MetricsEndpointOptions o;
+  o.max_connections = 3;
+  o.request_deadline_us = 1'000'000;
+  o.max_request_bytes = 512;
+  {
+    server::MetricsEndpoint endpoint(
+        loop(), net::SocketAddress::loopback_v4(0),
+        [render_throws]() -> std::string {
+          if (render_throws) throw std::runtime_error("fuzz: render fault");
+          return "up 1\n";
+        },
+        o, clock);
+    std::vector<std::uint64_t> ids;
+    for (std::size_t i = 0; i < connections; ++i) {
+      const std::uint64_t id = endpoint.attach_connection();
+      PREDROP_FUZZ_CHECK((id != 0) == (i < o.max_connections));
+      if (id != 0) ids.push_back(id);
+    }
+    std::vector<std::string> replies(ids.size());
+    for (std::size_t at = 0; at < request.size(); at += piece) {
+      const std::string_view p = request.substr(at, piece);
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        endpoint.receive(ids[i],
+                         std::span(reinterpret_cast<const std::uint8_t*>(p.data()), p.size()));
+        replies[i] += endpoint.take_output(ids[i]);
+      }
+      clock.advance(step_us);
+      endpoint.run_housekeeping();
+      PREDROP_FUZZ_CHECK(endpoint.connection_count() <= o.max_connections);
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      replies[i] += endpoint.take_output(ids[i]);
+      if (replies[i].empty()) continue;
+      // One reply, and the connection is done.
+      PREDROP_FUZZ_CHECK(replies[i].find("HTTP/1.0 ", 1) == std::string::npos);
+      check_reply(replies[i]);
+      PREDROP_FUZZ_CHECK(!endpoint.connection_open(ids[i]));
+    }
+    const auto& st = endpoint.stats();
+    PREDROP_FUZZ_CHECK(st.accepted <= o.max_connections);
+    PREDROP_FUZZ_CHECK(endpoint.callback_guard().count(server::CallbackKind::kMetrics) <=
+                       st.accepted);
+  }
+  loop().run_nowait();
+  return 0;
+}
