@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The test command: installs missing Debian packages, builds the release and the asan-ubsan
-# presets, runs the whole ctest suite in both, then a short libFuzzer run of every fuzz target.
+# The test command: installs missing Debian packages, checks the include layers, builds the release
+# and the asan-ubsan presets, runs the whole ctest suite in both and clang-tidy over every source,
+# then a short libFuzzer run of every fuzz target.
 # Usage: scripts/test.sh [--no-sanitizers]   (skips the asan-ubsan and fuzz stages)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,8 @@ run_preset() {
 }
 
 run_preset release
+echo "=== clang-tidy (repo .clang-tidy, every first-party source)"
+scripts/tidy.sh build/release
 if [[ "${1:-}" != "--no-sanitizers" ]]; then
   run_preset asan-ubsan
   echo "=== fuzz smoke run (libFuzzer, ${PREDROP_FUZZ_SECONDS:-10} s per target)"

@@ -64,8 +64,9 @@ MetricsEndpoint::MetricsEndpoint(net::EventLoop& loop, const net::SocketAddress&
   auto l = net::TcpListener::listen(loop, listen, [this](std::unique_ptr<net::TcpConnection> c) {
     guard_.run(CallbackKind::kMetrics, [&] { on_accept(std::move(c)); });
   });
-  if (!l)
+  if (!l) {
     throw std::runtime_error("metrics listen on " + listen.to_string() + ": " + l.error().message);
+  }
   listener_ = std::move(l.value());
   deadline_timer_ = std::make_unique<net::Timer>(
       loop, [this] { guard_.run(CallbackKind::kMetrics, [&] { run_housekeeping(); }); });

@@ -167,8 +167,9 @@ const StreamDefinition* StreamServer::find_stream(std::string_view name) const {
 
 std::size_t StreamServer::connection_session_refs() const {
   std::size_t n = 0;
-  for (const auto& [id, c] : connections_)
+  for (const auto& [id, c] : connections_) {
     n += c->sessions.size();
+  }
   return n;
 }
 
@@ -322,8 +323,9 @@ void StreamServer::stop() {
   }
   sessions_.clear();
   session_by_address_.clear();
-  for (auto& [id, c] : connections_)
+  for (auto& [id, c] : connections_) {
     c->close();
+  }
   connections_.clear();
   paused_.clear();
   if (pacer_) pacer_.reset();
@@ -993,13 +995,14 @@ void StreamServer::housekeeping() {
       static_cast<std::uint64_t>(options_.rtsp_idle_timeout_s) * 1'000'000;
   for (auto it = connections_.begin(); it != connections_.end();) {
     Connection& c = *it->second;
-    if (c.is_open() && c.partial_since_us != 0 && request_deadline_us != 0 &&
-        now > c.partial_since_us + request_deadline_us) {
+    // A request that trickled in for longer than the idle timeout (slow loris), or a connection
+    // silent for longer than its idle limit.
+    const bool slow_request = c.partial_since_us != 0 && request_deadline_us != 0 &&
+                              now > c.partial_since_us + request_deadline_us;
+    const bool idle = now > c.last_activity_us + idle_limit_us(c);
+    if (c.is_open() && (slow_request || idle)) {
       ++stats_.connections_timed_out;
-      c.close();  // a request trickled in for longer than the idle timeout
-    } else if (c.is_open() && now > c.last_activity_us + idle_limit_us(c)) {
-      ++stats_.connections_timed_out;
-      c.close();  // silent for longer than its idle limit
+      c.close();
     }
     it = c.is_open() ? std::next(it) : forget_connection(it);
   }
