@@ -12,9 +12,8 @@
 // the connection count stays within the cap plus its allowance; every byte the server writes
 // parses as RTSP responses; /metrics never shows a session id.
 //
-// Media go to the clients' addresses, 198.51.100.0/24 (RFC 5737 TEST-NET-2), from sockets bound
-// to 127.0.0.1: the kernel refuses such sends (EINVAL), so nothing leaves the machine or reaches
-// another process. The media file: $PREDROP_FUZZ_MEDIA, else the test sample.
+// The clients' addresses are 127.0.0.2..4: media go to loopback ports where nothing listens,
+// so nothing leaves the machine (the test bed's rule: loopback or namespaces of our own only). The media file: $PREDROP_FUZZ_MEDIA, else the test sample.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -181,7 +180,7 @@ class Harness {
 
  private:
   static net::SocketAddress address(int ip, std::uint16_t port) {
-    return net::SocketAddress::v4({198, 51, 100, static_cast<std::uint8_t>(1 + ip)}, port);
+    return net::SocketAddress::v4({127, 0, 0, static_cast<std::uint8_t>(2 + ip)}, port);
   }
   Client* pick() {
     if (clients_.empty()) return nullptr;
