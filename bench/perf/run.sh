@@ -95,6 +95,7 @@ run_server() {  # $1 = extra config lines
 mode = "stream"
 rtsp_listen = "127.0.0.1:$port"
 max_sessions = ${MAX_SESSIONS:-2000}
+max_sessions_per_address = ${MAX_SESSIONS:-2000}  # every load client comes from 127.0.0.1
 max_rtsp_connections = 4000
 metrics_listen = "127.0.0.1:$mport"
 srtp = "${SUITE:-AES_CM_128_HMAC_SHA1_80}"

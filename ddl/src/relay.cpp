@@ -443,7 +443,7 @@ class DdlRelay::Impl {
   void poll_stage(std::uint64_t now, bool judge_deadline) {
     if (!running_) return;
     stages_.poll(now, judge_deadline, aggregate_.average(), aggregate_.chunk_contributors(),
-                 [this](const StageReport& r, std::uint64_t t) {
+                 [this](const ClosedStage& r, std::uint64_t t) {
                    close_stage(r, t);
                    return running_;
                  });
@@ -455,7 +455,7 @@ class DdlRelay::Impl {
     if (stages_.timer_fired(now)) poll_stage(now, true);
   }
 
-  void close_stage(const StageReport& r, std::uint64_t now) {
+  void close_stage(const ClosedStage& r, std::uint64_t now) {
     stages_.reset_grace();
     const std::uint32_t s = r.stage;
     stage_ = s + 1;

@@ -1,6 +1,6 @@
 #pragma once
 // Aggregation output of the DDL relay (relay.hpp): the buffers a closed stage is averaged into
-// (the `zero`-policy average and the contributors per chunk, written by ddl::StageReceiver), and
+// (the `zero`-policy average and the contributors per chunk, written by ddl::StageCollector), and
 // the aggregate's packets, encoded once per stage and shared read-only by every worker's egress
 // (docs/design.md §5): only chunks some worker contributed, flagged PARTIAL when fewer than all
 // did, with their importance for the `priority` discard policy (docs/ddl.md).
@@ -23,7 +23,7 @@ class RelayAggregate {
   /// Sizes the buffers for `plan` (throws std::bad_alloc if they do not fit in memory).
   void allocate(const ChunkPlan& plan);
 
-  /// Where ddl::StageReceiver::poll writes the average and the contributors per chunk.
+  /// Where ddl::StageCollector::poll writes the average and the contributors per chunk.
   std::span<float> average() { return average_; }
   std::span<std::uint16_t> chunk_contributors() { return chunk_contributors_; }
 

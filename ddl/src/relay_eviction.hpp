@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "predrop/ddl/stage_receiver.hpp"
+#include "predrop/ddl/stage_collector.hpp"
 #include "relay_peer.hpp"
 
 namespace predrop::ddl {

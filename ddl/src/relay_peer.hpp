@@ -46,7 +46,7 @@ struct RelayPeer {
   std::uint32_t downlink_ssrc = 0;  ///< The relay's RTP SSRC towards it.
   std::uint64_t worker_nonce = 0;   ///< Its join's nonce, echoed in every PDJA to it.
   bool gone = false;                ///< Left or evicted.
-  std::uint32_t contributor = 0;    ///< Index in the current ddl::StageReceiver.
+  std::uint32_t contributor = 0;    ///< Index in the current ddl::StageCollector.
   // Liveness (relay_eviction.hpp).
   bool heard_since_close = false;
   std::uint32_t missed_stages = 0;

@@ -9,7 +9,7 @@ namespace predrop::ddl {
 
 DdlRelayPeerStage send_stage(RelayPeer& p, const StageSend& send, ControlChannel& control,
                              net::UdpEndpoint& socket) {
-  const StageReport& r = *send.report;
+  const ClosedStage& r = *send.report;
   const std::uint32_t s = r.stage;
   const ContributorReport& c = r.contributors[p.contributor];
   const double rate = p.controller->rate();

@@ -15,7 +15,7 @@
 #include "predrop/chain/stage_transmitter.hpp"
 #include "predrop/ddl/control_channel.hpp"
 #include "predrop/ddl/relay.hpp"
-#include "predrop/ddl/stage_receiver.hpp"
+#include "predrop/ddl/stage_collector.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 #include "relay_peer.hpp"
 
@@ -26,7 +26,7 @@ inline constexpr std::size_t kRelayPaceBatch = net::UdpEndpoint::kMaxSendBatch;
 
 /// What send_stage() needs besides the peer.
 struct StageSend {
-  const StageReport* report = nullptr;  ///< The closed stage (the peer's uplink part in it).
+  const ClosedStage* report = nullptr;  ///< The closed stage (the peer's uplink part in it).
   std::span<const chain::OutgoingPacket> packets;  ///< The shared aggregate.
   std::span<const std::uint8_t> importance;        ///< One byte per packet.
   std::uint32_t live = 0;                          ///< Workers in the stage.

@@ -34,7 +34,7 @@ void RelayStageControl::rebuild(const ChunkPlan& plan, std::uint32_t contributor
     rx_.reset();
     return;
   }
-  rx_ = std::make_unique<StageReceiver>(plan, contributors, deadline_);
+  rx_ = std::make_unique<StageCollector>(plan, contributors, deadline_);
   rx_->start(stage);
 }
 

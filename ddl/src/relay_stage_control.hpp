@@ -1,5 +1,5 @@
 #pragma once
-// Stage control of the DDL relay (relay.hpp): the ddl::StageReceiver that collects the live
+// Stage control of the DDL relay (relay.hpp): the ddl::StageCollector that collects the live
 // workers' gradient chunks, when a stage closes (complete, or at its deadline), and the deadline
 // timer (docs/ddl-mode.md "The stage deadline and what closes a stage").
 //
@@ -21,7 +21,7 @@
 #include <span>
 
 #include "predrop/ddl/chunk.hpp"
-#include "predrop/ddl/stage_receiver.hpp"
+#include "predrop/ddl/stage_collector.hpp"
 #include "predrop/net/event_loop.hpp"
 
 namespace predrop::ddl {
@@ -30,7 +30,7 @@ namespace predrop::ddl {
 class RelayStageControl {
  public:
   /// Called for each closed stage; returns false to stop polling (the relay finished).
-  using OnClose = std::function<bool(const StageReport& report, std::uint64_t now)>;
+  using OnClose = std::function<bool(const ClosedStage& report, std::uint64_t now)>;
 
   /// `deadline_ms`: fixed D, or nullopt for the adaptive rule.
   explicit RelayStageControl(std::optional<std::uint32_t> deadline_ms);
@@ -48,7 +48,7 @@ class RelayStageControl {
   /// The stage being collected, if known.
   std::optional<std::uint32_t> current_stage() const;
 
-  /// Offers one parsed chunk (see ddl::StageReceiver::on_chunk).
+  /// Offers one parsed chunk (see ddl::StageCollector::on_chunk).
   ChunkOutcome on_chunk(std::uint32_t stage, std::uint32_t contributor, std::uint16_t announced,
                         const ChunkView& chunk, std::uint64_t now);
 
@@ -71,7 +71,7 @@ class RelayStageControl {
   void arm(std::uint64_t now);
 
   DeadlineConfig deadline_;
-  std::unique_ptr<StageReceiver> rx_;
+  std::unique_ptr<StageCollector> rx_;
   ReceiverCounters base_;  // of the receivers before rx_
   std::unique_ptr<net::Timer> timer_;
   std::uint64_t armed_at_ = 0;

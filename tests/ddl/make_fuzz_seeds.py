@@ -39,7 +39,7 @@ def chunk_seeds():
         "last_short": chunk([rnd.gauss(0, 1) for _ in range(138)], 101770, 397 * 256),
         "specials": chunk([math.inf, -0.0, 1e-45, -3.4e38], 4, 0),
     }
-    # Scripts for the StageReceiver (2 workers, 64 elements in chunks of 8).
+    # Scripts for the StageCollector (2 workers, 64 elements in chunks of 8).
     full = b""
     for c in range(8):
         for w in range(2):

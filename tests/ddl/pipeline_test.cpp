@@ -1,7 +1,7 @@
 // The DDL building blocks composed without sockets, as the relay and worker programs will use
 // them: 4 workers compute gradients on their shards, cut them into chunks, pre-discard 20 % by
-// priority (core::DiscardPlanner + tensor_importance), the relay's StageReceiver averages what it
-// got, each relay egress pre-discards 10 % of the aggregate, each worker's StageReceiver collects
+// priority (core::DiscardPlanner + tensor_importance), the relay's StageCollector averages what it
+// got, each relay egress pre-discards 10 % of the aggregate, each worker's StageCollector collects
 // it, fills the gaps by the missing-chunk policy and takes an SGD step. Checks that training still
 // works, that the bookkeeping matches the discards, and that with `zero` the workers stay
 // bit-identical (they apply the same aggregate) while with `own` they drift apart.
@@ -16,7 +16,7 @@
 #include "predrop/ddl/aggregator.hpp"
 #include "predrop/ddl/chunk.hpp"
 #include "predrop/ddl/importance.hpp"
-#include "predrop/ddl/stage_receiver.hpp"
+#include "predrop/ddl/stage_collector.hpp"
 #include "predrop/ddl/train/dataset.hpp"
 #include "predrop/ddl/train/mlp.hpp"
 
@@ -41,7 +41,7 @@ struct Outcome {
 
 // Sends the chunks of `tensor` not marked in `drop` to `rx` as `contributor` (flags from `flags`),
 // one microsecond apart from `now`. Returns the number sent.
-std::size_t send(StageReceiver& rx, std::uint32_t stage, std::uint32_t contributor,
+std::size_t send(StageCollector& rx, std::uint32_t stage, std::uint32_t contributor,
                  const ChunkPlan& plan, std::span<const float> tensor,
                  std::span<const std::uint8_t> drop, std::span<const std::uint16_t> flags_from,
                  std::uint64_t& now) {
@@ -76,7 +76,7 @@ Outcome run(const FashionMnist& data, MissingPolicy policy, int steps) {
   std::vector<Sgd> sgd;
   std::vector<BatchSampler> samplers;
   std::vector<DiscardPlanner> up_planners, down_planners;
-  std::vector<StageReceiver> down;
+  std::vector<StageCollector> down;
   for (std::uint32_t w = 0; w < kWorkers; ++w) {
     nets.emplace_back(shape, 2024);  // same seed: same starting point everywhere
     sgd.emplace_back(SgdConfig{0.05f, 0.9f, 0.0f}, shape.parameter_count());
@@ -86,7 +86,7 @@ Outcome run(const FashionMnist& data, MissingPolicy policy, int steps) {
     down_planners.emplace_back(DiscardPolicy::kPriority);
     down.emplace_back(plan, 1, DeadlineConfig{});
   }
-  StageReceiver up(plan, kWorkers, DeadlineConfig{});
+  StageCollector up(plan, kWorkers, DeadlineConfig{});
 
   const std::size_t n = shape.parameter_count();
   std::vector<std::vector<float>> grad(kWorkers, std::vector<float>(n));

@@ -1,7 +1,7 @@
 // Fuzzes the tensor chunk payload parser and the receive path built on it.
 //  1. parse_chunk() on the whole input: never crashes; whatever it accepts re-encodes with
 //     encode_chunk() to exactly the input bytes, and value()/copy_to() agree bit for bit.
-//  2. The input as a script of records driving a StageReceiver (2 workers, a 64-element tensor in
+//  2. The input as a script of records driving a StageCollector (2 workers, a 64-element tensor in
 //     chunks of 8): each record is
 //       i8 stage delta | u8 contributor | u8 announced | u8 time step (ms) | u16 length | payload
 //     and a stage delta of -128 forces the current stage closed. Checks the stage invariants:
@@ -18,7 +18,7 @@
 #include "fuzz_check.hpp"
 #include "predrop/ddl/chunk.hpp"
 #include "predrop/ddl/importance.hpp"
-#include "predrop/ddl/stage_receiver.hpp"
+#include "predrop/ddl/stage_collector.hpp"
 
 namespace {
 using namespace predrop::ddl;
@@ -50,7 +50,7 @@ void check_single(std::span<const std::uint8_t> in) {
     PREDROP_FUZZ_CHECK(q <= kMaxImportance);
 }
 
-void check_report(const StageReport& r, const ChunkPlan& plan, std::span<const float> avg,
+void check_report(const ClosedStage& r, const ChunkPlan& plan, std::span<const float> avg,
                   std::span<const std::uint16_t> counts) {
   PREDROP_FUZZ_CHECK(r.chunks_full + r.chunks_partial + r.chunks_empty == plan.size());
   PREDROP_FUZZ_CHECK(r.received + r.missing == 2 * plan.size());
@@ -68,7 +68,7 @@ void check_report(const StageReport& r, const ChunkPlan& plan, std::span<const f
 
 void run_script(std::span<const std::uint8_t> in) {
   const ChunkPlan plan = chunk_tensor(64, 8).value();
-  StageReceiver rx(plan, 2, DeadlineConfig{1'000, 50'000, 10'000, 2.0, 5}, 2);
+  StageCollector rx(plan, 2, DeadlineConfig{1'000, 50'000, 10'000, 2.0, 5}, 2);
   std::vector<float> avg(64);
   std::vector<std::uint16_t> counts(plan.size());
   std::uint32_t stage = 1000;

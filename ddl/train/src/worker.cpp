@@ -18,7 +18,7 @@
 #include "predrop/ddl/chunk.hpp"
 #include "predrop/ddl/control_channel.hpp"
 #include "predrop/ddl/importance.hpp"
-#include "predrop/ddl/stage_receiver.hpp"
+#include "predrop/ddl/stage_collector.hpp"
 #include "predrop/ddl/train/mlp.hpp"
 #include "predrop/ddl/train/random.hpp"
 #include "predrop/net/clock.hpp"
@@ -389,8 +389,8 @@ class DdlWorker::Impl {
           on_aggregate_packet(v, arrival);
         },
         [this](const core::StageMeasurement& m) { measurements_[m.stage % 4] = m; });
-    ddl_rx_ = std::make_unique<ddl::StageReceiver>(plan_, 1,
-                                                   ddl::stage_deadline_config(a.stage_deadline_ms));
+    ddl_rx_ = std::make_unique<ddl::StageCollector>(
+        plan_, 1, ddl::stage_deadline_config(a.stage_deadline_ms));
     received_.assign(plan_.size(), 0);
 
     // Uplink: one track to the relay; payloads are re-encoded in place every stage.
@@ -564,7 +564,7 @@ class DdlWorker::Impl {
     arm_stage_timer(now);
   }
 
-  void finish_stage(const ddl::StageReport& r, std::uint64_t now) {
+  void finish_stage(const ddl::ClosedStage& r, std::uint64_t now) {
     stage_timer_->stop();
     armed_ms_ = ~0ull;
     grace_given_ = false;
@@ -748,7 +748,7 @@ class DdlWorker::Impl {
   std::unique_ptr<net::Timer> join_timer_, stage_timer_, pace_timer_;
   std::unique_ptr<ddl::ControlChannel> control_;
   std::unique_ptr<chain::StageReceiver> rx_;
-  std::unique_ptr<ddl::StageReceiver> ddl_rx_;
+  std::unique_ptr<ddl::StageCollector> ddl_rx_;
   std::unique_ptr<chain::StageTransmitter> tx_;
   std::array<core::StageMeasurement, 4> measurements_{};
   std::size_t payload_size_ = 0;

@@ -107,7 +107,7 @@ class Aggregator {
 
 /// Worker side: applies `policy` to the chunks of `aggregate` (plan.total_elements() floats)
 /// that were not received (`received[i] == 0`, plan.size() entries; e.g. the per-chunk contributor
-/// counts a StageReceiver reports). kZero sets them to 0; kOwn copies `own` (the worker's own
+/// counts a StageCollector reports). kZero sets them to 0; kOwn copies `own` (the worker's own
 /// gradient, same length) into them. Returns the number of chunks filled.
 std::size_t fill_missing(MissingPolicy policy, const ChunkPlan& plan,
                          std::span<const std::uint16_t> received, std::span<float> aggregate,

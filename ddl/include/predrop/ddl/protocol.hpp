@@ -70,7 +70,7 @@
 #include <string_view>
 
 #include "predrop/core/result.hpp"
-#include "predrop/ddl/stage_receiver.hpp"
+#include "predrop/ddl/stage_collector.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/wire/rtcp.hpp"
 #include "predrop/wire/sdes_key.hpp"

@@ -2,7 +2,7 @@
 // The DDL relay (predrop-server --mode ddl): the aggregation point of one data-parallel training
 // job. Workers join over UDP with an SRTCP PDJN handshake (protocol.hpp), then every
 // stage (training iteration) each sends its gradient as SRTP packets of tensor chunks; the relay
-// averages them per chunk (ddl::StageReceiver / Aggregator), closes the stage when every worker's
+// averages them per chunk (ddl::StageCollector / Aggregator), closes the stage when every worker's
 // chunks are in or at the stage deadline (adaptive by default), and sends the average back to
 // every worker through that worker's own egress chain (chain::StageTransmitter), which pre-discards
 // a fraction R chosen by that worker's own controller (core::make_rate_controller). Workers report

@@ -1,11 +1,11 @@
-// StageReceiver and DeadlineEstimator with a scripted clock: completion, the adaptive deadline
+// StageCollector and DeadlineEstimator with a scripted clock: completion, the adaptive deadline
 // (initial, median, floor, cap, extrapolation), late and too-early chunks, the look-ahead window,
 // an empty stage whose peers moved on, forced closing and stage-id wrap-around.
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "predrop/ddl/stage_receiver.hpp"
+#include "predrop/ddl/stage_collector.hpp"
 
 using namespace predrop::ddl;
 using Bytes = std::vector<std::uint8_t>;
@@ -45,16 +45,16 @@ class Harness {
     }
     return t - step;
   }
-  std::optional<StageReport> poll(std::uint64_t now) { return rx_.poll(now, avg_, counts_); }
+  std::optional<ClosedStage> poll(std::uint64_t now) { return rx_.poll(now, avg_, counts_); }
 
   ChunkPlan plan_;
-  StageReceiver rx_;
+  StageCollector rx_;
   Bytes bytes_[kWorkers][3];
   std::vector<float> avg_ = std::vector<float>(12);
   std::vector<std::uint16_t> counts_ = std::vector<std::uint16_t>(3);
 };
 
-class StageReceiverTest : public ::testing::Test, public Harness {};
+class StageCollectorTest : public ::testing::Test, public Harness {};
 
 }  // namespace
 
@@ -92,7 +92,7 @@ TEST(DeadlineEstimator, ConfigValidation) {
   EXPECT_EQ(fixed.deadline_us(), 7'000u);
 }
 
-TEST_F(StageReceiverTest, CompleteStageClosesAtItsLastChunk) {
+TEST_F(StageCollectorTest, CompleteStageClosesAtItsLastChunk) {
   rx_.start(0);
   EXPECT_FALSE(rx_.deadline_at_us().has_value());
   send(0, 0, 0, 1'000);
@@ -122,7 +122,7 @@ TEST_F(StageReceiverTest, CompleteStageClosesAtItsLastChunk) {
   EXPECT_FALSE(poll(4'000).has_value());
 }
 
-TEST_F(StageReceiverTest, PreDiscardedChunksDoNotDelayCompletion) {
+TEST_F(StageCollectorTest, PreDiscardedChunksDoNotDelayCompletion) {
   rx_.start(0);
   // Worker 0 pre-discarded one chunk and announces 2 sent; worker 1 sends all 3.
   send(0, 0, 0, 100, 2);
@@ -144,7 +144,7 @@ TEST_F(StageReceiverTest, PreDiscardedChunksDoNotDelayCompletion) {
   EXPECT_EQ(avg_[0], 1.5f);
 }
 
-TEST_F(StageReceiverTest, DeadlineClosesAnIncompleteStage) {
+TEST_F(StageCollectorTest, DeadlineClosesAnIncompleteStage) {
   rx_.start(7);
   send(7, 0, 0, 10'000);
   send(7, 0, 1, 11'000);
@@ -172,7 +172,7 @@ TEST_F(StageReceiverTest, DeadlineClosesAnIncompleteStage) {
   EXPECT_EQ(rx_.counters().lost, 3u);
 }
 
-TEST_F(StageReceiverTest, SteadyLossStillAdaptsTheDeadline) {
+TEST_F(StageCollectorTest, SteadyLossStillAdaptsTheDeadline) {
   // Every stage loses worker 1's last chunk: without extrapolation no stage would ever be complete
   // and D would stay at its initial 50 ms.
   Harness f(DeadlineConfig{1'000, 100'000, 50'000, 2.0, 5});
@@ -195,7 +195,7 @@ TEST_F(StageReceiverTest, SteadyLossStillAdaptsTheDeadline) {
   EXPECT_EQ(f.rx_.deadline_budget_us(), 9'600u);
 }
 
-TEST_F(StageReceiverTest, LateAndTooEarlyChunksAreCountedAndDropped) {
+TEST_F(StageCollectorTest, LateAndTooEarlyChunksAreCountedAndDropped) {
   rx_.start(0);
   send_all(0, 0, 10);
   ASSERT_TRUE(poll(100).has_value());
@@ -213,7 +213,7 @@ TEST_F(StageReceiverTest, LateAndTooEarlyChunksAreCountedAndDropped) {
   EXPECT_EQ(n.received, 7u);
 }
 
-TEST_F(StageReceiverTest, NextStageIsBufferedAndMayCloseRightAfter) {
+TEST_F(StageCollectorTest, NextStageIsBufferedAndMayCloseRightAfter) {
   rx_.start(0);
   send(0, 0, 0, 0);
   send_all(1, 100, 10);  // stage 1 complete before stage 0
@@ -235,7 +235,7 @@ TEST_F(StageReceiverTest, NextStageIsBufferedAndMayCloseRightAfter) {
   EXPECT_EQ(rx_.current_stage(), 2u);
 }
 
-TEST_F(StageReceiverTest, EmptyStageTimesOutOnceThePeersMoveOn) {
+TEST_F(StageCollectorTest, EmptyStageTimesOutOnceThePeersMoveOn) {
   rx_.start(4);
   EXPECT_FALSE(poll(1'000'000).has_value());  // nothing at all: no clock, no close
   send(5, 0, 0, 2'000'000);                   // somebody is already on stage 5
@@ -252,7 +252,7 @@ TEST_F(StageReceiverTest, EmptyStageTimesOutOnceThePeersMoveOn) {
   EXPECT_EQ(*rx_.deadline_at_us(), 2'050'000u);  // stage 5's clock started at its first chunk
 }
 
-TEST_F(StageReceiverTest, ForceCloseWorksWithNothingReceived) {
+TEST_F(StageCollectorTest, ForceCloseWorksWithNothingReceived) {
   std::vector<float> avg(12, 9.0f);
   std::vector<std::uint16_t> counts(3, 9);
   EXPECT_FALSE(rx_.force_close(0, avg, counts).has_value());  // no stage known yet
@@ -267,14 +267,14 @@ TEST_F(StageReceiverTest, ForceCloseWorksWithNothingReceived) {
   EXPECT_EQ(rx_.current_stage(), 11u);
 }
 
-TEST_F(StageReceiverTest, FirstChunkSetsTheStageWithoutStart) {
+TEST_F(StageCollectorTest, FirstChunkSetsTheStageWithoutStart) {
   EXPECT_FALSE(rx_.current_stage().has_value());
   EXPECT_EQ(send(42, 1, 2, 5), ChunkOutcome::kAccepted);
   EXPECT_EQ(rx_.current_stage(), 42u);
   EXPECT_EQ(send(41, 1, 1, 6), ChunkOutcome::kLate);
 }
 
-TEST_F(StageReceiverTest, StageIdsWrapAround) {
+TEST_F(StageCollectorTest, StageIdsWrapAround) {
   rx_.start(0xffffffffu);
   EXPECT_EQ(send(0, 0, 0, 10), ChunkOutcome::kAccepted);  // 0 is one after 0xffffffff
   EXPECT_EQ(send(0xfffffffeu, 0, 0, 10), ChunkOutcome::kLate);

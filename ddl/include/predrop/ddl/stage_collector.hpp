@@ -1,6 +1,6 @@
 #pragma once
 // Receiving the chunks of successive stages (training iterations) and deciding when a stage is
-// over. The relay runs one StageReceiver for the workers' gradients (N contributors); a worker
+// over. The relay runs one StageCollector for the workers' gradients (N contributors); a worker
 // runs one for the relay's aggregate (1 contributor).
 //
 // Deadline rule (docs/ddl.md "Stage deadline"). A stage closes at the first of:
@@ -104,7 +104,7 @@ struct ContributorReport {
 
 /// A closed stage. `contributors` points into the receiver and stays valid until the next
 /// poll()/force_close().
-struct StageReport {
+struct ClosedStage {
   std::uint32_t stage = 0;
   CloseReason reason = CloseReason::kComplete;
   std::uint64_t first_us = 0;            ///< First chunk arrival (0 if none).
@@ -131,20 +131,20 @@ struct ReceiverCounters {
   std::uint64_t late = 0;       ///< Chunks of closed stages.
   std::uint64_t too_early = 0;  ///< Chunks too far ahead.
   std::uint64_t rejected = 0;   ///< Invalid chunks.
-  std::uint64_t missing = 0;    ///< Sum of StageReport::missing.
-  std::uint64_t lost = 0;       ///< Sum of StageReport::lost.
+  std::uint64_t missing = 0;    ///< Sum of ClosedStage::missing.
+  std::uint64_t lost = 0;       ///< Sum of ClosedStage::lost.
   std::uint64_t stages_complete = 0;
   std::uint64_t stages_deadline = 0;
   std::uint64_t stages_forced = 0;
 };
 
 /// Collects the chunks of the current stage and up to window-1 later ones, and closes stages.
-class StageReceiver {
+class StageCollector {
  public:
   /// `contributors` senders (1..65535) send chunks of `plan` (tensor id `tensor_id`); `window`
   /// (1..8) stages are held at once. `deadline` must validate().
-  StageReceiver(ChunkPlan plan, std::uint32_t contributors, DeadlineConfig deadline,
-                std::uint32_t window = 2, std::uint16_t tensor_id = 0);
+  StageCollector(ChunkPlan plan, std::uint32_t contributors, DeadlineConfig deadline,
+                 std::uint32_t window = 2, std::uint16_t tensor_id = 0);
 
   /// Makes `stage` the current stage (call before the first chunk when the stage is known, e.g.
   /// 0 at start-up). Without it the first accepted chunk's stage becomes current. Drops any
@@ -167,12 +167,12 @@ class StageReceiver {
   /// average (plan.total_elements() floats) and per-chunk contributor counts (plan.size()), makes
   /// the next stage current and returns the report; otherwise returns nullopt and writes nothing.
   /// A later stage may already be complete too: call until it returns nullopt.
-  std::optional<StageReport> poll(std::uint64_t now_us, std::span<float> average,
+  std::optional<ClosedStage> poll(std::uint64_t now_us, std::span<float> average,
                                   std::span<std::uint16_t> chunk_contributors);
 
   /// Closes the current stage now whatever its state (e.g. the glue's own timeout when nothing
   /// arrives at all); same outputs as poll(). Nullopt only if no stage is current.
-  std::optional<StageReport> force_close(std::uint64_t now_us, std::span<float> average,
+  std::optional<ClosedStage> force_close(std::uint64_t now_us, std::span<float> average,
                                          std::span<std::uint16_t> chunk_contributors);
 
   /// The D that applies to the current stage (us).
@@ -199,7 +199,7 @@ class StageReceiver {
   std::uint32_t expected_from(const ContributorReport& c) const;
   bool complete(const Slot& s) const;
   std::optional<std::uint64_t> base_us() const;
-  StageReport close(CloseReason reason, std::uint64_t now_us, std::span<float> average,
+  ClosedStage close(CloseReason reason, std::uint64_t now_us, std::span<float> average,
                     std::span<std::uint16_t> chunk_contributors);
 
   ChunkPlan plan_;
@@ -207,7 +207,7 @@ class StageReceiver {
   std::uint32_t window_;
   DeadlineEstimator estimator_;
   std::vector<Slot> slots_;
-  std::vector<ContributorReport> closed_per_;  // backs StageReport::contributors
+  std::vector<ContributorReport> closed_per_;  // backs ClosedStage::contributors
   std::optional<std::uint32_t> current_;
   std::uint32_t head_ = 0;  // slot of the current stage
   ReceiverCounters counters_;

@@ -1,5 +1,5 @@
 // Stage collection and the adaptive deadline (rule in stage_receiver.hpp and docs/ddl.md).
-#include "predrop/ddl/stage_receiver.hpp"
+#include "predrop/ddl/stage_collector.hpp"
 
 #include <algorithm>
 #include <cassert>
@@ -49,8 +49,8 @@ void DeadlineEstimator::record(std::uint64_t period_us) {
                           : std::max(config_.min_deadline_us, static_cast<std::uint64_t>(d));
 }
 
-StageReceiver::StageReceiver(ChunkPlan plan, std::uint32_t contributors, DeadlineConfig deadline,
-                             std::uint32_t window, std::uint16_t tensor_id)
+StageCollector::StageCollector(ChunkPlan plan, std::uint32_t contributors, DeadlineConfig deadline,
+                               std::uint32_t window, std::uint16_t tensor_id)
     : plan_(plan), contributors_(contributors), window_(window), estimator_(deadline) {
   if (contributors < 1 || contributors > 65535) {
     throw std::invalid_argument("stage receiver: contributors must be 1 .. 65535");
@@ -67,7 +67,7 @@ StageReceiver::StageReceiver(ChunkPlan plan, std::uint32_t contributors, Deadlin
   closed_per_.resize(contributors);
 }
 
-void StageReceiver::start(std::uint32_t stage) {
+void StageCollector::start(std::uint32_t stage) {
   for (auto& s : slots_) {
     s.agg.reset();
     std::fill(s.per.begin(), s.per.end(), ContributorReport{});
@@ -78,9 +78,9 @@ void StageReceiver::start(std::uint32_t stage) {
   head_ = 0;
 }
 
-ChunkOutcome StageReceiver::on_chunk(std::uint32_t stage, std::uint32_t contributor,
-                                     std::uint16_t announced, const ChunkView& chunk,
-                                     std::uint64_t now_us) {
+ChunkOutcome StageCollector::on_chunk(std::uint32_t stage, std::uint32_t contributor,
+                                      std::uint16_t announced, const ChunkView& chunk,
+                                      std::uint64_t now_us) {
   if (!current_) start(stage);
   // Serial-number distance: correct across the 2^32 wrap for stages within 2^31 of each other.
   const auto ahead = static_cast<std::int32_t>(stage - *current_);
@@ -121,21 +121,21 @@ ChunkOutcome StageReceiver::on_chunk(std::uint32_t stage, std::uint32_t contribu
   return ChunkOutcome::kAccepted;
 }
 
-std::uint32_t StageReceiver::expected_from(const ContributorReport& c) const {
+std::uint32_t StageCollector::expected_from(const ContributorReport& c) const {
   // A contributor cannot send more distinct chunks than the plan has; unheard-of ones are
   // expected to send them all.
   const auto all = static_cast<std::uint32_t>(plan_.size());
   return c.announced != 0 ? std::min(c.announced, all) : all;
 }
 
-bool StageReceiver::complete(const Slot& s) const {
+bool StageCollector::complete(const Slot& s) const {
   for (const ContributorReport& c : s.per) {
     if (c.received < expected_from(c)) return false;
   }
   return true;
 }
 
-std::optional<std::uint64_t> StageReceiver::base_us() const {
+std::optional<std::uint64_t> StageCollector::base_us() const {
   if (!current_) return std::nullopt;
   std::optional<std::uint64_t> base;
   for (std::uint32_t a = 0; a < window_; ++a) {
@@ -149,7 +149,7 @@ std::optional<std::uint64_t> StageReceiver::base_us() const {
   return base;
 }
 
-std::optional<std::uint64_t> StageReceiver::deadline_at_us() const {
+std::optional<std::uint64_t> StageCollector::deadline_at_us() const {
   const auto base = base_us();
   if (!base) return std::nullopt;
   const std::uint64_t d = estimator_.deadline_us();
@@ -158,8 +158,8 @@ std::optional<std::uint64_t> StageReceiver::deadline_at_us() const {
              : *base + d;
 }
 
-std::optional<StageReport> StageReceiver::poll(std::uint64_t now_us, std::span<float> average,
-                                               std::span<std::uint16_t> chunk_contributors) {
+std::optional<ClosedStage> StageCollector::poll(std::uint64_t now_us, std::span<float> average,
+                                                std::span<std::uint16_t> chunk_contributors) {
   if (!current_) return std::nullopt;
   if (complete(slot_ahead(0))) {
     return close(CloseReason::kComplete, now_us, average, chunk_contributors);
@@ -170,21 +170,21 @@ std::optional<StageReport> StageReceiver::poll(std::uint64_t now_us, std::span<f
   return std::nullopt;
 }
 
-std::optional<StageReport> StageReceiver::force_close(std::uint64_t now_us,
-                                                      std::span<float> average,
-                                                      std::span<std::uint16_t> chunk_contributors) {
+std::optional<ClosedStage> StageCollector::force_close(
+    std::uint64_t now_us, std::span<float> average, std::span<std::uint16_t> chunk_contributors) {
   if (!current_) return std::nullopt;
   return close(CloseReason::kForced, now_us, average, chunk_contributors);
 }
 
-StageReport StageReceiver::close(CloseReason reason, std::uint64_t now_us, std::span<float> average,
-                                 std::span<std::uint16_t> chunk_contributors) {
+ClosedStage StageCollector::close(CloseReason reason, std::uint64_t now_us,
+                                  std::span<float> average,
+                                  std::span<std::uint16_t> chunk_contributors) {
   assert(average.size() == plan_.total_elements() && chunk_contributors.size() == plan_.size());
   Slot& slot = slot_ahead(0);
   slot.agg.average(average);
   slot.agg.chunk_contributors(chunk_contributors);
 
-  StageReport r;
+  ClosedStage r;
   r.stage = *current_;
   r.reason = reason;
   r.first_us = slot.any ? slot.first_us : 0;
