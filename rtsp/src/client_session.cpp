@@ -210,13 +210,13 @@ void ClientSession::on_deadline() {
   fail({SessionStep::kTimeout, 0, "no answer to " + waiting_for_});
 }
 
-void ClientSession::request(RtspMethod method, const std::string& url, RtspHeaders headers,
+void ClientSession::request(RtspMethod method, const std::string& url, const RtspHeaders& headers,
                             SessionStep step, std::function<void(const RtspResponse&)> then) {
   ++in_flight_;
   waiting_for_ = std::string(to_string(method));
   if (options_.request_timeout_ms > 0) deadline_->start(options_.request_timeout_ms);
   std::weak_ptr<bool> alive = alive_;
-  rtsp_->send(method, url, std::move(headers),
+  rtsp_->send(method, url, headers,
               [this, alive, step, then = std::move(then)](const core::Result<RtspResponse>& r) {
                 if (alive.expired()) return;
                 if (in_flight_ > 0) --in_flight_;
@@ -232,7 +232,7 @@ void ClientSession::describe() {
   state_ = State::kDescribing;
   RtspHeaders h;
   h.set("Accept", "application/sdp");
-  request(RtspMethod::kDescribe, options_.url, std::move(h), SessionStep::kDescribe,
+  request(RtspMethod::kDescribe, options_.url, h, SessionStep::kDescribe,
           [this](const RtspResponse& r) { on_describe(r); });
 }
 
@@ -283,7 +283,7 @@ void ClientSession::setup(std::size_t i) {
   RtspHeaders h;
   h.set("Transport", format_transport(spec));
   if (options_.feedback) h.set(std::string(kFeedbackHeader), "1");
-  request(RtspMethod::kSetup, t.control_url, std::move(h), SessionStep::kSetup,
+  request(RtspMethod::kSetup, t.control_url, h, SessionStep::kSetup,
           [this, i](const RtspResponse& r) { on_setup(i, r); });
 }
 
@@ -304,7 +304,7 @@ void ClientSession::play() {
   state_ = State::kStartingPlay;
   RtspHeaders h;
   h.set("Range", "npt=0.000-");
-  request(RtspMethod::kPlay, options_.url, std::move(h), SessionStep::kPlay,
+  request(RtspMethod::kPlay, options_.url, h, SessionStep::kPlay,
           [this](const RtspResponse& r) { on_play(r); });
 }
 

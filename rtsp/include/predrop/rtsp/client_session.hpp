@@ -210,8 +210,8 @@ class ClientSession {
   void on_connected(const core::Status& status);
   void on_connection_closed(const core::Status& why);
   void on_deadline();
-  void request(RtspMethod method, const std::string& url, RtspHeaders headers, SessionStep step,
-               std::function<void(const RtspResponse&)> then);
+  void request(RtspMethod method, const std::string& url, const RtspHeaders& headers,
+               SessionStep step, std::function<void(const RtspResponse&)> then);
   void describe();
   void on_describe(const RtspResponse& response);
   void setup(std::size_t i);
