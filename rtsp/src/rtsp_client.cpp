@@ -104,12 +104,15 @@ void RtspClient::drop(const std::string& why) {
 }
 
 void RtspClient::fail_all(const std::string& why) {
+  // A copy: `why` may be this client's own member (closed_why_), and a callback below may
+  // destroy the client.
+  const std::string reason = "RTSP: " + why;
   auto pending = std::move(pending_);
   pending_.clear();
   for (auto& [cseq, cb] : pending) {
     // Every waiting request hears why, even if an earlier callback throws.
     try {
-      cb(core::make_error("RTSP: " + why));
+      cb(core::make_error(reason));
     } catch (const std::exception& e) {
       core::log(core::LogLevel::kWarn, "rtsp", "response callback threw: %s", e.what());
     } catch (...) {
