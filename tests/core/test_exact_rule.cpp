@@ -222,8 +222,8 @@ TEST(ExactRuleEdges, StaleAndDuplicateReportsIgnored) {
   EXPECT_EQ(c.stats().stale, 2u);
 }
 
-// Decision (docs/design.md §2 "missing reports"): a stage whose report never came keeps R and leaves
-// the history alone; the next report is compared with the newest stage that did report.
+// Decision (docs/design.md §2 "missing reports"): a stage whose report never came keeps R and
+// leaves the history alone; the next report is compared with the newest stage that did report.
 TEST(ExactRuleEdges, MissingReportKeepsRateAndHistory) {
   ExactRule c(params());
   feed(c, 0, 100000, 40.0);

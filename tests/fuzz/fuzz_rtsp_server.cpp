@@ -13,7 +13,8 @@
 // parses as RTSP responses; /metrics never shows a session id.
 //
 // The clients' addresses are 127.0.0.2..4: media go to loopback ports where nothing listens,
-// so nothing leaves the machine (the test bed's rule: loopback or namespaces of our own only). The media file: $PREDROP_FUZZ_MEDIA, else the test sample.
+// so nothing leaves the machine (the test bed's rule: loopback or namespaces of our own only). The
+// media file: $PREDROP_FUZZ_MEDIA, else the test sample.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

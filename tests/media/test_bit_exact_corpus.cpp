@@ -34,9 +34,9 @@ struct Clip {
   std::string name;
   std::string file;  // container by extension
   std::string video_source;
-  std::string video_codec;  // libx264 options
-  std::string audio;        // "aac", "opus" or ""
-  bool expect_256_511 = true;  // holds NAL units whose 4-byte length prefix reads 00 00 01 xx
+  std::string video_codec;      // libx264 options
+  std::string audio;            // "aac", "opus" or ""
+  bool expect_256_511 = true;   // holds NAL units whose 4-byte length prefix reads 00 00 01 xx
   std::size_t min_largest = 0;  // its largest NAL unit is at least this big
 };
 
@@ -54,16 +54,16 @@ const std::vector<Clip>& corpus() {
        "-crf 8 -x264-params slices=4", "opus", false, 4'000},
       // I-only at a low rate in MPEG-TS (Annex B in the container, ADTS audio).
       {"intra_only_ts", "intra.ts",
-       "cellauto=s=320x240:r=30:rule=110,trim=duration=2,format=yuv420p[out0]",
-       "-g 1 -b:v 300k", "aac"},
+       "cellauto=s=320x240:r=30:rule=110,trim=duration=2,format=yuv420p[out0]", "-g 1 -b:v 300k",
+       "aac"},
       // A long GOP with B-pyramid and a scene cut, mid rate.
       {"long_gop_b_pyramid", "longgop.mp4",
        "rgbtestsrc=s=352x288:r=30:d=1[a];testsrc2=s=352x288:r=30:d=1[b];"
        "[a][b]concat=n=2:v=1:a=0[out0]",
        "-g 250 -bf 4 -x264-params b-pyramid=normal -crf 30", ""},
       // A large picture: NAL units of tens of kB, fragmented into many FU-A packets.
-      {"large_1080p", "large.mp4", "testsrc2=s=1920x1080:r=25:d=0.6[out0]", "-crf 16 -bf 2",
-       "", false, 20'000},
+      {"large_1080p", "large.mp4", "testsrc2=s=1920x1080:r=25:d=0.6[out0]", "-crf 16 -bf 2", "",
+       false, 20'000},
   };
   return clips;
 }
@@ -144,8 +144,7 @@ std::vector<std::pair<std::size_t, std::uint32_t>> reference_audio(const std::st
   std::string output;
   const std::string cmd = kFfmpeg + " -nostdin -hide_banner -loglevel error -i " + file +
                           " -map 0:a -c copy" +
-                          (file.ends_with(".ts") ? " -bsf:a aac_adtstoasc" : "") +
-                          " -f framecrc -";
+                          (file.ends_with(".ts") ? " -bsf:a aac_adtstoasc" : "") + " -f framecrc -";
   EXPECT_EQ(run(cmd, &output), 0) << cmd << "\n" << output;
   std::vector<std::pair<std::size_t, std::uint32_t>> frames;
   std::istringstream lines(output);

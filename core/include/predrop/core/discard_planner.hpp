@@ -1,6 +1,6 @@
 #pragma once
-// Which packets of a stage are pre-discarded (docs/design.md §3). R says how many: round(R x n) with
-// the rounding remainder carried into the next stage, so the long-run fraction equals R. The
+// Which packets of a stage are pre-discarded (docs/design.md §3). R says how many: round(R x n)
+// with the rounding remainder carried into the next stage, so the long-run fraction equals R. The
 // policy says which. Survivors keep their order; the planner only marks.
 //
 // Threading: one planner per session, one thread. No allocation: O(n) time, O(1) extra space.

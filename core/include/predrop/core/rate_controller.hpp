@@ -1,6 +1,6 @@
 #pragma once
-// The control unit (seed Fig. 2-4, docs/design.md §2): a pure state machine that takes one report per
-// stage and returns the discard rate R for the next stage. It owns no socket, loop or clock.
+// The control unit (seed Fig. 2-4, docs/design.md §2): a pure state machine that takes one report
+// per stage and returns the discard rate R for the next stage. It owns no socket, loop or clock.
 //
 // Threading: a controller belongs to one session and is used from one thread.
 // Errors: invalid reports (NaN, negative) are rejected as values and leave the state unchanged.

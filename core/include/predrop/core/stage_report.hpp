@@ -1,6 +1,7 @@
 #pragma once
-// What a receiver tells the sender about one stage (docs/design.md §1, §4 PDFB): the reception period
-// L, the performance value P and the packet counts that separate network loss from pre-discard.
+// What a receiver tells the sender about one stage (docs/design.md §1, §4 PDFB): the reception
+// period L, the performance value P and the packet counts that separate network loss from
+// pre-discard.
 #include <cstdint>
 #include <optional>
 
