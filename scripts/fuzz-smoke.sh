@@ -15,6 +15,9 @@ targets=$(grep -rhoE 'predrop_add_fuzzer\(NAME [A-Za-z0-9_]+' tests | awk '{prin
 cmake --preset fuzz >/dev/null
 # shellcheck disable=SC2086
 cmake --build --preset fuzz -j "$(nproc)" --target $targets
+# fuzz_rtsp_server plays the sample clip, which the media_sample ctest fixture makes; a clean
+# clone has none until that fixture has run in this build directory.
+ctest --test-dir build/fuzz -L fixture --output-on-failure >/dev/null
 failed=0
 for t in $targets; do
   scratch="build/fuzz/scratch/$t"
