@@ -6,7 +6,8 @@
 # so it is served at the default player_rate 0) over RTSP/UDP with SRTP to the real ffmpeg CLI,
 # which decodes them. Every decoded picture must be identical (framemd5 of the decoded frames,
 # hash column only) to what ffmpeg decodes from the file itself, frame by frame, in order, and no
-# picture may be missing except the last six (see below). On 00442c5 the two clips with 256..511-byte NAL units decode wrong.
+# picture may be missing except the last six (see below). Checked against 00442c5 (Annex B
+# sniffing): low_rate_scene_cut differs from its 2nd picture on, long_gop_b_pyramid from its 32nd.
 #
 # Usage: interop_ffmpeg_corpus.sh SERVER_BINARY WORKDIR
 set -euo pipefail
