@@ -17,9 +17,10 @@ layers=(
   "media       predrop/media/      6"
   "ddl         predrop/ddl/        7"
   "ddl/train   predrop/ddl/train/  8"
-  "server      predrop/server/     9"
-  "client      predrop/client/     10"
-  "load        predrop/load/       11"
+  "ddl/capi    predrop/ddl/capi/   9"
+  "server      predrop/server/     10"
+  "client      predrop/client/     11"
+  "load        predrop/load/       12"
 )
 
 rank_of_include() {  # longest matching prefix wins (predrop/ddl/train/ before predrop/ddl/)
@@ -37,9 +38,9 @@ rank_of_include() {  # longest matching prefix wins (predrop/ddl/train/ before p
 bad=0
 for l in "${layers[@]}"; do
   read -r folder _ rank <<<"$l"
-  # Files of this folder only (ddl/ excludes ddl/train/, which is checked as its own layer).
+  # Files of this folder only (ddl/ excludes ddl/train/ and ddl/capi/, checked as their own layers).
   while IFS= read -r file; do
-    [[ "$folder" == "ddl" && "$file" == ddl/train/* ]] && continue
+    [[ "$folder" == "ddl" && ( "$file" == ddl/train/* || "$file" == ddl/capi/* ) ]] && continue
     while IFS= read -r inc; do
       r=$(rank_of_include "$inc")
       if ((r < 0)); then

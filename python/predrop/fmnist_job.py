@@ -1,0 +1,172 @@
+"""One rank of a Fashion-MNIST training job with DDP, gradients averaged either through the
+predrop relay (``backend="relay"``, the hook of predrop.torch) or by DDP's own all-reduce over
+gloo (``backend="gloo"``). Used by python/examples/train_fmnist.py and tests/python.
+
+Every rank: the same seeded model and probe batch, the rank-th strided shard of a seeded subset
+of the training set, its own seeded batches, SGD. gloo serves the rendezvous and DDP's start-up
+broadcast (and, for backend gloo, the all-reduce). Every rank evaluates the same test subset at
+the same stages, so that no rank becomes a straggler the relay's deadline leaves out.
+"""
+
+import csv
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from . import fmnist
+
+COLUMNS = ["stage", "rank", "R", "L_ms", "loss", "probe_loss", "P", "test_acc", "close_reason",
+           "received", "announced", "filled", "partial", "deadline_ms", "stage_ms", "wall_s"]
+
+
+def make_model(seed):
+    """The small CNN (20 490 parameters): two 5x5 conv layers, two linear layers."""
+    torch.manual_seed(seed)
+    return nn.Sequential(
+        nn.Conv2d(1, 8, 5), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(256, 64), nn.ReLU(), nn.Linear(64, 10))
+
+
+DEFAULTS = dict(backend="relay", stages=200, batch=32, lr=0.05, momentum=0.9, seed=1,
+                train_subset=12000, test_subset=2000, probe=128, eval_every=25, out=None,
+                relay=None, key=None, gloo_port=None, relay_silence_ms=5000,
+                join_timeout_ms=10000, print_rows=True, library=None, target_acc=None)
+
+
+def run_rank(rank, world, cfg, queue=None, progress=None):
+    """Trains; puts a summary dict on ``queue``; sets ``progress[stage]`` events if given.
+    Exits the process with 0, or 3 after a relay error (the summary says which)."""
+    c = dict(DEFAULTS)
+    c.update(cfg)
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{c['gloo_port']}", rank=rank,
+                            world_size=world)
+    x_train, y_train = fmnist.load(split="train")
+    x_test, y_test = fmnist.load(split="t10k")
+    g = torch.Generator().manual_seed(c["seed"] * 7919 + 1)
+    pick = torch.randperm(x_train.shape[0], generator=g)[:c["train_subset"]]
+    shard = pick[rank::world]
+    probe_idx = pick[:c["probe"]]
+    px, py = x_train[probe_idx], y_train[probe_idx]
+    tx, ty = x_test[:c["test_subset"]], y_test[:c["test_subset"]]
+
+    model = make_model(c["seed"])
+    ddp = DDP(model)
+    state = None
+    if c["backend"] == "relay":
+        import predrop.torch as pt
+        state = pt.RelayState(model, relay=c["relay"], key=c["key"], rank=rank,
+                              model_seed=c["seed"], relay_silence_ms=c["relay_silence_ms"],
+                              join_timeout_ms=c["join_timeout_ms"], library=c["library"])
+        ddp.register_comm_hook(state, pt.relay_hook)
+    opt = torch.optim.SGD(ddp.parameters(), lr=c["lr"], momentum=c["momentum"])
+
+    def probe_loss():
+        with torch.no_grad():
+            return F.cross_entropy(model(px), py).item()
+
+    def accuracy():
+        with torch.no_grad():
+            return (model(tx).argmax(1) == ty).float().mean().item()
+
+    bg = torch.Generator().manual_seed(c["seed"] * 104729 + rank)
+    order, pos = torch.randperm(len(shard), generator=bg), 0
+    prev_probe = probe_loss()
+    if state:
+        state.report_loss(prev_probe)
+    rows = []
+    summary = {"rank": rank, "stages": 0, "final_acc": None, "error": None, "time_to_target": None}
+    t0 = time.monotonic()
+    writer = None
+    fcsv = None
+    if c["out"]:
+        os.makedirs(c["out"], exist_ok=True)
+        fcsv = open(os.path.join(c["out"], f"rank-{rank}.csv"), "w", newline="")
+        writer = csv.DictWriter(fcsv, fieldnames=COLUMNS)
+        writer.writeheader()
+    if rank == 0 and c["print_rows"]:
+        print(f"{'stage':>6} {'R':>6} {'L ms':>7} {'loss':>7} {'probe':>7} {'P':>8} "
+              f"{'acc':>6} {'fill':>5} {'close':>8}", flush=True)
+    code = 0
+    try:
+        for s in range(c["stages"]):
+            if pos + c["batch"] > len(order):
+                order, pos = torch.randperm(len(shard), generator=bg), 0
+            idx = shard[order[pos:pos + c["batch"]]]
+            pos += c["batch"]
+            opt.zero_grad()
+            loss = F.cross_entropy(ddp(x_train[idx]), y_train[idx])
+            t_back = time.monotonic()
+            try:
+                loss.backward()
+            except RuntimeError as e:
+                summary["error"] = str(e).splitlines()[0] if str(e) else repr(e)
+                for line in str(e).splitlines():
+                    if "predrop relay" in line:
+                        summary["error"] = line.strip()
+                        break
+                summary["failed_stage"] = s
+                summary["fail_after_s"] = time.monotonic() - t_back
+                code = 3
+                break
+            opt.step()
+            pl = probe_loss()
+            if state:
+                state.report_loss(pl)
+            last = s + 1 == c["stages"]
+            acc = accuracy() if (last or (c["eval_every"] and (s + 1) % c["eval_every"] == 0)) \
+                else None
+            info = state.last() if state else None
+            row = {"stage": s, "rank": rank, "loss": round(loss.item(), 5),
+                   "probe_loss": round(pl, 5), "P": round(prev_probe - pl, 6),
+                   "test_acc": "" if acc is None else round(acc, 4),
+                   "wall_s": round(time.monotonic() - t0, 3)}
+            prev_probe = pl
+            if info:
+                row.update({"R": round(info["R"], 4), "L_ms": round(info["L_ms"], 3),
+                            "close_reason": info["close_reason"], "received": info["received"],
+                            "announced": info["announced"], "filled": info["filled"],
+                            "partial": info["partial"],
+                            "deadline_ms": round(info["deadline_ms"], 1),
+                            "stage_ms": round(info["stage_ms"], 3)})
+            rows.append(row)
+            if writer:
+                writer.writerow(row)
+            if acc is not None:
+                summary["final_acc"] = acc
+                if (c["target_acc"] is not None and summary["time_to_target"] is None
+                        and acc >= c["target_acc"]):
+                    summary["time_to_target"] = row["wall_s"]
+            summary["stages"] = s + 1
+            if progress is not None and s in progress:
+                progress[s].set()
+            if rank == 0 and c["print_rows"] and (acc is not None or s % 10 == 0):
+                close = {0: "complete", 1: "deadline", 2: "forced"}.get(row.get("close_reason"),
+                                                                         "-")
+                print(f"{s:>6} {row.get('R', 0):>6.3f} {row.get('L_ms', 0):>7.2f} "
+                      f"{row['loss']:>7.4f} {pl:>7.4f} {row['P']:>8.4f} "
+                      f"{'' if acc is None else f'{acc:.4f}':>6} {row.get('filled', 0):>5} "
+                      f"{close:>8}", flush=True)
+    finally:
+        summary["wall_s"] = time.monotonic() - t0
+        if fcsv:
+            fcsv.close()
+        if state:
+            state.close()
+        if queue is not None:
+            queue.put(summary)
+            # os._exit below would drop what the feeder thread has not written yet.
+            queue.close()
+            queue.join_thread()
+        if code == 0:
+            dist.destroy_process_group()
+    sys.stdout.flush()
+    if code:
+        os._exit(code)  # the process group's peers may be gone; do not wait for them

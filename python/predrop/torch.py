@@ -1,0 +1,175 @@
+"""A DDP communication hook that averages gradients through the predrop DDL relay.
+
+    state = predrop.torch.RelayState(model, relay="127.0.0.1:9300")   # joins, waits for start
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    ddp.register_comm_hook(state, predrop.torch.relay_hook)
+    for x, y in batches:
+        loss = loss_fn(ddp(x), y); opt.zero_grad(); loss.backward(); opt.step()
+        state.report_loss(probe_loss())   # P = loss reduction of the stage just applied
+
+Stage = iteration. DDP calls the hook once per gradient bucket, in bucket order, the last one with
+``bucket.is_last()``. The hook copies each bucket into one flat gradient and returns an
+incomplete ``torch.futures.Future``; the last bucket submits the whole gradient to the relay as
+one stage (one tensor, the relay's plan fixed at the join). The peer's thread completes every
+bucket's future when the stage closes (complete, or at the stage deadline with the missing
+chunks filled as the relay's job says), with that bucket's slice of the average. DDP waits for
+the futures only at the end of backward, so nothing else waits; the price is that no bucket's
+communication overlaps the rest of backward (the relay's plan covers the whole gradient).
+
+A failure (relay gone during a stage, removed, BYE) completes the futures with a RuntimeError,
+which ``loss.backward()`` raises; every later stage fails at once with the same reason.
+"""
+
+import collections
+import ctypes
+
+import torch
+
+from . import capi
+
+RelayError = capi.RelayError
+
+
+def _grad_elements(model):
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+class RelayState:
+    """The hook's state: one relay peer and the stage being assembled.
+
+    ``model`` is the module (or an int: the number of gradient elements). Every rank must use the
+    same ``model_seed``. The constructor blocks until every worker has joined and the job starts;
+    it raises RelayError with the reason if the relay does not answer (not running, another key)
+    or refuses.
+    """
+
+    def __init__(self, model, relay, key=None, rank=-1, model_seed=1, bind=None,
+                 join_timeout_ms=10000, start_timeout_ms=60000, relay_silence_ms=5000,
+                 history=1000, library=None):
+        n = model if isinstance(model, int) else _grad_elements(model)
+        self.elements = n
+        self._flat = torch.empty(n, dtype=torch.float32)
+        self._avg = torch.empty(n, dtype=torch.float32)
+        self._offset = 0
+        self._assembling = []    # (offset, count, future) of the buckets of the open stage
+        self._inflight = []      # the same, handed over at submit
+        self.stages = collections.deque(maxlen=history)  # dicts, one per closed stage
+        self.last_stage = None   # id of the last closed stage
+        self._reported = None
+        self._prev_loss = None
+        self.error = None
+        self._peer = capi.Peer(relay, n, self._on_stage, key=key, rank=rank,
+                               model_seed=model_seed, bind=bind,
+                               join_timeout_ms=join_timeout_ms,
+                               start_timeout_ms=start_timeout_ms,
+                               relay_silence_ms=relay_silence_ms, library=library)
+        self.job = self._peer.job
+
+    # ---- the transport's thread ----
+
+    def _on_stage(self, info):
+        pending, self._inflight = self._inflight, []
+        row = {
+            "stage": info.stage, "ok": info.status == 0,
+            "received": info.received, "announced": info.announced, "lost": info.lost,
+            "filled": info.filled, "partial": info.partial, "contributors": info.contributors,
+            "chunks": info.chunks, "close_reason": info.close_reason,
+            "deadline_ms": info.deadline_us / 1000.0,
+            "L_ms": info.reception_period_us / 1000.0, "stage_ms": info.stage_us / 1000.0,
+            # The relay's pre-discard for this peer, as seen here: chunks it did not send.
+            "R": 1.0 - info.announced / info.chunks if info.chunks else 0.0,
+        }
+        if info.status == 0:
+            self.stages.append(row)
+            self.last_stage = info.stage
+            for off, cnt, fut in pending:
+                fut.set_result(self._avg[off:off + cnt])
+        else:
+            why = info.error.decode(errors="replace") if info.error else "failed"
+            self.error = f"predrop relay: stage {info.stage} failed: {why}"
+            err = RelayError(self.error)
+            for _, _, fut in pending:
+                fut.set_exception(err)
+
+    # ---- the autograd thread (the hook) ----
+
+    def _add_bucket(self, buf, last):
+        fut = torch.futures.Future()
+        if buf.dtype != torch.float32:
+            fut.set_exception(RelayError(f"predrop relay: gradients must be float32, not "
+                                         f"{buf.dtype}"))
+            return fut
+        n = buf.numel()
+        off = self._offset
+        if off + n > self.elements:
+            fut.set_exception(RelayError(
+                f"predrop relay: the buckets hold more than the {self.elements} gradient "
+                "elements the job was joined with"))
+            return fut
+        self._flat[off:off + n].copy_(buf.view(-1))
+        self._assembling.append((off, n, fut))
+        self._offset = off + n
+        if last:
+            self._submit()
+        return fut
+
+    def _submit(self):
+        pending, self._assembling = self._assembling, []
+        filled, self._offset = self._offset, 0
+        if filled != self.elements:
+            err = RelayError(f"predrop relay: the stage's buckets hold {filled} elements, the job "
+                             f"{self.elements} (parameters without gradient? use "
+                             "find_unused_parameters=False and requires_grad consistently)")
+            for _, _, fut in pending:
+                fut.set_exception(err)
+            return
+        self._inflight = pending
+        try:
+            self._peer.submit(ctypes.c_void_p(self._flat.data_ptr()),
+                              ctypes.c_void_p(self._avg.data_ptr()), self.elements)
+        except RelayError as e:
+            self._inflight = []
+            self.error = f"predrop relay: {e}"
+            err = RelayError(self.error)
+            for _, _, fut in pending:
+                fut.set_exception(err)
+
+    # ---- the training loop ----
+
+    def report(self, performance, stage=None):
+        """P (loss reduction) of ``stage`` (default: the last closed one) to the relay."""
+        s = self.last_stage if stage is None else stage
+        if s is None:
+            return
+        self._peer.report(s, performance)
+        self._reported = s
+
+    def report_loss(self, loss):
+        """Reports P = previous loss - ``loss`` for the last closed stage (once per stage); the
+        first call only sets the baseline. ``loss``: a float or a 0-d tensor, ideally on a fixed
+        probe batch after the optimiser step."""
+        loss = float(loss)
+        if (self._prev_loss is not None and self.last_stage is not None
+                and self.last_stage != self._reported):
+            self.report(self._prev_loss - loss)
+        self._prev_loss = loss
+
+    def last(self):
+        """The last closed stage's row (dict), or None."""
+        return self.stages[-1] if self.stages else None
+
+    def close(self):
+        """Leaves the job (BYE). Idempotent."""
+        self._peer.close()
+
+
+def _unwrap(fut):
+    # Runs on the thread that completed `fut`. Raising here marks the returned future as failed
+    # in C++, so DDP's wait() throws our message (a future completed with set_exception holds
+    # the exception as its value, which DDP would then fail to cast to a tensor).
+    return fut.wait()
+
+
+def relay_hook(state, bucket):
+    """DDP communication hook: ``ddp.register_comm_hook(state, relay_hook)``."""
+    return state._add_bucket(bucket.buffer(), bucket.is_last()).then(_unwrap)

@@ -1,0 +1,104 @@
+"""Shared set-up of the torch hook tests (ctest runs them with /usr/bin/python3).
+
+Exit code 77 is ctest's SKIP_RETURN_CODE: torch missing, or the data set missing.
+Paths come from the environment ctest sets: PREDROP_DDL_CAPI (the library), PREDROP_SERVER
+(predrop-server); PREDROP_TEST_OUT is where relay logs go.
+"""
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+
+SKIP = 77
+
+
+def require_torch():
+    try:
+        import torch  # noqa: F401
+        import torch.distributed  # noqa: F401
+    except ImportError as e:
+        print(f"SKIP: PyTorch is not installed for {sys.executable} ({e}); "
+              "Debian: apt-get install python3-torch", flush=True)
+        sys.exit(SKIP)
+    if not torch.distributed.is_available():
+        print("SKIP: this PyTorch has no torch.distributed", flush=True)
+        sys.exit(SKIP)
+
+
+def require_fmnist():
+    from predrop import fmnist
+    if not os.path.exists(os.path.join(fmnist.DEFAULT_DIR, "train-images-idx3-ubyte.gz")):
+        print("SKIP: Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)",
+              flush=True)
+        sys.exit(SKIP)
+
+
+def out_dir(name):
+    base = os.environ.get("PREDROP_TEST_OUT", "/tmp/predrop-torch-tests")
+    d = os.path.join(base, name)
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def init_gloo(rank, world, port):
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world)
+
+
+class SmallCnn:
+    """Factory of the tests' CNN (a function so that torch is imported late)."""
+
+    @staticmethod
+    def make(seed=1):
+        import torch
+        import torch.nn as nn
+        torch.manual_seed(seed)
+        return nn.Sequential(
+            nn.Conv2d(1, 8, 5), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(256, 64), nn.ReLU(), nn.Linear(64, 10))
+
+
+def run_ranks(world, target, args, timeout):
+    """Runs target(rank, world, *args) in `world` spawned processes; returns their exit codes
+    (None for one still running at the timeout, which is then killed)."""
+    import torch.multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=target, args=(r, world, *args)) for r in range(world)]
+    for p in procs:
+        p.start()
+    import time
+    end = time.monotonic() + timeout
+    for p in procs:
+        p.join(max(0.0, end - time.monotonic()))
+    codes = []
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+            p.join()
+            codes.append(None)
+        else:
+            codes.append(p.exitcode)
+    return codes
+
+
+def drain(queue, n, timeout=2.0):
+    """Up to n results from a multiprocessing queue."""
+    import queue as q
+    out = []
+    for _ in range(n):
+        try:
+            out.append(queue.get(timeout=timeout))
+        except q.Empty:
+            break
+    return out
