@@ -50,8 +50,8 @@ constexpr std::array<Named<core::MissingReportAction>, 3> kMissingActions = {{
 constexpr std::array<Named<MissingChunkFill>, 2> kFills = {
     {{MissingChunkFill::kZero, "zero"}, {MissingChunkFill::kOwn, "own"}}};
 // The control policies this configuration accepts; the factory in core builds them.
-constexpr std::array<std::string_view, 4> kControlPolicies = {"basic", "history", "fixed",
-                                                              "adaptive"};
+constexpr std::array<std::string_view, 5> kControlPolicies = {"basic", "history", "fixed",
+                                                              "adaptive", "capacity"};
 constexpr std::array<std::string_view, 7> kLogLevels = {"trace", "debug",    "info", "warn",
                                                         "error", "critical", "off"};
 
@@ -235,6 +235,30 @@ std::optional<Problem> check_config(const ServerConfig& c) {
   if (!std::isfinite(k.psnr_cap_db) || k.psnr_cap_db <= 0.0 || k.psnr_cap_db > 200.0) {
     first(Problem{"control.psnr_cap_db",
                   "must be in (0, 200] dB, got " + format_number(k.psnr_cap_db)});
+  }
+  if (!(std::isfinite(k.margin) && k.margin > 0.0 && k.margin <= 1.0)) {
+    first(Problem{"control.margin", "must be in (0, 1], got " + format_number(k.margin)});
+  }
+  if (!(std::isfinite(k.queue_target_ms) && k.queue_target_ms >= 0.0 &&
+        k.queue_target_ms <= 60.0)) {
+    first(Problem{"control.queue_target_ms",
+                  "must be in [0, 60] ms, got " + format_number(k.queue_target_ms)});
+  }
+  if (!(std::isfinite(k.probe_step_ms) && k.probe_step_ms >= 0.0)) {
+    first(Problem{"control.probe_step_ms", "must be >= 0, got " + format_number(k.probe_step_ms)});
+  } else if (!p && k.queue_target_ms + k.probe_step_ms > 100.0) {
+    first(Problem{"control.probe_step_ms",
+                  "control.queue_target_ms + control.probe_step_ms must be <= 100 ms (the bed's "
+                  "queue; a first probe must not lose), got " +
+                      format_number(k.queue_target_ms + k.probe_step_ms)});
+  }
+  if (!(std::isfinite(k.probe_max_ms) && k.probe_max_ms >= k.probe_step_ms &&
+        k.probe_max_ms <= 10000.0)) {
+    first(Problem{"control.probe_max_ms", "must be in [control.probe_step_ms, 10000] ms, got " +
+                                              format_number(k.probe_max_ms)});
+  }
+  if (std::isnan(k.quality_floor)) {
+    first(Problem{"control.quality_floor", "must be a number"});
   }
 
   const auto& d = c.ddl;
@@ -634,6 +658,22 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
       field = *t;
     };
   };
+  // A finite number within [lo, hi] for the capacity policy's keys (unit in the message).
+  const auto number_key = [&](double& field, std::string key, double lo, double hi,
+                              const char* unit) {
+    return [&r, &field, key = std::move(key), lo, hi, unit](const toml::node& n) {
+      const auto v = r.number(n);
+      if (!v) {
+        return;
+      }
+      if (!std::isfinite(*v) || *v < lo || *v > hi) {
+        return r.fail(n.source(), key,
+                      "must be in [" + format_number(lo) + ", " + format_number(hi) + "]" + unit +
+                          ", got " + format_number(*v));
+      }
+      field = *v;
+    };
+  };
   const std::vector<Key> control_keys = {
       {"policy",
        [&](const toml::node& n) {
@@ -675,6 +715,15 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
          }
          c.control.psnr_cap_db = *v;
        }},
+      {"margin", number_key(c.control.margin, "control.margin", 0.01, 1.0, "")},
+      {"queue_target_ms",
+       number_key(c.control.queue_target_ms, "control.queue_target_ms", 0.0, 60.0, " ms")},
+      {"probe_step_ms",
+       number_key(c.control.probe_step_ms, "control.probe_step_ms", 0.0, 100.0, " ms")},
+      {"probe_max_ms",
+       number_key(c.control.probe_max_ms, "control.probe_max_ms", 0.0, 10000.0, " ms")},
+      {"quality_floor",
+       number_key(c.control.quality_floor, "control.quality_floor", -1e9, 1e9, "")},
   };
 
   const std::vector<Key> discard_keys = {
@@ -981,6 +1030,16 @@ core::Result<core::PolicyConfig> make_policy_config(const ControlConfig& control
   p.adaptive.rmax = control.rmax;
   p.adaptive.rp1 = control.rp1;
   p.adaptive.rp2 = control.rp2;
+  p.capacity.rmax = control.rmax;
+  p.capacity.initial_rate = control.r0;
+  p.capacity.margin = control.margin;
+  p.capacity.queue_ref_us = control.queue_target_ms * 1000.0;
+  // A larger target moves the clean and overuse thresholds with it.
+  p.capacity.queue_low_us = std::fmax(p.capacity.queue_low_us, 1.5 * p.capacity.queue_ref_us);
+  p.capacity.queue_high_us = std::fmax(p.capacity.queue_high_us, p.capacity.queue_low_us + 10'000);
+  p.capacity.probe_step_us = control.probe_step_ms * 1000.0;
+  p.capacity.probe_max_us = control.probe_max_ms * 1000.0;
+  p.capacity.quality_floor = control.quality_floor;
   // Validate by building one controller now, so a bad combination fails at start-up.
   auto probe = core::make_rate_controller(p);
   if (!probe) return probe.error();

@@ -4,13 +4,15 @@
 #include <cmath>
 
 #include "predrop/core/adaptive_policy.hpp"
+#include "predrop/core/capacity_policy.hpp"
 #include "predrop/core/exact_rule.hpp"
 #include "predrop/core/fixed_rate.hpp"
 
 namespace predrop::core {
 
 namespace {
-constexpr std::array<std::string_view, 4> kPolicyNames{"basic", "history", "fixed", "adaptive"};
+constexpr std::array<std::string_view, 5> kPolicyNames{"basic", "history", "fixed", "adaptive",
+                                                       "capacity"};
 }  // namespace
 
 std::span<const std::string_view> policy_names() {
@@ -45,6 +47,10 @@ Result<std::unique_ptr<RateController>> make_rate_controller(const PolicyConfig&
     }
     return std::unique_ptr<RateController>(
         std::make_unique<AdaptivePolicy>(config.adaptive, config.rule.r0));
+  }
+  if (p == "capacity") {
+    if (auto st = validate(config.capacity); !st) return st.error();
+    return std::unique_ptr<RateController>(std::make_unique<CapacityPolicy>(config.capacity));
   }
   std::string known;
   for (auto n : kPolicyNames) {

@@ -7,6 +7,7 @@
 // Errors: as values (core::Result). toml++ is used only inside config.cpp.
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -86,7 +87,7 @@ struct ThresholdSetting {
 
 /// [control]: the control unit (docs/design.md §2), field for field.
 struct ControlConfig {
-  std::string policy = "basic";     ///< "basic", "history", "fixed", "adaptive".
+  std::string policy = "basic";     ///< "basic", "history", "fixed", "adaptive", "capacity".
   double r0 = 0.0;                  ///< R of stage 0.
   double rp = 0.05;                 ///< R after stage 0's report.
   double rp1 = 0.05;                ///< Increase step.
@@ -100,6 +101,12 @@ struct ControlConfig {
   core::MissingReportAction missing_report = core::MissingReportAction::kHold;
   std::uint32_t report_timeout_stages = 2;  ///< A report is missing this many stages later.
   double psnr_cap_db = 60.0;  ///< PSNR of a lossless block is capped here (it is unbounded).
+  // Policy "capacity" (docs/design.md §2.8); rmax and r0 above apply to it too.
+  double margin = 1.0;            ///< Fraction of the estimated capacity sent per block, (0, 1].
+  double queue_target_ms = 10.0;  ///< Queueing delay aimed at, [0, 60] ms.
+  double probe_step_ms = 50.0;    ///< First probe in ms of capacity; target + step <= 100 ms.
+  double probe_max_ms = 250.0;    ///< Largest probe, [probe_step_ms, 10000] ms.
+  double quality_floor = -std::numeric_limits<double>::infinity();  ///< P below it: probe.
 };
 
 /// [discard]: which packets a stage drops.

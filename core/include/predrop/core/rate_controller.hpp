@@ -72,6 +72,14 @@ struct ControllerStats {
   std::uint64_t decreases = 0;  ///< Decisions that lowered R.
 };
 
+/// What the sender knows about a stage it is about to start (rate_for_next).
+struct StageStart {
+  std::uint32_t stage = 0;         ///< Index of the stage about to start.
+  std::uint64_t block_bytes = 0;   ///< Payload bytes of its block before discard.
+  double block_duration_us = 0.0;  ///< Media duration of the block (the paced send time), µs.
+  std::uint64_t bytes_before = 0;  ///< Payload bytes the session sent before this stage (total).
+};
+
 /// A rate policy. The sender asks rate() when it starts a stage and feeds each report in.
 ///
 /// Reports may arrive while later stages are already in flight (paced streaming): R is the
@@ -87,6 +95,12 @@ class RateController {
   virtual std::string_view name() const = 0;
   /// The discard rate to use for the next stage started.
   virtual double rate() const = 0;
+  /// The rate for the stage `next` describes, asked when it starts by senders that know its size
+  /// (streaming). Model-based policies size R from it; the default is rate().
+  virtual double rate_for_next(const StageStart& next) {
+    (void)next;
+    return rate();
+  }
   /// Feeds the report of one stage. Invalid reports are rejected and change nothing.
   Result<Decision> on_report(const StageReport& report);
   /// Tells the controller that `stage`'s report will never come (its deadline passed).

@@ -1,0 +1,305 @@
+#include "predrop/core/capacity_policy.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace predrop::core {
+
+namespace {
+// Below this R a stage counts as sent whole (the planner's rounding leaves a few packets).
+constexpr double kWholeRate = 0.005;
+// R must be at least this for a stage to tell how bytes and packets relate (beta).
+constexpr double kBetaMinRate = 0.05;
+// beta is kept in this range: a planner cannot remove more than 2x R's share of the bytes, and
+// less than 0.2x would mean the discards are nearly empty packets.
+constexpr double kBetaMin = 0.2;
+constexpr double kBetaMax = 2.0;
+constexpr double kBetaWeight = 0.5;
+
+bool finite_in(double v, double lo, double hi) {
+  return std::isfinite(v) && v >= lo && v <= hi;
+}
+}  // namespace
+
+Status validate(const CapacityParams& p) {
+  const auto bad = [](const char* name, double v, const char* range) {
+    return make_error(std::string("control.") + name + " = " + std::to_string(v) + " must be " +
+                      range);
+  };
+  if (!finite_in(p.rmax, 0.0, 1.0)) return bad("rmax", p.rmax, "in [0, 1]");
+  if (!finite_in(p.initial_rate, 0.0, p.rmax)) return bad("r0", p.initial_rate, "in [0, rmax]");
+  if (!(std::isfinite(p.margin) && p.margin > 0.0 && p.margin <= 1.0)) {
+    return bad("margin", p.margin, "in (0, 1]");
+  }
+  if (!finite_in(p.queue_ref_us, 0.0, p.queue_limit_us)) {
+    return bad("queue_target_ms", p.queue_ref_us / 1000.0, "in [0, queue_limit]");
+  }
+  if (p.queue_ref_us >= p.queue_high_us) {
+    return bad("queue_target_ms", p.queue_ref_us / 1000.0, "below the overuse queue");
+  }
+  if (!finite_in(p.queue_low_us, 0.0, p.queue_limit_us)) {
+    return bad("queue_low_us", p.queue_low_us, "in [0, queue_limit]");
+  }
+  if (!(std::isfinite(p.queue_high_us) && p.queue_high_us >= p.queue_low_us)) {
+    return bad("queue_high_us", p.queue_high_us, ">= queue_low_us");
+  }
+  if (!(std::isfinite(p.queue_grow_us) && p.queue_grow_us > 0.0)) {
+    return bad("queue_grow_us", p.queue_grow_us, "> 0");
+  }
+  if (!(std::isfinite(p.queue_limit_us) && p.queue_limit_us > 0.0)) {
+    return bad("queue_limit_us", p.queue_limit_us, "> 0");
+  }
+  if (!finite_in(p.loss_threshold, 0.0, 1.0)) {
+    return bad("loss_threshold", p.loss_threshold, "in [0, 1]");
+  }
+  if (!finite_in(p.clean_loss, 0.0, p.loss_threshold)) {
+    return bad("clean_loss", p.clean_loss, "in [0, loss_threshold]");
+  }
+  if (!(std::isfinite(p.probe_step_us) && p.probe_step_us >= 0.0)) {
+    return bad("probe_step_ms", p.probe_step_us / 1000.0, ">= 0");
+  }
+  if (p.queue_ref_us + p.probe_step_us > p.queue_limit_us) {
+    return bad("probe_step_ms", p.probe_step_us / 1000.0,
+               "at most the queue limit minus queue_target_ms (a first probe must not lose)");
+  }
+  if (!(std::isfinite(p.probe_max_us) && p.probe_max_us >= p.probe_step_us &&
+        p.probe_max_us <= 1e7)) {
+    return bad("probe_max_ms", p.probe_max_us / 1000.0, "in [probe_step_ms, 10000]");
+  }
+  if (!finite_in(p.busy_queue_us, 0.0, p.queue_low_us)) {
+    return bad("busy_queue_us", p.busy_queue_us, "in [0, queue_low_us]");
+  }
+  if (p.release_stages < 1 || p.release_stages > 1000) {
+    return bad("release_stages", p.release_stages, "in [1, 1000]");
+  }
+  if (!(std::isfinite(p.missing_backoff) && p.missing_backoff > 0.0 && p.missing_backoff <= 1.0)) {
+    return bad("missing_backoff", p.missing_backoff, "in (0, 1]");
+  }
+  if (std::isnan(p.quality_floor)) return make_error("control.quality_floor must be a number");
+  return Ok{};
+}
+
+CapacityPolicy::CapacityPolicy(const CapacityParams& params)
+    : params_(params), rate_(params.initial_rate) {}
+
+double CapacityPolicy::clamp(double r) const {
+  if (!std::isfinite(r)) return params_.rmax;
+  return std::clamp(r, 0.0, params_.rmax);
+}
+
+const CapacityPolicy::Slot* CapacityPolicy::slot(std::uint32_t stage) const {
+  const Slot& s = ring_[stage % kRing];
+  return s.stage == stage ? &s : nullptr;
+}
+
+bool CapacityPolicy::bytes_sent(std::uint32_t stage, double& bytes) const {
+  const Slot* s = slot(stage);
+  const Slot* n = stage == UINT32_MAX ? nullptr : slot(stage + 1);
+  if (s == nullptr || n == nullptr || n->bytes_before < s->bytes_before) return false;
+  bytes = static_cast<double>(n->bytes_before - s->bytes_before);
+  return true;
+}
+
+double CapacityPolicy::probe_gain() const {
+  // BBR-like growth while the bottleneck stays idle: x2 per report that shows it, capped.
+  if (empty_run_ == 0) return force_probe_ ? params_.probe_step_us : 0.0;
+  const int doublings = static_cast<int>(std::min(empty_run_ - 1, 8U));
+  return std::fmin(params_.probe_step_us * std::ldexp(1.0, doublings), params_.probe_max_us);
+}
+
+void CapacityPolicy::reset_probing() {
+  empty_run_ = 0;
+  shortfall_us_ = 0.0;
+  release_run_ = 0;
+}
+
+double CapacityPolicy::plan(double block_bytes, double duration_us, bool probe) {
+  if (!limited_ || capacity_ <= 0.0 || block_bytes <= 0.0 || duration_us <= 0.0) {
+    return clamp(params_.initial_rate);
+  }
+  // NADA-style: send the capacity and steer the modelled queue to the reference within this
+  // block (give back what stands above it, fill up to it when below: a standing queue keeps
+  // every stage a measurement of the capacity).
+  double x = params_.margin * capacity_ * duration_us -
+             capacity_ * (predicted_queue_us_ - params_.queue_ref_us);
+  if (probe) x += probe_gain() * capacity_;
+  const double keep = x / block_bytes;  // byte share of the block to send
+  return clamp((1.0 - keep) / beta_);
+}
+
+double CapacityPolicy::rate_for_next(const StageStart& next) {
+  Slot& s = ring_[next.stage % kRing];
+  s = Slot{next.stage,
+           static_cast<double>(next.block_bytes),
+           next.block_duration_us,
+           next.bytes_before,
+           0.0,
+           false};
+  last_block_bytes_ = s.block_bytes;
+  last_duration_us_ = s.duration_us;
+
+  // The queue the model expects when this stage starts: the last reported one, plus what the
+  // stages sent since then add at the estimated capacity (their bytes are known exactly).
+  // While reports show spare capacity the probes in flight are expected to be carried, so they
+  // are not counted as queue (counting them would give back every other probe).
+  double q = has_report_ ? last_queue_us_ : 0.0;
+  if (has_report_ && capacity_ > 0.0 && empty_run_ == 0 && next.stage > last_report_stage_ + 1) {
+    for (std::uint32_t j = last_report_stage_ + 1; j < next.stage; ++j) {
+      double b = 0.0;
+      const Slot* sj = slot(j);
+      if (sj == nullptr || !bytes_sent(j, b)) continue;
+      q = std::clamp(q + b / capacity_ - sj->duration_us, 0.0, params_.queue_limit_us);
+    }
+  }
+  predicted_queue_us_ = q;
+
+  const double normal = plan(s.block_bytes, s.duration_us, false);
+  const bool probe = limited_ && capacity_ > 0.0 && probe_gain() > 0.0 &&
+                     plan(s.block_bytes, s.duration_us, true) < normal;
+  rate_ = probe ? plan(s.block_bytes, s.duration_us, true) : normal;
+  if (probe) force_probe_ = false;
+  s.rate = rate_;
+  s.probe = probe;
+  return rate_;
+}
+
+void CapacityPolicy::note_congestion(double sample) {
+  limited_ = true;
+  capacity_ = sample > 0.0 ? sample : capacity_ * params_.missing_backoff;
+  reset_probing();
+}
+
+Decision CapacityPolicy::decide(const StageReport& report) {
+  missing_run_ = 0;
+  const Slot* s = slot(report.stage);
+  const bool hook = s != nullptr && s->block_bytes > 0.0 && s->duration_us > 0.0;
+  const double used = report.rate_used ? *report.rate_used : (s != nullptr ? s->rate : rate_);
+  double loss = report.network_loss();
+  if (report.packets_announced > 0 && report.packets_received == 0) loss = 1.0;
+  const double period = report.reception_period_us;
+
+  // Without the sender's hook a block is one unit of bytes and T the base reception period.
+  const double block = hook ? s->block_bytes : 1.0;
+  const double t = hook ? s->duration_us : (base_period_us_ > 0.0 ? base_period_us_ : period);
+  double sent = 0.0;
+  const bool known = hook && bytes_sent(report.stage, sent);
+  if (known) {
+    if (used >= kBetaMinRate && block > 0.0) {
+      const double sample = std::clamp((1.0 - sent / block) / used, kBetaMin, kBetaMax);
+      beta_ = kBetaWeight * beta_ + (1.0 - kBetaWeight) * sample;
+    }
+  } else {
+    sent = block * std::fmax(0.0, 1.0 - beta_ * used);
+  }
+
+  // Queueing delay: the receiver's, or (no timestamps) the stretch of L over the base period.
+  double q = 0.0;
+  if (report.queue_delay_us) {
+    q = std::fmax(0.0, *report.queue_delay_us);
+  } else if (base_period_us_ > 0.0) {
+    q = std::fmax(0.0, period - base_period_us_);
+  }
+  const double q_before = has_report_ ? last_queue_us_ : 0.0;
+  const double growth = q - q_before;
+  // The queue the model expected this stage to leave, from the previous stage's (when that was
+  // the last report) and this one's bytes at the estimated capacity.
+  const bool follows = has_report_ && report.stage == last_report_stage_ + 1;
+
+  const bool overuse =
+      loss > params_.loss_threshold || q > params_.queue_high_us || growth > params_.queue_grow_us;
+  const bool clean = loss <= params_.clean_loss && q <= params_.queue_low_us;
+  if (!report.queue_delay_us && clean && period > 0.0 && !hook) {
+    base_period_us_ = base_period_us_ > 0.0 ? std::fmin(base_period_us_, period) : period;
+  }
+  const double delivered = sent * (1.0 - loss);
+  std::string_view reason;
+
+  const bool busy = q > params_.busy_queue_us;
+  // Capacity sample of a busy stage. Between the last packets of two consecutive stages the
+  // sender sent exactly this stage's bytes over T, and the queue changed by `growth`, so the
+  // bottleneck carried them in T + growth (the two queue readings share the receiver's base, so
+  // its error cancels). D / L would overestimate by the gap between a block's last packet and
+  // its end (a frame interval, ~3 % at 1 s blocks: 30 ms of queue per block).
+  double sample = period > 0.0 ? delivered / period : 0.0;
+  if (follows && t + growth > 0.5 * t) sample = delivered / (t + growth);
+  const double expected = follows && capacity_ > 0.0 ? std::clamp(q_before + sent / capacity_ - t,
+                                                                  0.0, params_.queue_limit_us)
+                                                     : 0.0;
+
+  if (overuse) {
+    // GCC: on overuse the estimate becomes the received rate (while the queue stays busy it is
+    // the capacity itself).
+    note_congestion(sample);
+    reason = loss > params_.loss_threshold ? "network loss: capacity = received rate"
+                                           : "queue building: capacity = received rate";
+  } else if (busy) {
+    // A queue at the stage's end without overuse: the bottleneck was busy, and the sample
+    // measures the capacity (up or down).
+    if (limited_ && sample > 0.0) capacity_ = sample;
+    reset_probing();
+    reason = "queue standing: capacity = delivery rate";
+  } else if (clean) {
+    // The bottleneck went idle: capacity is at least what was delivered (BBR's max filter; paced
+    // stages are spread over T, so max(L, T) keeps the sample a lower bound). If the model
+    // expected a standing queue, capacity is higher than the estimate: the next stages probe,
+    // with a step that doubles while the evidence repeats. An idle end the model expected (a
+    // planned drain) is no evidence either way.
+    const double span = std::fmax(period, t);
+    if (span > 0.0) capacity_ = std::fmax(capacity_, delivered / span);
+    // The shortfall accumulates over idle stages: one packet is several ms of queue at stream
+    // scale, so a single stage's residual is noise.
+    shortfall_us_ += std::fmax(0.0, expected - q);
+    if (shortfall_us_ > 0.5 * params_.queue_ref_us) {
+      ++empty_run_;
+      shortfall_us_ = 0.0;
+      reason = "queue gone where the model expected one: capacity higher, probe";
+    } else {
+      // Nothing sent beyond the estimate: neither evidence nor counter-evidence, a probe under
+      // way goes on.
+      reason = limited_ ? "clean: queue as expected" : "clean: no bottleneck";
+    }
+    if (limited_ && used <= kWholeRate) {
+      if (++release_run_ >= params_.release_stages) {
+        limited_ = false;
+        reset_probing();
+        reason = "whole stages delivered clean: bottleneck gone, R = r0";
+      }
+    }
+  } else {
+    reset_probing();
+    reason = "small loss: estimate held";
+  }
+  if (loss <= params_.clean_loss && report.performance < params_.quality_floor && limited_) {
+    force_probe_ = true;
+    reason = "quality below the floor: probe next";
+  }
+
+  last_queue_us_ = q;
+  last_report_stage_ = report.stage;
+  has_report_ = true;
+  // The rate for the next stage as far as this report goes (the hook re-plans with the real
+  // block size when the stage starts).
+  const double t_next = last_duration_us_ > 0.0 ? last_duration_us_ : t;
+  const double b_next = last_duration_us_ > 0.0 ? last_block_bytes_ : 1.0;
+  predicted_queue_us_ = q;
+  rate_ = plan(b_next, t_next, false);
+  return Decision{rate_, DecisionKind::kAdapt, reason};
+}
+
+Decision CapacityPolicy::decide_missing(std::uint32_t /*stage*/) {
+  // The first missing report is ignored; each further one in a row is read as congestion on the
+  // way back (GCC's 0.85 without a sample to replace the estimate with).
+  if (++missing_run_ < 2 || capacity_ <= 0.0) {
+    return Decision{rate_, DecisionKind::kMissing, "no report: estimate kept"};
+  }
+  limited_ = true;
+  capacity_ *= params_.missing_backoff;
+  reset_probing();
+  const double t_next = last_duration_us_ > 0.0 ? last_duration_us_ : base_period_us_;
+  const double b_next = last_duration_us_ > 0.0 ? last_block_bytes_ : 1.0;
+  rate_ = plan(b_next, t_next, false);
+  return Decision{rate_, DecisionKind::kMissing, "reports missing: capacity x backoff"};
+}
+
+}  // namespace predrop::core

@@ -1,0 +1,81 @@
+// The "capacity" policy's [control] keys (config/src/config.cpp, docs/design.md §2.8).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "predrop/config/config.hpp"
+#include "predrop/core/capacity_policy.hpp"
+
+namespace predrop::config {
+namespace {
+
+std::string stream_with(const std::string& extra) {
+  return "[server]\nmode = \"stream\"\n[server.streams]\nsample = \"media/sample.mp4\"\n" + extra;
+}
+
+void expect_error(const std::string& text, std::initializer_list<std::string_view> needles) {
+  const auto r = parse_config(text, "test.toml");
+  ASSERT_FALSE(r.ok()) << "accepted:\n" << text;
+  for (const auto n : needles) {
+    EXPECT_NE(r.error().message.find(n), std::string::npos)
+        << "message \"" << r.error().message << "\" lacks \"" << n << "\"";
+  }
+}
+
+TEST(CapacityConfig, SelectableByNameWithItsParameters) {
+  const auto r = parse_config(stream_with("[control]\npolicy = \"capacity\"\nrmax = 0.9\nr0 = 0.1\n"
+                                          "margin = 0.98\nqueue_target_ms = 15\n"
+                                          "probe_step_ms = 40\nprobe_max_ms = 200\n"
+                                          "quality_floor = 25.0\n"),
+                              "test.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const auto p = make_policy_config(r->control);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->policy, "capacity");
+  EXPECT_DOUBLE_EQ(p->capacity.rmax, 0.9);
+  EXPECT_DOUBLE_EQ(p->capacity.initial_rate, 0.1);
+  EXPECT_DOUBLE_EQ(p->capacity.margin, 0.98);
+  EXPECT_DOUBLE_EQ(p->capacity.queue_ref_us, 15'000);
+  EXPECT_DOUBLE_EQ(p->capacity.probe_step_us, 40'000);
+  EXPECT_DOUBLE_EQ(p->capacity.probe_max_us, 200'000);
+  EXPECT_DOUBLE_EQ(p->capacity.quality_floor, 25.0);
+  auto c = core::make_rate_controller(*p);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->name(), "capacity");
+  EXPECT_DOUBLE_EQ((*c)->rate(), 0.1);
+}
+
+TEST(CapacityConfig, DefaultsBuild) {
+  const auto r = parse_config(stream_with("[control]\npolicy = \"capacity\"\n"), "test.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const auto p = make_policy_config(r->control);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_DOUBLE_EQ(p->capacity.queue_ref_us, 10'000);
+}
+
+TEST(CapacityConfig, BadValuesAreNamed) {
+  expect_error(stream_with("[control]\npolicy = \"capacity\"\nmargin = 1.5\n"),
+               {"control.margin", "1.5"});
+  expect_error(stream_with("[control]\nmargin = 0\n"), {"control.margin"});
+  expect_error(stream_with("[control]\nqueue_target_ms = 80\n"), {"control.queue_target_ms"});
+  expect_error(stream_with("[control]\nprobe_step_ms = -1\n"), {"control.probe_step_ms"});
+  expect_error(stream_with("[control]\nqueue_target_ms = 40\nprobe_step_ms = 70\n"),
+               {"control.probe_step_ms", "<= 100 ms"});
+  expect_error(stream_with("[control]\nprobe_step_ms = 50\nprobe_max_ms = 20\n"),
+               {"control.probe_max_ms"});
+  expect_error(stream_with("[control]\nmargin = \"high\"\n"), {"control.margin"});
+  expect_error(stream_with("[control]\npolicy = \"capcity\"\n"), {"control.policy", "capacity"});
+}
+
+TEST(CapacityConfig, CodeBuiltConfigsAreValidatedToo) {
+  ServerConfig c;
+  c.server.streams.push_back(StreamEntry{"a", "b"});
+  c.control.policy = "capacity";
+  c.control.probe_max_ms = 1.0;
+  const auto st = validate_config(c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("control.probe_max_ms"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace predrop::config
