@@ -138,7 +138,16 @@ StreamSession::StageRecord* StreamSession::record(std::uint32_t stage) {
 }
 
 void StreamSession::begin_stage(std::uint64_t now_us) {
-  const double rate = controller_->rate();
+  // Model-based policies size R from the block's real bytes and the bytes sent so far (the
+  // difference between two stages' counts is what a stage sent); the others answer rate().
+  core::StageStart next{stage_, 0, static_cast<double>(media_->blocks()[block_].duration_us), 0};
+  for (std::size_t i = 0; i < block_size(block_); ++i) {
+    next.block_bytes += block_packet(block_, i).payload_size;
+  }
+  for (std::size_t t = 0; t < config_.tracks.size(); ++t) {
+    next.bytes_before += transmitter_->track(t).octets;
+  }
+  const double rate = controller_->rate_for_next(next);
   const auto plan = transmitter_->begin_stage(stage_, rate, block_importance(block_));
   StageRecord& r = records_[stage_ % records_.size()];
   if (r.stage != UINT32_MAX && !r.settled && config_.feedback) {
