@@ -12,7 +12,7 @@
 # skipped with a message without them.
 #
 # Environment:
-#   SCENARIOS="open steady onoff cross shared ddl"   subset of scenarios to run
+#   SCENARIOS="open steady onoff cross shared staircase ddl"   subset of scenarios to run
 #   POLICIES="none adaptive"                      subset of policies (default: each scenario's set)
 #   PREDROP_BIN=DIR                               use these binaries instead of building
 #   RESULTS=DIR                                   results folder (default bench/results)
@@ -52,9 +52,9 @@ fi
 # The clip is ~1.23 Mbit/s on the wire (video, audio, RTP/SRTP/UDP/IP headers, measured at the
 # bottleneck); 820 kbit/s makes the stream 1.5x the bottleneck.
 BN=820kbit
-FULL="none fixed-20 fixed-30 fixed-40 fixed-50 basic basic-t1-3db history-k3 history-k3-t1-3db-t2-2 history-k8-t1-3db-t2-2 adaptive adaptive-uniform fixed-30-uniform"
-SHORT="none fixed-30 basic history-k3-t1-3db-t2-2 adaptive"
-PLOT='["none", "fixed-30", "basic", "history-k3-t1-3db-t2-2", "adaptive"]'
+FULL="none fixed-20 fixed-30 fixed-40 fixed-50 basic basic-t1-3db history-k3 history-k3-t1-3db-t2-2 history-k8-t1-3db-t2-2 adaptive adaptive-uniform fixed-30-uniform capacity"
+SHORT="none fixed-30 basic history-k3-t1-3db-t2-2 adaptive capacity"
+PLOT='["none", "fixed-30", "basic", "history-k3-t1-3db-t2-2", "adaptive", "capacity"]'
 
 # DDL: 3 workers x 398 chunks of ~1.1 kB per stage on the relay's downlink.
 DDL_BN=50mbit
@@ -68,12 +68,15 @@ scenario_args() {
     onoff) echo "60 1 open|10 rate $BN|40 rate open" ;;
     cross) echo "55 1 1640kbit|10 cross 800k 10|30 cross 800k 10" ;;
     shared) echo "60 3 open|10 rate 2460kbit|40 rate open" ;;
+    # Issue 12's time-varying bottleneck: above the stream, 1/2 of it, 1/1.2 of it, 1/3 of it,
+    # above it again (the stream is ~1.23 Mbit/s on the wire).
+    staircase) echo "70 1 1600kbit|10 rate 615kbit|25 rate 1025kbit|40 rate 410kbit|55 rate 1600kbit" ;;
   esac
 }
 scenario_policies() {
   case "$1" in
-    open) echo "none basic history-k3 adaptive" ;;
-    steady | onoff) echo "$FULL" ;;
+    open) echo "none basic history-k3 adaptive capacity" ;;
+    steady | onoff | staircase) echo "$FULL" ;;
     cross | shared) echo "$SHORT" ;;
     ddl) echo "ddl-none ddl-fixed-30 ddl-fixed-50 ddl-basic ddl-history-k3 ddl-adaptive" ;;
   esac
@@ -112,8 +115,14 @@ EOF
  "policies": [$list], "plot": [$list]}
 EOF
       ;;
+    staircase) cat <<EOF
+{"order": 6, "title": "time-varying bottleneck: 1600k (above the stream), 615k (stream 2x), 1025k (1.2x), 410k (3x), 1600k", "blocks": 70, "episodes": [[10, 55]], "marks": [25, 40], "targets": true,
+ "description": "tbf changed in place at blocks 10, 25, 40 and 55 (issue 12's staircase with a step to a rate above the stream's and one to 1.2x below it). Congested: blocks 10-54.",
+ "policies": [$list], "plot": $PLOT}
+EOF
+      ;;
     ddl) cat <<EOF
-{"order": 6, "kind": "ddl", "title": "DDL: 3 workers, relay downlink through a $DDL_BN bottleneck, $DDL_STAGES stages", "target_accuracy": 0.75,
+{"order": 7, "kind": "ddl", "title": "DDL: 3 workers, relay downlink through a $DDL_BN bottleneck, $DDL_STAGES stages", "target_accuracy": 0.75,
  "description": "Fashion-MNIST MLP (784-128-10), batch 32 per worker, test accuracy on 2000 test images every 10 stages. The relay sends each worker the averaged gradient (398 chunks of 256 floats) with R pre-discarded (priority: smallest chunks first); adaptive stage deadline; missing chunks count as zero.",
  "policies": [$list]}
 EOF
@@ -141,7 +150,7 @@ if [[ -z "${ANALYZE_ONLY:-}" ]]; then
   "$here/make-clip.sh" "$clip" 90 || exit 1
 
   # --- runs -------------------------------------------------------------------------------------
-  for scen in ${SCENARIOS:-open steady onoff cross shared ddl}; do
+  for scen in ${SCENARIOS:-open steady onoff cross shared staircase ddl}; do
     if [[ "$scen" == ddl && ! -d /usr/share/datasets/fashion-mnist ]]; then
       log "ddl skipped: Fashion-MNIST not found in /usr/share/datasets/fashion-mnist (dataset-fashion-mnist)"
       continue
@@ -158,11 +167,11 @@ if [[ -z "${ANALYZE_ONLY:-}" ]]; then
       done
       continue
     fi
-    IFS='|' read -r head ev1 ev2 ev3 <<<"$(scenario_args "$scen")"
-    read -r blocks clients rate <<<"$head"
+    IFS='|' read -r -a parts <<<"$(scenario_args "$scen")"
+    read -r blocks clients rate <<<"${parts[0]}"
     [[ "$rate" == open ]] && rate=200mbit
     events=()
-    for e in "$ev1" "$ev2" "$ev3"; do [[ -n "$e" ]] && events+=(--event "$e"); done
+    for e in "${parts[@]:1}"; do [[ -n "$e" ]] && events+=(--event "$e"); done
     mkdir -p "$results/$scen"
     scenario_meta "$scen" >"$results/$scen/scenario.json"
     for pol in ${POLICIES:-$(scenario_policies "$scen")}; do
