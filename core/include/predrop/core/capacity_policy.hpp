@@ -13,13 +13,15 @@
 // of bytes each and T is the base reception period.
 //
 // Ideas taken from the rmcat anchors, and where:
-//  - BBR (Cardwell et al., ACM Queue 2016): the delivery rate D / max(L, T) of a report is a
-//    capacity sample; clean stages raise Ĉ by a max filter; probing is a small gain on top of the
-//    estimate rather than a pulse to full rate, and grows (x2 per verified probe, like BBR's
-//    startup) while each probe is carried, so a bottleneck that opens is found in a few probes.
+//  - BBR (Cardwell et al., ACM Queue 2016): the delivery rate is the capacity sample; stages that
+//    leave the bottleneck idle raise Ĉ by a max filter of D / max(L, T); probing is a gain on top
+//    of the estimate rather than a pulse to full rate, and grows x2 per report that shows spare
+//    capacity (BBR's startup), so a bottleneck that opens is found in a few blocks.
 //  - GCC (draft-ietf-rmcat-gcc-02 §5.5, §6): on overuse (network loss above 1 %, or a queueing
 //    delay above queue_high / growing by more than queue_grow in one stage, the delay-gradient
-//    signal) the estimate becomes the *received* rate at once; GCC multiplies it by 0.85 to drain
+//    signal) the estimate becomes the *received* rate at once. For a busy stage that is
+//    D / (T + queue growth): between the last packets of two stages the sender sent exactly the
+//    stage's bytes over T. GCC multiplies the received rate by 0.85 to drain
 //    the queue, this policy drains the modelled queue explicitly (below) and aims at `margin`.
 //    The 0.85 is kept for missing reports (no sample to replace the estimate with).
 //  - NADA (RFC 8698 §4.3): a queueing-delay reference q_ref; the standing queue above it is
@@ -52,8 +54,8 @@ struct CapacityParams {
   double queue_high_us = 30'000;  ///< A stage ending above this queue is overuse.
   double queue_grow_us = 20'000;  ///< Queue growth within one stage that is overuse (gradient).
   double queue_limit_us = 100'000;  ///< The modelled queue never exceeds this (the tbf's latency).
-  /// A stage ending with more queue than this kept the bottleneck busy to its end, so D / L is
-  /// the capacity itself; one ending with less left capacity unused (a probe follows).
+  /// A stage ending with more queue than this kept the bottleneck busy, so its delivery rate is
+  /// the capacity itself; one ending with less may have left capacity unused.
   double busy_queue_us = 3'000;
   double loss_threshold = 0.01;  ///< Network loss above this is overuse.
   double clean_loss = 0.002;     ///< Network loss at or below this counts as clean.
@@ -63,8 +65,8 @@ struct CapacityParams {
   double probe_step_us = 50'000;
   /// Largest probe. The probe doubles per report that shows the bottleneck idle where the model
   /// expected a queue (BBR's startup, x2 per round), so an opened bottleneck is found in a few
-  /// blocks; the step that overshoots costs one or two blocks of loss, after which D / L is the
-  /// new capacity exactly.
+  /// blocks; the step that overshoots costs one or two blocks of loss, after which the delivery
+  /// rate is the new capacity.
   double probe_max_us = 250'000;
   unsigned release_stages = 2;    ///< Clean reports of stages sent at R = 0 that end the episode.
   double missing_backoff = 0.85;  ///< Ĉ factor per missing report after the first (GCC's 0.85).
