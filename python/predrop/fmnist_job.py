@@ -36,7 +36,8 @@ def make_model(seed):
 
 DEFAULTS = dict(backend="relay", stages=200, batch=32, lr=0.05, momentum=0.9, seed=1,
                 train_subset=12000, test_subset=2000, probe=128, eval_every=25, out=None,
-                relay=None, key=None, gloo_port=None, relay_silence_ms=5000,
+                relay=None, key=None, gloo_addr="127.0.0.1", gloo_port=None,
+                relay_silence_ms=5000,
                 join_timeout_ms=10000, print_rows=True, library=None, target_acc=None)
 
 
@@ -46,7 +47,7 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
     c = dict(DEFAULTS)
     c.update(cfg)
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{c['gloo_port']}", rank=rank,
+    dist.init_process_group("gloo", init_method=f"tcp://{c['gloo_addr']}:{c['gloo_port']}", rank=rank,
                             world_size=world)
     x_train, y_train = fmnist.load(split="train")
     x_test, y_test = fmnist.load(split="t10k")
@@ -170,3 +171,40 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
     sys.stdout.flush()
     if code:
         os._exit(code)  # the process group's peers may be gone; do not wait for them
+
+
+def main():
+    """One rank as its own process (for ranks on several hosts or namespaces):
+    python3 -m predrop.fmnist_job --rank R --world N --gloo-addr HOST --gloo-port P
+    [--backend relay --relay HOST:PORT] ...; the job key comes from PREDROP_DDL_KEY. Prints the
+    summary as one JSON line and exits 0, or 3 after a relay error."""
+    import argparse
+    import json
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--rank", type=int, required=True)
+    ap.add_argument("--world", type=int, required=True)
+    for k, v in DEFAULTS.items():
+        if k in ("key", "library", "print_rows"):
+            continue
+        typ = type(v) if v is not None else str
+        if k in ("gloo_port", "target_acc"):
+            typ = int if k == "gloo_port" else float
+        ap.add_argument("--" + k.replace("_", "-"), type=typ, default=v)
+    a = vars(ap.parse_args())
+    rank, world = a.pop("rank"), a.pop("world")
+
+    class Printer:
+        def put(self, summary):
+            print("SUMMARY " + json.dumps(summary), flush=True)
+
+        def close(self):
+            pass
+
+        def join_thread(self):
+            pass
+
+    run_rank(rank, world, a, Printer())
+
+
+if __name__ == "__main__":
+    main()

@@ -42,6 +42,11 @@ constexpr std::size_t kReportRing = 16;
 // the relay closed without it already here, applies them at once and so catches up, as long as
 // it is fewer than this many stages behind.
 constexpr std::uint32_t kCollectorWindow = 8;
+// Between stages the trainer computes (an evaluation may take seconds) and this peer sends
+// nothing, while the others' stages close at their deadline; the relay evicts a member silent
+// for 3 closed stages and 1 s (docs/ddl-mode.md). So an idle peer sends an authenticated RR
+// (control SSRC only) this often: the relay counts it as heard.
+constexpr std::uint64_t kKeepAliveMs = 250;
 
 }  // namespace
 
@@ -95,6 +100,11 @@ class GradientPeer::Impl {
     });
     pace_timer_ = std::make_unique<net::Timer>(
         loop_, [this] { guarded("pace timer", [this] { on_pace_timer(); }); });
+    keepalive_timer_ = std::make_unique<net::Timer>(loop_, [this] {
+      guarded("keep-alive timer", [this] {
+        if (state_ == State::kRunning && !stage_open_) send_keepalive();
+      });
+    });
     state_ = State::kJoining;
     join_started_us_ = clock_.now_us();
     last_from_relay_us_ = join_started_us_;
@@ -218,6 +228,12 @@ class GradientPeer::Impl {
     send_control(m);
   }
 
+  void send_keepalive() {
+    ddl::ControlMessage m;
+    m.sender_ssrc = ssrc_;
+    send_control(m);
+  }
+
   void send_bye() {
     ddl::ControlMessage m;
     m.sender_ssrc = ssrc_;
@@ -307,6 +323,7 @@ class GradientPeer::Impl {
     if (a.status == JoinStatus::kStart && state_ == State::kWaiting) {
       join_timer_->stop();
       state_ = State::kRunning;
+      keepalive_timer_->start(kKeepAliveMs, kKeepAliveMs);
       next_stage_ = a.start_stage;
       job_.start_stage = a.start_stage;
       if (on_start_) on_start_(job_);
@@ -552,6 +569,7 @@ class GradientPeer::Impl {
     if (join_timer_) join_timer_->stop();
     if (stage_timer_) stage_timer_->stop();
     if (pace_timer_) pace_timer_->stop();
+    if (keepalive_timer_) keepalive_timer_->stop();
     if (socket_) socket_->close();
   }
 
@@ -587,7 +605,7 @@ class GradientPeer::Impl {
   std::uint64_t last_from_relay_us_ = 0;
 
   std::unique_ptr<net::UdpEndpoint> socket_;
-  std::unique_ptr<net::Timer> join_timer_, stage_timer_, pace_timer_;
+  std::unique_ptr<net::Timer> join_timer_, stage_timer_, pace_timer_, keepalive_timer_;
   std::unique_ptr<ddl::ControlChannel> control_;
   std::unique_ptr<chain::StageReceiver> rx_;
   std::unique_ptr<ddl::StageCollector> ddl_rx_;
