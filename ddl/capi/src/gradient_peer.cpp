@@ -43,9 +43,11 @@ constexpr std::size_t kReportRing = 16;
 // it is fewer than this many stages behind.
 constexpr std::uint32_t kCollectorWindow = 8;
 // Between stages the trainer computes (an evaluation may take seconds) and this peer sends
-// nothing, while the others' stages close at their deadline; the relay evicts a member silent
-// for 3 closed stages and 1 s (docs/ddl-mode.md). So an idle peer sends an authenticated RR
-// (control SSRC only) this often: the relay counts it as heard.
+// nothing, while the others' stages close at their deadline; and a peer that fell behind sends
+// only chunks of stages the relay has closed (late, not counted as heard). The relay evicts a
+// member not heard for 3 closed stages and 1 s (docs/ddl-mode.md). So a running peer sends an
+// authenticated RR (control SSRC only) this often, from its own thread: the relay counts it as
+// heard, and only a peer whose process stopped is evicted.
 constexpr std::uint64_t kKeepAliveMs = 250;
 
 }  // namespace
@@ -102,7 +104,7 @@ class GradientPeer::Impl {
         loop_, [this] { guarded("pace timer", [this] { on_pace_timer(); }); });
     keepalive_timer_ = std::make_unique<net::Timer>(loop_, [this] {
       guarded("keep-alive timer", [this] {
-        if (state_ == State::kRunning && !stage_open_) send_keepalive();
+        if (state_ == State::kRunning) send_keepalive();
       });
     });
     state_ = State::kJoining;
@@ -385,6 +387,18 @@ class GradientPeer::Impl {
   // ---- one stage ----
 
   void begin_stage(std::uint32_t s) {
+    // A peer that fell further behind than the collector's window would wait for aggregates
+    // that came and went: it skips to the relay's current stage instead (its model misses the
+    // skipped stages' updates, as with chunks lost under zero fill).
+    if (relay_closed_) {
+      const auto behind = static_cast<std::int32_t>(*relay_closed_ - s);
+      if (behind >= static_cast<std::int32_t>(kCollectorWindow) - 1) {
+        core::log(core::LogLevel::kWarn, kLog,
+                  "stage %u: %d stages behind the relay (it closed stage %u); skipping to %u", s,
+                  behind + 1, *relay_closed_, *relay_closed_ + 1);
+        s = *relay_closed_ + 1;
+      }
+    }
     stage_ = s;
     stage_open_ = true;
     stage_started_us_ = clock_.now_us();
@@ -440,7 +454,11 @@ class GradientPeer::Impl {
   }
 
   void on_stage_closed(const ddl::StageClosed& c, std::uint64_t t) {
-    if (state_ != State::kRunning || !stage_open_ || c.stage != stage_) return;
+    if (state_ != State::kRunning) return;
+    if (!relay_closed_ || static_cast<std::int32_t>(c.stage - *relay_closed_) > 0) {
+      relay_closed_ = c.stage;
+    }
+    if (!stage_open_ || c.stage != stage_) return;
     closed_info_ = c;
     closed_info_at_us_ = t;
     stage_progress_us_ = t;
@@ -507,8 +525,7 @@ class GradientPeer::Impl {
       const bool heard = last_from_relay_us_ > stage_progress_us_;
       fail("nothing from the relay at " + o_.relay.to_string() + " for stage " +
            std::to_string(stage_) + " in " + std::to_string(o_.relay_silence_ms) + " ms: " +
-           (heard ? "the relay is at later stages (this peer fell more than " +
-                        std::to_string(kCollectorWindow) + " stages behind)"
+           (heard ? std::string("the relay is at other stages")
                   : std::string("the relay is gone or unreachable")));
       return;
     }
@@ -628,6 +645,7 @@ class GradientPeer::Impl {
   std::optional<ddl::StageClosed> closed_info_;
   std::uint64_t closed_info_at_us_ = 0;
   std::uint32_t partial_in_stage_ = 0;
+  std::optional<std::uint32_t> relay_closed_;  // the newest stage the relay said it closed
   std::array<ReportEntry, kReportRing> reports_{};
   CallbackBoundary boundary_{kLog};
 };
