@@ -135,6 +135,7 @@ double CapacityPolicy::rate_for_next(const StageStart& next) {
            next.block_duration_us,
            next.bytes_before,
            0.0,
+           capacity_,
            false};
   last_block_bytes_ = s.block_bytes;
   last_duration_us_ = s.duration_us;
@@ -223,9 +224,13 @@ Decision CapacityPolicy::decide(const StageReport& report) {
   // its end (a frame interval, ~3 % at 1 s blocks: 30 ms of queue per block).
   double sample = period > 0.0 ? delivered / period : 0.0;
   if (follows && t + growth > 0.5 * t) sample = delivered / (t + growth);
-  const double expected = follows && capacity_ > 0.0 ? std::clamp(q_before + sent / capacity_ - t,
-                                                                  0.0, params_.queue_limit_us)
-                                                     : 0.0;
+  // Against the estimate the stage was planned with: a later raise by the max filter must not
+  // hide that the stage carried more than that.
+  const double planned_with = s != nullptr && s->capacity > 0.0 ? s->capacity : capacity_;
+  const double expected =
+      follows && planned_with > 0.0
+          ? std::clamp(q_before + sent / planned_with - t, 0.0, params_.queue_limit_us)
+          : 0.0;
 
   if (overuse) {
     // GCC: on overuse the estimate becomes the received rate (while the queue stays busy it is
@@ -250,7 +255,7 @@ Decision CapacityPolicy::decide(const StageReport& report) {
     // The shortfall accumulates over idle stages: one packet is several ms of queue at stream
     // scale, so a single stage's residual is noise.
     shortfall_us_ += std::fmax(0.0, expected - q);
-    if (shortfall_us_ > 0.5 * params_.queue_ref_us) {
+    if (shortfall_us_ > params_.queue_ref_us) {
       ++empty_run_;
       shortfall_us_ = 0.0;
       reason = "queue gone where the model expected one: capacity higher, probe";

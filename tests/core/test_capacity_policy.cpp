@@ -231,7 +231,7 @@ TEST(CapacityPolicy, TracksCapacityUpWithSmallProbes) {
     if (rows[b].loss > 0.002) ++lossy;
   }
   EXPECT_LE(lossy, 2);
-  for (std::size_t b = 32; b < rows.size(); ++b) {
+  for (std::size_t b = 37; b < rows.size(); ++b) {
     EXPECT_LE(rows[b].loss, 0.002) << "block " << b;
   }
 }
@@ -270,8 +270,8 @@ TEST(CapacityPolicy, StaircaseStaysNearTheMinimumInEveryPhase) {
       EXPECT_NEAR(rows[b].rate, rows[b].minimum, 0.03) << "block " << b;
     }
   }
-  // From 1/3 of the stream to open: 14 blocks of doubling probes (no pulse to full rate).
-  for (std::size_t b = 74; b < 80; ++b) {
+  // From 1/3 of the stream to open: 15 blocks of doubling probes (no pulse to full rate).
+  for (std::size_t b = 75; b < 80; ++b) {
     EXPECT_LE(rows[b].rate, 0.02) << "block " << b;
   }
 }

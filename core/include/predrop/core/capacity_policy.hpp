@@ -56,13 +56,13 @@ struct CapacityParams {
   double queue_limit_us = 100'000;  ///< The modelled queue never exceeds this (the tbf's latency).
   /// A stage ending with more queue than this kept the bottleneck busy, so its delivery rate is
   /// the capacity itself; one ending with less may have left capacity unused.
-  double busy_queue_us = 3'000;
+  double busy_queue_us = 1'000;
   double loss_threshold = 0.01;  ///< Network loss above this is overuse.
   double clean_loss = 0.002;     ///< Network loss at or below this counts as clean.
   /// First probe: the bytes the estimated capacity carries in this time, on top of the aim (in
   /// time units: a first probe into no spare capacity adds only this much queue, which
   /// queue_ref + probe_step_us <= queue_limit keeps loss-free).
-  double probe_step_us = 50'000;
+  double probe_step_us = 30'000;
   /// Largest probe. The probe doubles per report that shows the bottleneck idle where the model
   /// expected a queue (BBR's startup, x2 per round), so an opened bottleneck is found in a few
   /// blocks; the step that overshoots costs one or two blocks of loss, after which the delivery
@@ -106,6 +106,7 @@ class CapacityPolicy final : public RateController {
     double duration_us = 0;
     std::uint64_t bytes_before = 0;  ///< Cumulative bytes sent before the stage started.
     double rate = 0;
+    double capacity = 0;  ///< Ĉ the stage was planned with.
     bool probe = false;
   };
   static constexpr std::size_t kRing = 64;
