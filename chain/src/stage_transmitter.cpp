@@ -160,7 +160,8 @@ StagePlan StageTransmitter::begin_stage(std::uint32_t stage, double rate,
 std::size_t StageTransmitter::send(std::span<const OutgoingPacket> packets, std::size_t first,
                                    std::uint64_t now_us) {
   SendBatch* shared = t_scope;
-  if (shared != nullptr && (&shared->socket() != &socket_ || slot_size_ > shared->slot_size())) {
+  if (shared != nullptr &&
+      (sink_ != nullptr || &shared->socket() != &socket_ || slot_size_ > shared->slot_size())) {
     shared = nullptr;
   }
   if (shared == nullptr && !slab_) slab_ = std::make_unique<std::uint8_t[]>(kBatch * slot_size_);
@@ -246,6 +247,7 @@ std::size_t StageTransmitter::send(std::span<const OutgoingPacket> packets, std:
       ++queued;
       shared->push(len, &track.destination, this);
     } else {
+      batch_tracks_[batch_.size()] = p.track;
       batch_.push_back(net::OutDatagram{slot, len, &track.destination});
       if (batch_.size() == kBatch) flush();
     }
@@ -257,10 +259,19 @@ std::size_t StageTransmitter::send(std::span<const OutgoingPacket> packets, std:
 
 void StageTransmitter::flush() {
   if (batch_.empty()) return;
-  const std::size_t taken = socket_.send_batch(batch_);
+  const std::size_t taken =
+      sink_ != nullptr
+          ? std::min(batch_.size(),
+                     sink_->send_batch(batch_, std::span(batch_tracks_.data(), batch_.size())))
+          : socket_.send_batch(batch_);
   stats_.packets_sent += taken;
   stats_.send_drops += batch_.size() - taken;
   batch_.clear();
+}
+
+void StageTransmitter::set_sink(PacketSink* sink) {
+  flush();
+  sink_ = sink;
 }
 
 void StageTransmitter::send_sender_reports(std::uint64_t ntp,

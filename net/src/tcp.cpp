@@ -3,6 +3,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <array>
+
 #include "callback_guard.hpp"
 #include "uv_util.hpp"
 
@@ -210,6 +212,31 @@ core::Status TcpConnection::write(std::string data) {
   }
   static_cast<void>(req.release());  // on_write frees it.
   return core::Ok{};
+}
+
+core::Result<std::size_t> TcpConnection::try_write(std::span<const std::uint8_t> first,
+                                                   std::span<const std::uint8_t> second) {
+  if (handle_ == nullptr || shutting_down_) {
+    return core::make_error("write: connection is closed");
+  }
+  // libuv's buffers are non-const only because uv_write shares the type; try_write reads them.
+  std::array<uv_buf_t, 2> bufs{
+      uv_buf_init(const_cast<char*>(reinterpret_cast<const char*>(first.data())),
+                  static_cast<unsigned>(first.size())),
+      uv_buf_init(const_cast<char*>(reinterpret_cast<const char*>(second.data())),
+                  static_cast<unsigned>(second.size()))};
+  const unsigned n = second.empty() ? 1U : 2U;
+  if (first.empty()) {
+    return std::size_t{0};
+  }
+  const int rc = uv_try_write(as_stream(handle_), bufs.data(), n);
+  if (rc == UV_EAGAIN) {
+    return std::size_t{0};
+  }
+  if (rc < 0) {
+    return detail::uv_error("write to " + peer_.to_string(), rc);
+  }
+  return static_cast<std::size_t>(rc);
 }
 
 void TcpConnection::close_after_writes() {

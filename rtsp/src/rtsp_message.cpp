@@ -415,7 +415,40 @@ bool RtspFramer::append(std::string_view bytes, RtspParseError& error) {
   return true;
 }
 
+bool RtspFramer::resync() {
+  // The next frame or request starts at a "$" or at an upper-case letter that begins a line
+  // (every RTSP method is upper case): skip to the first such byte. Payload bytes may look like
+  // either; a wrong guess is skipped the same way (400 for a bogus line, another bad length).
+  while (pos_ < buffer_.size()) {
+    const char ch = buffer_[pos_];
+    if (ch == '$' || (resync_line_start_ && ch >= 'A' && ch <= 'Z')) {
+      resyncing_ = false;
+      resync_line_start_ = false;
+      scan_ = pos_;
+      return true;
+    }
+    resync_line_start_ = ch == '\n';
+    ++pos_;
+    ++dropped_.skipped_bytes;
+  }
+  scan_ = pos_;
+  return false;
+}
+
 RtspParseEvent RtspFramer::next(Raw& raw, InterleavedFrame& frame, RtspParseError& error) {
+  // A loop, not recursion: a run of bad frames must not grow the stack.
+  for (;;) {
+    if (auto ev = next_once(raw, frame, error)) {
+      return *ev;
+    }
+  }
+}
+
+std::optional<RtspParseEvent> RtspFramer::next_once(Raw& raw, InterleavedFrame& frame,
+                                                    RtspParseError& error) {
+  if (resyncing_ && !resync()) {
+    return RtspParseEvent::kNeedMore;
+  }
   // Empty lines between messages are tolerated (RFC 2616 §4.1, which RTSP inherits).
   if (scan_ <= pos_) {
     while (pos_ < buffer_.size() && (buffer_[pos_] == '\r' || buffer_[pos_] == '\n')) {
@@ -435,6 +468,15 @@ RtspParseEvent RtspFramer::next(Raw& raw, InterleavedFrame& frame, RtspParseErro
     }
     const auto b = [&](std::size_t i) { return static_cast<std::uint8_t>(buffer_[pos_ + i]); };
     const std::size_t len = (static_cast<std::size_t>(b(2)) << 8) | b(3);
+    if (len > limits_.max_interleaved_bytes) {
+      // Not waited for: its payload would swallow whatever follows (see RtspParserLimits).
+      ++dropped_.bad_length;
+      pos_ += 4;
+      dropped_.skipped_bytes += 4;
+      resyncing_ = true;
+      resync_line_start_ = true;  // a request may follow the header directly
+      return std::nullopt;
+    }
     if (buffered() < 4 + len) {
       return RtspParseEvent::kNeedMore;
     }

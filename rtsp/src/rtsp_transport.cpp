@@ -221,8 +221,9 @@ std::optional<std::size_t> select_transport(const std::vector<TransportSpec>& of
     const bool profile_ok = (t.profile == RtpProfile::kAvp && policy.allow_avp) ||
                             (t.profile == RtpProfile::kSavp && policy.allow_savp);
     const bool mode_ok = !t.mode || core::text::iequals(*t.mode, "PLAY");
-    if (profile_ok && mode_ok && t.lower == LowerTransport::kUdp && !t.multicast && t.client_port &&
-        !t.interleaved) {
+    const bool udp_ok = t.lower == LowerTransport::kUdp && t.client_port && !t.interleaved;
+    const bool tcp_ok = t.lower == LowerTransport::kTcp && policy.allow_interleaved;
+    if (profile_ok && mode_ok && !t.multicast && (udp_ok || tcp_ok)) {
       return i;
     }
   }

@@ -152,6 +152,9 @@ int run(int argc, char** argv) {
   app.add_option("--fixed-rate", cli.fixed_rate, "Override control.fixed_rate");
   app.add_option("--player-rate", cli.player_rate,
                  "Fixed R for clients that send no PDFB reports (ffplay, VLC); default 0");
+  app.add_option("--interleaved-queue-bytes", cli.interleaved_queue_bytes,
+                 "Media queue per RTSP-over-TCP (interleaved) connection; packets that do not "
+                 "fit are dropped; 0 refuses TCP transport (461); default 262144");
   app.add_option("--srtp", cli.srtp,
                  "Override server.srtp: AES_CM_128_HMAC_SHA1_80, AES_CM_128_HMAC_SHA1_32, "
                  "AEAD_AES_128_GCM or none");

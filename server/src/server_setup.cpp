@@ -82,6 +82,7 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
   if (!(o.player_rate >= 0.0 && o.player_rate <= 1.0)) {
     return core::make_error("--player-rate must be in [0, 1]");
   }
+  if (cli.interleaved_queue_bytes) o.interleaved_queue_bytes = *cli.interleaved_queue_bytes;
   o.discard = c.discard.policy;
   o.discard_seed = c.discard.seed;
   o.paced = c.blocks.pacing == config::Pacing::kPaced;
@@ -165,6 +166,23 @@ std::string render_metrics(const StreamServer& server, const MetricsSources& mor
   counter("predrop_rtcp_datagrams_total", "RTCP datagrams received.", s.rtcp_datagrams);
   counter("predrop_rtcp_unknown_source_total", "RTCP from no known session.",
           s.rtcp_unknown_source);
+  counter("predrop_interleaved_sessions_total", "Sessions set up with RTP/AVP/TCP (interleaved).",
+          s.interleaved_sessions);
+  counter("predrop_interleaved_frames_sent_total",
+          "RTP/RTCP frames queued on RTSP connections (interleaved).", s.interleaved_frames_sent);
+  counter("predrop_interleaved_frames_dropped_total",
+          "Interleaved frames dropped: the connection's bounded queue was full.",
+          s.interleaved_frames_dropped);
+  counter("predrop_interleaved_frames_received_total", "Interleaved frames from clients.",
+          s.interleaved_frames_received);
+  counter("predrop_interleaved_unknown_channel_total",
+          "Interleaved frames from clients on no RTCP channel of theirs (dropped).",
+          s.interleaved_unknown_channel);
+  counter("predrop_interleaved_bad_length_total",
+          "Interleaved frames longer than an RTCP compound (skipped; closed connections).",
+          s.interleaved_bad_length);
+  counter("predrop_interleaved_truncated_total",
+          "Connections that ended inside an interleaved frame.", s.interleaved_truncated);
   if (more.trace != nullptr) {
     const TraceStats& t = more.trace->stats();
     counter("predrop_trace_write_errors_total",
@@ -213,7 +231,12 @@ std::string render_metrics(const StreamServer& server, const MetricsSources& mor
       "# TYPE predrop_session_reports_total counter\n"
       "# TYPE predrop_session_reports_missing_total counter\n"
       "# HELP predrop_session_late_blocks_total Blocks with a packet sent past its due time.\n"
-      "# TYPE predrop_session_late_blocks_total counter\n";
+      "# TYPE predrop_session_late_blocks_total counter\n"
+      "# HELP predrop_session_receiver_reports_total RTCP RRs from the client.\n"
+      "# TYPE predrop_session_receiver_reports_total counter\n"
+      "# HELP predrop_session_rtcp_errors_total RTCP from the client that failed SRTCP or "
+      "parsing.\n"
+      "# TYPE predrop_session_rtcp_errors_total counter\n";
   for (const StreamSession* ss : server.sessions()) {
     // Labelled by the session's public number: the id is the credential that controls the
     // session, and /metrics is often readable by more people than the RTSP port.
@@ -237,6 +260,12 @@ std::string render_metrics(const StreamServer& server, const MetricsSources& mor
                   static_cast<unsigned long long>(st.reports), id,
                   static_cast<unsigned long long>(st.reports_missing), id,
                   static_cast<unsigned long long>(tx.late_stages));
+    out += line;
+    std::snprintf(line, sizeof line,
+                  "predrop_session_receiver_reports_total{session=\"%llu\"} %llu\n"
+                  "predrop_session_rtcp_errors_total{session=\"%llu\"} %llu\n",
+                  id, static_cast<unsigned long long>(st.receiver_reports), id,
+                  static_cast<unsigned long long>(st.rtcp_errors));
     out += line;
   }
   return out;

@@ -15,6 +15,7 @@
 #include "predrop/wire/rtcp.hpp"
 #include "predrop/wire/rtp.hpp"
 
+#include "interleaved_queue.hpp"
 #include "os_random.hpp"
 
 namespace predrop::server {
@@ -61,13 +62,23 @@ const net::Clock& default_clock() {
   return clock;
 }
 
+// What the client may send interleaved is RTCP (RR, SDES, BYE, PDFB): a frame longer than the
+// server's RTCP buffer is no RTCP compound, and is skipped rather than waited for.
+constexpr std::size_t kMaxInterleavedIn = 4096;
+
+rtsp::RtspParserLimits connection_limits() {
+  rtsp::RtspParserLimits limits;
+  limits.max_interleaved_bytes = kMaxInterleavedIn;
+  return limits;
+}
+
 }  // namespace
 
 struct StreamServer::Connection {
   std::uint64_t id = 0;
   std::unique_ptr<net::TcpConnection> tcp;
   net::SocketAddress peer;
-  rtsp::RtspRequestParser parser;
+  rtsp::RtspRequestParser parser{connection_limits()};
   bool over_limit = false;
   // Input received but not yet parsed: all of it while the client does not read our replies
   // (reading_paused), else only during one on_data call.
@@ -93,8 +104,17 @@ struct StreamServer::Connection {
   std::string output;
   bool attached_open = true;
 
+  // Interleaved sessions' media queue, created by the first RTP/AVP/TCP SETUP, and the client's
+  // RTCP channels on this connection, by channel: the session id. (Last member: it points at
+  // `tcp` and `output`.)
+  std::map<std::uint8_t, std::string> rtcp_channels;
+  std::set<std::uint8_t> channels_in_use;
+  std::unique_ptr<detail::InterleavedQueue> media;
+
   bool is_open() const { return tcp ? tcp->is_open() : attached_open; }
   void write(std::string bytes) {
+    // A media frame half written goes out whole before the reply (the stream stays framed).
+    if (media) bytes.insert(0, media->take_partial());
     if (tcp) {
       (void)tcp->write(std::move(bytes));
     } else if (attached_open) {
@@ -133,6 +153,7 @@ struct StreamServer::SessionEntry {
   std::unique_ptr<StreamSession> session;  // created at the first PLAY
   std::uint64_t last_request_us = 0;
   std::string base_url;
+  bool interleaved = false;  // its tracks go on connection `connection` (RTP/AVP/TCP)
 };
 
 StreamServer::StreamServer(net::EventLoop& loop, StreamServerOptions options, OnBlock on_block)
@@ -320,6 +341,7 @@ void StreamServer::stop() {
     for (auto& [id, e] : sessions_) {
       if (e->session && !e->session->said_bye()) stats_.rtcp_byes_sent += e->session->send_bye(now);
     }
+    flush_interleaved();  // the BYEs of interleaved sessions, as far as the sockets take them
   }
   sessions_.clear();
   session_by_address_.clear();
@@ -406,6 +428,12 @@ bool StreamServer::start_session(SessionEntry& entry, std::uint64_t now_us) {
   cfg.feedback = entry.feedback;
   cfg.report_timeout_us = options_.report_timeout_us;
   cfg.max_payload_size = options_.max_payload_size;
+  if (entry.interleaved) {
+    // Media of an interleaved session needs the connection it was set up on.
+    auto c = connections_.find(entry.connection);
+    if (c == connections_.end() || !c->second->media || !c->second->is_open()) return false;
+    cfg.interleaved_output = c->second->media.get();
+  }
   core::PolicyConfig policy = options_.policy;
   if (!entry.feedback) {
     policy.policy = "fixed";
@@ -420,6 +448,7 @@ bool StreamServer::start_session(SessionEntry& entry, std::uint64_t now_us) {
     return false;
   }
   for (const auto& t : entry.tracks) {
+    if (t.interleaved) continue;  // its RTCP comes on the connection, not from an address
     session_by_address_[t.rtp_destination] = entry.id;
     if (t.rtcp_destination) session_by_address_[*t.rtcp_destination] = entry.id;
   }
@@ -511,6 +540,18 @@ void StreamServer::prune_connections() {
 
 StreamServer::ConnectionMap::iterator StreamServer::forget_connection(ConnectionMap::iterator it) {
   paused_.erase(it->first);
+  Connection& c = *it->second;
+  // Interleaved sessions end with their connection: their media has nowhere else to go
+  // (RFC 2326 §10.12). UDP sessions outlive it.
+  const std::vector<std::string> carried = c.sessions;
+  for (const auto& id : carried) {
+    auto s = sessions_.find(id);
+    if (s != sessions_.end() && s->second->interleaved) remove_session(id);
+  }
+  const rtsp::InterleavedCounters& dropped = c.parser.interleaved_counters();
+  stats_.interleaved_bad_length += dropped.bad_length;
+  if (c.parser.in_interleaved_frame()) ++stats_.interleaved_truncated;
+  if (c.media) interleaved_connections_.erase(it->first);
   // TcpConnection may be destroyed from inside its own callbacks; queued writes still go out
   // when close_after_writes() was called first.
   return connections_.erase(it);
@@ -627,8 +668,10 @@ void StreamServer::serve(Connection& c) {
       }
       c.write(handle(c, request));
       if (!c.is_open()) return;
+    } else if (ev == rtsp::RtspParseEvent::kInterleaved) {
+      on_interleaved(c, c.parser.interleaved());
+      if (!c.is_open()) return;
     }
-    // (kInterleaved: RTCP over TCP from a confused client, ignored.)
     const std::size_t queued = c.write_queue_bytes();
     if (queued + c.unparsed() > options_.max_write_queue_bytes) {
       close_for_backlog(c);
@@ -859,11 +902,23 @@ rtsp::RtspResponse StreamServer::handle_setup(Request& q) {
   if (!transport_value) return error_response(400, cseq, "Transport missing");
   auto offers = rtsp::parse_transport(*transport_value);
   if (!offers) return error_response(461, cseq, offers.error().message);
-  auto chosen = rtsp::select_transport(*offers);
-  if (!chosen || !(*offers)[*chosen].client_port) {
-    return error_response(461, cseq, "only UDP unicast with client_port");
+  rtsp::TransportPolicy policy;
+  policy.allow_interleaved = options_.interleaved_queue_bytes > 0;
+  auto chosen = rtsp::select_transport(*offers, policy);
+  if (!chosen) {
+    return error_response(461, cseq,
+                          policy.allow_interleaved
+                              ? "only unicast UDP with client_port, or RTP/AVP/TCP interleaved"
+                              : "only UDP unicast with client_port");
   }
   const rtsp::TransportSpec spec = (*offers)[*chosen];
+  const bool interleaved = spec.lower == rtsp::LowerTransport::kTcp;
+  if (q.entry != nullptr && !q.entry->tracks.empty() && q.entry->interleaved != interleaved) {
+    return error_response(461, cseq, "every track of a session on the same transport");
+  }
+  if (interleaved && q.entry != nullptr && q.entry->connection != q.c.id) {
+    return error_response(455, cseq, "interleaved tracks are set up on the session's connection");
+  }
   if (q.entry != nullptr && q.entry->stream != stream) {
     return error_response(459, cseq, "session belongs to another stream");
   }
@@ -879,6 +934,7 @@ rtsp::RtspResponse StreamServer::handle_setup(Request& q) {
   for (std::uint32_t id : entry.track_ids) {
     if (id == track) return error_response(459, cseq, "track already set up");
   }
+  if (interleaved) return setup_interleaved(q, spec, track);
   // Media goes to the RTSP peer's own address; a Transport destination= is never honoured.
   const net::SocketAddress& peer = q.c.peer;
   auto dest = net::SocketAddress::from_ip(peer.ip_string(), spec.client_port->rtp);
@@ -896,6 +952,84 @@ rtsp::RtspResponse StreamServer::handle_setup(Request& q) {
   rtsp::RtspResponse r = ok_response(q);
   r.headers.set("Transport", rtsp::format_transport(reply));
   return r;
+}
+
+rtsp::RtspResponse StreamServer::setup_interleaved(Request& q, const rtsp::TransportSpec& spec,
+                                                   std::uint32_t track) {
+  SessionEntry& entry = *q.entry;
+  Connection& c = q.c;
+  // The client's channels when free on this connection, else the lowest free even pair (the
+  // reply says which; players use what it says, RFC 2326 §12.39).
+  InterleavedChannels channels;
+  const auto free = [&](unsigned rtp, unsigned rtcp) {
+    return rtp != rtcp && !c.channels_in_use.contains(static_cast<std::uint8_t>(rtp)) &&
+           !c.channels_in_use.contains(static_cast<std::uint8_t>(rtcp));
+  };
+  if (spec.interleaved && free(spec.interleaved->rtp, spec.interleaved->rtcp)) {
+    channels = InterleavedChannels{spec.interleaved->rtp, spec.interleaved->rtcp};
+  } else {
+    unsigned rtp = 0;
+    while (rtp < 254 && !free(rtp, rtp + 1)) {
+      rtp += 2;
+    }
+    if (rtp >= 254) return error_response(461, q.req.cseq, "no free interleaved channels");
+    channels =
+        InterleavedChannels{static_cast<std::uint8_t>(rtp), static_cast<std::uint8_t>(rtp + 1)};
+  }
+  if (!c.media) {
+    c.media = std::make_unique<detail::InterleavedQueue>(
+        c.tcp.get(), &c.output, options_.interleaved_queue_bytes, stats_.interleaved_frames_sent,
+        stats_.interleaved_frames_dropped);
+    interleaved_connections_.insert(c.id);
+  }
+  if (!entry.interleaved) ++stats_.interleaved_sessions;
+  entry.interleaved = true;
+  c.channels_in_use.insert(channels.rtp);
+  c.channels_in_use.insert(channels.rtcp);
+  c.rtcp_channels[channels.rtcp] = entry.id;
+  const std::uint32_t ssrc = new_ssrc(entry);
+  SessionTrack t{
+      static_cast<std::uint8_t>(track), c.peer, std::nullopt, ssrc, random_u16(), random_u32()};
+  t.interleaved = channels;
+  entry.tracks.push_back(t);
+  entry.track_ids.push_back(track);
+  rtsp::TransportSpec reply;
+  reply.protocol = spec.protocol;
+  reply.lower = rtsp::LowerTransport::kTcp;
+  reply.interleaved = rtsp::ChannelPair{channels.rtp, channels.rtcp};
+  reply.ssrc = ssrc;
+  rtsp::RtspResponse r = ok_response(q);
+  r.headers.set("Transport", rtsp::format_transport(reply));
+  return r;
+}
+
+void StreamServer::on_interleaved(Connection& c, const rtsp::InterleavedFrame& frame) {
+  ++stats_.interleaved_frames_received;
+  auto ch = c.rtcp_channels.find(frame.channel);
+  if (ch == c.rtcp_channels.end()) {
+    // Not one of the RTCP channels this connection set up (or RTP sent back to us): dropped.
+    ++stats_.interleaved_unknown_channel;
+    return;
+  }
+  auto s = sessions_.find(ch->second);
+  if (s == sessions_.end() || !s->second->session ||
+      frame.payload.size() + net::kSrtpMaxTrailer > rtcp_buffer_.size()) {
+    ++stats_.interleaved_unknown_channel;
+    return;
+  }
+  // The same RTCP path as a datagram on the RTCP port: SRTCP, RR, PDFB.
+  inject_fault(CallbackKind::kRtcp);
+  std::copy(frame.payload.begin(), frame.payload.end(), rtcp_buffer_.begin());
+  s->second->session->on_rtcp(rtcp_buffer_, frame.payload.size(), clock_.now_us());
+}
+
+void StreamServer::flush_interleaved() {
+  for (std::uint64_t id : interleaved_connections_) {
+    auto it = connections_.find(id);
+    if (it != connections_.end() && it->second->media && it->second->is_open()) {
+      it->second->media->flush();
+    }
+  }
 }
 
 rtsp::RtspResponse StreamServer::handle_play(Request& q) {
@@ -940,7 +1074,16 @@ void StreamServer::remove_session(const std::string& id) {
   }
   // The connection it was set up on no longer carries it.
   if (auto c = connections_.find(it->second->connection); c != connections_.end()) {
-    std::erase(c->second->sessions, id);
+    Connection& conn = *c->second;
+    std::erase(conn.sessions, id);
+    if (it->second->interleaved) {
+      for (const auto& t : it->second->tracks) {
+        if (!t.interleaved) continue;
+        conn.rtcp_channels.erase(t.interleaved->rtcp);
+        conn.channels_in_use.erase(t.interleaved->rtp);
+        conn.channels_in_use.erase(t.interleaved->rtcp);
+      }
+    }
   }
   sessions_.erase(it);
 }
@@ -986,6 +1129,7 @@ void StreamServer::tick() {
     ++stats_.sessions_closed_by_exception;
     remove_session(id);
   }
+  flush_interleaved();
   if (!paused_.empty()) resume_paused();
 }
 

@@ -58,6 +58,14 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
   transmitter_ = std::make_unique<chain::StageTransmitter>(
       rtp_socket, std::move(tc), std::move(srtp_out),
       core::DiscardPlanner(config_.discard, config_.discard_seed));
+  const bool interleaved = std::any_of(config_.tracks.begin(), config_.tracks.end(),
+                                       [](const SessionTrack& t) { return t.interleaved; });
+  if (interleaved) {
+    if (config_.interleaved_output == nullptr) {
+      throw std::runtime_error("interleaved track without an interleaved output");
+    }
+    transmitter_->set_sink(&interleaved_sink_);
+  }
 
   filter_streams_ =
       std::any_of(track_of_stream_.begin(), track_of_stream_.end(), [](int t) { return t < 0; });
@@ -78,6 +86,24 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
 }
 
 StreamSession::~StreamSession() = default;
+
+std::size_t StreamSession::InterleavedSink::send_batch(std::span<const net::OutDatagram> batch,
+                                                       std::span<const std::uint8_t> tracks) {
+  // Pre-discard already happened (the transmitter planned the block); what reaches here goes
+  // into the connection's bounded queue, and a packet that does not fit is dropped here, before
+  // its bytes enter the TCP send buffer. The transmitter counts the refusals as send_drops.
+  std::size_t taken = 0;
+  InterleavedOutput& out = *session_.config_.interleaved_output;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const auto& channels = session_.config_.tracks[tracks[i]].interleaved;
+    if (channels && out.write_frame(channels->rtp, std::span(batch[i].data, batch[i].len))) {
+      ++taken;
+    } else {
+      ++session_.stats_.interleaved_drops;
+    }
+  }
+  return taken;
+}
 
 std::size_t StreamSession::block_size(std::uint32_t block) const {
   if (filter_streams_) return filtered_block_first_[block + 1] - filtered_block_first_[block];
@@ -250,7 +276,7 @@ std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
   const std::span<std::uint8_t> room(buf.data(), buf.size() - net::kSrtpMaxTrailer);
   for (std::size_t t = 0; t < config_.tracks.size(); ++t) {
     const SessionTrack& track = config_.tracks[t];
-    if (!track.rtcp_destination) continue;
+    if (!track.rtcp_destination && !track.interleaved) continue;
     const auto clock = media_->streams()[track.media_stream].clock_rate;
     const chain::TrackCounters& counters = transmitter_->track(t);
     wire::SenderReport sr;
@@ -278,7 +304,14 @@ std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
       }
       len = r.length;
     }
-    if (socket_.send(std::span<const std::uint8_t>(buf.data(), len), *track.rtcp_destination)) {
+    const std::span<const std::uint8_t> packet(buf.data(), len);
+    if (track.interleaved) {
+      if (config_.interleaved_output->write_frame(track.interleaved->rtcp, packet)) {
+        ++sent;
+      } else {
+        ++stats_.interleaved_drops;
+      }
+    } else if (socket_.send(packet, *track.rtcp_destination)) {
       ++sent;
     }
   }

@@ -4,13 +4,15 @@
 // from the input: connections from three client addresses opening and hanging up, RTSP requests
 // built from parts (every method, good and bad URLs, known, foreign and garbage Session ids,
 // Transport variants, X-Predrop-Feedback), raw bytes, the clock moving on with the pacer and
-// housekeeping run, PDFB reports and raw datagrams on the RTCP path, replies read or left
-// unread (so back-pressure engages), and one-shot injected handler faults.
+// housekeeping run, PDFB reports and raw datagrams on the RTCP path, interleaved sessions
+// (RTP/AVP/TCP) and "$" frames from clients on any channel with true, overlong or truncated
+// lengths, replies read or left unread (so back-pressure engages), and one-shot injected
+// handler faults.
 //
 // Properties checked after every operation, beyond "no crash, no leak, no UB, no exception out
 // of a callback": the session cap holds; a connection never tracks more sessions than exist;
 // the connection count stays within the cap plus its allowance; every byte the server writes
-// parses as RTSP responses; /metrics never shows a session id.
+// parses as RTSP responses and interleaved frames; /metrics never shows a session id.
 //
 // The clients' addresses are 127.0.0.2..4: media go to loopback ports where nothing listens,
 // so nothing leaves the machine (the test bed's rule: loopback or namespaces of our own only). The
@@ -217,7 +219,16 @@ class Harness {
         rtcp_from_.push_back(address(ip, static_cast<std::uint16_t>(port + 1)));
         return "Transport: RTP/AVP;unicast;destination=127.0.0.1;client_port=" + ports + "\r\n";
       case 4:
-        return "Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n";
+        // Interleaved on the RTSP connection: channels as asked, none, or a clash.
+        switch (in_.u8() % 3) {
+          case 0:
+            return "Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n";
+          case 1:
+            return "Transport: RTP/AVP/TCP;unicast\r\n";
+          default:
+            return "Transport: RTP/AVP/TCP;unicast;interleaved=" + std::to_string(in_.u8()) + "-" +
+                   std::to_string(in_.u8()) + "\r\n";
+        }
       default: {
         const std::size_t len = in_.u8() % 48;
         return "Transport: " + std::string(in_.bytes(len)) + "\r\n";
@@ -272,6 +283,8 @@ class Harness {
     if (out.empty()) return;
     for (auto ev = c.parser.feed(out); ev != rtsp::RtspParseEvent::kNeedMore;
          ev = c.parser.next()) {
+      // Media of interleaved (RTP/AVP/TCP) sessions comes as "$" frames between the replies.
+      if (ev == rtsp::RtspParseEvent::kInterleaved) continue;
       PREDROP_FUZZ_CHECK(ev == rtsp::RtspParseEvent::kMessage);
       const rtsp::RtspResponse r = c.parser.take_response();
       if (auto s = r.headers.get("Session"); s && r.status == 200) {
@@ -303,8 +316,24 @@ class Harness {
     }
     srv_->receive_rtcp(datagram, from);
   }
+  // An interleaved frame from the client: an RTCP-looking payload or raw bytes, on a channel
+  // of its choice, with a true, an overlong or a truncated length.
+  void interleaved(Client& c) {
+    const std::uint8_t channel = in_.u8() % 6;
+    const std::uint8_t how = in_.u8() % 4;
+    std::string payload;
+    if ((how & 1) == 0) payload = std::string("\x80\xc9\x00\x01\x00\x00\x12\x34", 8);
+    payload += std::string(in_.bytes(in_.u8() % 64));
+    std::size_t len = payload.size();
+    if (how == 2) len = 0x1000 + in_.u16() % 0xefff;  // longer than any RTCP compound
+    std::string f = {'$', static_cast<char>(channel), static_cast<char>(len >> 8),
+                     static_cast<char>(len & 0xff)};
+    f += payload;
+    if (how == 3 && !f.empty()) f.resize(f.size() - 1 - in_.u8() % f.size());  // truncated
+    feed(c, f);
+  }
   void step() {
-    switch (in_.u8() % 12) {
+    switch (in_.u8() % 13) {
       case 0: {  // a connection opens
         if (clients_.size() >= 8) break;
         Client c;
@@ -354,8 +383,11 @@ class Harness {
           request(*c, "PLAY");
         }
         break;
-      default:
+      case 11:
         srv_->run_pacing();
+        break;
+      default:  // 12: added after the seeds were written, so that their op codes keep meaning
+        if (Client* c = pick()) interleaved(*c);
         break;
     }
     ++ops_;

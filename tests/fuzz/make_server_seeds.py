@@ -10,7 +10,8 @@ import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-OPEN, HANGUP, REQ, RAW, TIME, HOUSE, RTCP, READ, ARM, QUICK, PACE = 0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11
+OPEN, HANGUP, REQ, RAW, TIME, HOUSE, RTCP, READ, ARM, QUICK, PACE, FRAME = (0, 1, 2, 4, 5, 6, 7,
+                                                                          8, 9, 10, 11, 12)
 METHODS = ["OPTIONS", "DESCRIBE", "SETUP", "PLAY", "PAUSE", "TEARDOWN", "GET_PARAMETER",
            "ANNOUNCE", "SET_PARAMETER", "FROB"]
 WHOLE = [0, 0]  # feed cuts: the request in one piece
@@ -32,8 +33,8 @@ def request(client, method, url, session, transport=None, feedback=1, sessions_k
     if session in (1, 2, 3) and sessions_known:
         out.append(0)  # index of the known session
     if method == "SETUP":
-        port, variant = transport
-        out += [port, variant]
+        port, variant = transport[:2]
+        out += [port, variant] + list(transport[2:])  # variant 4 (TCP): its channel choice
     else:
         out.append(1)  # no Transport
     out.append(feedback)
@@ -46,6 +47,13 @@ def quick(client, sessions_before):
     out += [1, 0, 0, 1, 1] + WHOLE  # SETUP: url, no session, port 0, client_port, feedback
     out += [0, 1, sessions_before, 1, 1] + WHOLE  # PLAY: base url, known session, ...
     return out
+
+
+def frame(client, channel, how, data=b"", extra=()):
+    """An interleaved frame from a client: how 0/1 RTCP-looking/raw payload, 2 overlong length
+    (extra: its two bytes), 3 truncated (extra: the cut byte)."""
+    out = [FRAME, client, channel, how, len(data)] + list(data)
+    return out + list(extra) + WHOLE
 
 
 def report(stage, psnr=160):
@@ -70,6 +78,13 @@ SERVER_SEEDS = {
     # Every method with every URL form, no session.
     "methods": [0, OPEN, 0] + sum([request(0, m, u, 0, (0, 1)) + [READ, 0]
                                    for m in METHODS for u in (0, 1, 4, 5)], []),
+    # SRTP on, RTP/AVP/TCP interleaved: media as "$" frames on the connection, then client frames
+    # on the RTCP channel, an unknown channel, an overlong and a truncated one, between requests.
+    "interleaved": [1, OPEN, 0] + request(0, "DESCRIBE", 0, 0) + [READ, 0] +
+    request(0, "SETUP", 1, 0, (0, 4, 0)) + [READ, 0] + request(0, "PLAY", 0, 1) + [READ, 0] +
+    time(1_100_000) + [READ, 0] + frame(0, 1, 0) + frame(0, 5, 1, b"abc") +
+    frame(0, 1, 2, b"", (0x00, 0x10)) + request(0, "OPTIONS", 0, 1) + [READ, 0] +
+    time(500_000) + [READ, 0] + frame(0, 1, 3, b"xyz", (1,)) + [HANGUP, 0],
     # Pipelined bytes and garbage on one connection.
     "raw": [0, OPEN, 0, RAW, 0, 60] + list(b"OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\nGET / HTTP/1.0\r\n\r\n\x00\x01") +
     [0, 0, READ, 0],

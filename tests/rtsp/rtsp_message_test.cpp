@@ -286,6 +286,59 @@ TEST(RtspRequestParser, InterleavedFramesAreSurfaced) {
   EXPECT_EQ(p.next(), RtspParseEvent::kNeedMore);
 }
 
+TEST(RtspRequestParser, AnOverlongFrameIsSkippedNotWaitedFor) {
+  // A "$" header announcing more than max_interleaved_bytes would swallow the requests after it;
+  // it is counted and skipped to the next "$" or request line.
+  RtspParserLimits limits;
+  limits.max_interleaved_bytes = 100;
+  RtspRequestParser p(limits);
+  const std::string bytes = std::string("$\x01\xff\xff", 4) + "junk\r\nmore junk\n" +
+                            "OPTIONS rtsp://h/x RTSP/1.0\r\nCSeq: 3\r\n\r\n" +
+                            std::string("$\x01\x00\x02ok", 6);
+  ASSERT_EQ(p.feed(bytes), RtspParseEvent::kMessage);
+  EXPECT_EQ(p.request().cseq, 3u);
+  ASSERT_EQ(p.next(), RtspParseEvent::kInterleaved);
+  EXPECT_EQ(p.interleaved().payload, (std::vector<std::uint8_t>{'o', 'k'}));
+  EXPECT_EQ(p.next(), RtspParseEvent::kNeedMore);
+  EXPECT_EQ(p.interleaved_counters().bad_length, 1u);
+  EXPECT_EQ(p.interleaved_counters().skipped_bytes, 4u + 16u);
+  // Byte by byte, across the resynchronisation, the same result.
+  RtspRequestParser q(limits);
+  int messages = 0;
+  int frames = 0;
+  for (char ch : bytes) {
+    for (auto ev = q.feed(std::string_view(&ch, 1)); ev != RtspParseEvent::kNeedMore;
+         ev = q.next()) {
+      messages += ev == RtspParseEvent::kMessage ? 1 : 0;
+      frames += ev == RtspParseEvent::kInterleaved ? 1 : 0;
+      EXPECT_NE(ev, RtspParseEvent::kError);
+    }
+  }
+  EXPECT_EQ(messages, 1);
+  EXPECT_EQ(frames, 1);
+  EXPECT_EQ(q.interleaved_counters().bad_length, 1u);
+  // A frame begun and not finished is visible (a truncated tail if the connection ends now).
+  EXPECT_FALSE(q.in_interleaved_frame());
+  (void)q.feed(
+      std::string_view("$\x01\x00\x10"
+                       "ab",
+                       6));
+  EXPECT_TRUE(q.in_interleaved_frame());
+}
+
+TEST(RtspRequestParser, ManyOverlongFramesDoNotGrowTheStack) {
+  RtspParserLimits limits;
+  limits.max_interleaved_bytes = 10;
+  RtspRequestParser p(limits);
+  std::string bytes;
+  for (int i = 0; i < 50000; ++i) {
+    bytes += std::string("$\x00\xff\xff", 4);
+  }
+  bytes += "OPTIONS rtsp://h/x RTSP/1.0\r\nCSeq: 1\r\n\r\n";
+  ASSERT_EQ(p.feed(bytes), RtspParseEvent::kMessage);
+  EXPECT_EQ(p.interleaved_counters().bad_length, 50000u);
+}
+
 TEST(RtspRequestParser, BufferLimitStopsAPeerThatNeverDrains) {
   RtspParserLimits limits;
   limits.max_buffered_bytes = 1000;

@@ -23,12 +23,34 @@ TEST(Transport, FfmpegUdpRequest) {
   EXPECT_FALSE(t.interleaved);
 }
 
-TEST(Transport, FfmpegTcpRequestIsRecognisedAndRefused) {
+TEST(Transport, FfmpegTcpRequestIsServedOnlyWhenAllowed) {
   auto offers = parse_transport("RTP/AVP/TCP;unicast;interleaved=0-1");
   ASSERT_TRUE(offers.ok());
   EXPECT_EQ((*offers)[0].lower, LowerTransport::kTcp);
   EXPECT_EQ((*offers)[0].interleaved, (ChannelPair{0, 1}));
-  EXPECT_FALSE(select_transport(*offers)) << "predrop answers 461";
+  EXPECT_FALSE(select_transport(*offers)) << "not allowed by default: 461";
+  TransportPolicy tcp;
+  tcp.allow_interleaved = true;
+  EXPECT_EQ(select_transport(*offers, tcp), 0u);
+  // Multicast over TCP, RECORD and foreign profiles stay refused; TCP without interleaved= is
+  // taken (the server picks the channels).
+  for (const char* no :
+       {"RTP/AVP/TCP;multicast;interleaved=0-1", "RTP/AVP/TCP;unicast;interleaved=0-1;mode=RECORD",
+        "RAW/RAW/TCP;unicast;interleaved=0-1"}) {
+    auto o = parse_transport(no);
+    ASSERT_TRUE(o.ok()) << no;
+    EXPECT_FALSE(select_transport(*o, tcp)) << no;
+  }
+  auto bare = parse_transport("RTP/AVP/TCP;unicast");
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(select_transport(*bare, tcp), 0u);
+  // The reply echoes the TCP spelling with the channels.
+  TransportSpec reply;
+  reply.protocol = "RTP/AVP/TCP";
+  reply.lower = LowerTransport::kTcp;
+  reply.interleaved = ChannelPair{2, 3};
+  reply.ssrc = 0xBEEF;
+  EXPECT_EQ(format_transport(reply), "RTP/AVP/TCP;unicast;interleaved=2-3;ssrc=0000BEEF");
 }
 
 TEST(Transport, ProfilesAndParameters) {

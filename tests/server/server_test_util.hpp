@@ -125,7 +125,9 @@ class PosixRtspPeer {
         return true;
       }
       if (ev == rtsp::RtspParseEvent::kError || closed_) return true;
-      ev = read_some();
+      // Interleaved frames between replies (RTP/AVP/TCP sessions) are skipped, buffered ones
+      // first: the parser holds them until next() moves past them.
+      ev = ev == rtsp::RtspParseEvent::kInterleaved ? parser_.next() : read_some();
       return false;
     });
     if (!out && ev == rtsp::RtspParseEvent::kMessage) out = parser_.take_response();

@@ -128,7 +128,8 @@ TEST_F(ServerMethods, ErrorAnswersOfEachMethod) {
   EXPECT_EQ(status(p.request(request_text("SETUP", url_ + "/trackID=0", 5))), 400)
       << "no Transport";
   EXPECT_EQ(status(p.request(request_text("SETUP", url_ + "/trackID=0", 6,
-                                          "Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n"))),
+                                          "Transport: RTP/AVP/TCP;unicast;interleaved=0-1;"
+                                          "mode=RECORD\r\n"))),
             461);
   EXPECT_EQ(
       status(p.request(request_text("SETUP", url_ + "/trackID=9", 7,

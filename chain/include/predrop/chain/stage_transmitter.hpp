@@ -97,6 +97,18 @@ struct TransmitterStats {
 
 class StageTransmitter;
 
+/// Where a transmitter's protected packets go instead of its UDP socket: the last step of the
+/// chain made replaceable, for RTSP interleaved TCP (the server frames each packet on the
+/// client's RTSP connection). Loop thread only; must not allocate per packet.
+class PacketSink {
+ public:
+  virtual ~PacketSink() = default;
+  /// Takes `batch` (datagram i belongs to track tracks[i]); returns how many were accepted, in
+  /// order. The rest count as the transmitter's send_drops. The bytes live only for the call.
+  virtual std::size_t send_batch(std::span<const net::OutDatagram> batch,
+                                 std::span<const std::uint8_t> tracks) = 0;
+};
+
 /// A sendmmsg batch that the transmitters of one socket share while a SendBatchScope is open:
 /// packets are written (header, payload, SRTP) directly into its slots, and the whole batch goes
 /// to the kernel when it is full or when the scope closes. Loop thread only.
@@ -170,6 +182,10 @@ class StageTransmitter {
   /// `ntp` is the wall-clock NTP time, `rtp_timestamp_now(track)` the media clock now.
   void send_sender_reports(std::uint64_t ntp, std::span<const std::uint32_t> rtp_now);
 
+  /// Sends every later packet to `sink` instead of the socket (nullptr: the socket again); the
+  /// sink must outlive its use. A transmitter with a sink never joins a shared SendBatch.
+  void set_sink(PacketSink* sink);
+
   /// The plan of the current stage.
   const StagePlan& plan() const { return plan_; }
   const TrackCounters& track(std::size_t i) const { return counters_[i]; }
@@ -203,6 +219,8 @@ class StageTransmitter {
   std::size_t slot_size_;
   std::unique_ptr<std::uint8_t[]> slab_;
   std::vector<net::OutDatagram> batch_;
+  std::array<std::uint8_t, kBatch> batch_tracks_{};  // Track of each datagram in batch_.
+  PacketSink* sink_ = nullptr;
   std::size_t in_shared_ = 0;    // Datagrams of ours queued in a shared batch, not yet flushed.
   SendBatch* shared_ = nullptr;  // The batch holding them.
   TransmitterStats stats_;

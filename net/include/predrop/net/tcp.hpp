@@ -51,6 +51,12 @@ class TcpConnection final : public detail::LoopHandle {
   core::Status start(DataHandler on_data, CloseHandler on_close);
   /// Queues `data`; the connection owns the bytes until libuv has written them. Errors if closed.
   core::Status write(std::string data);
+  /// Writes what the kernel takes now of `first` then `second`, without queueing or copying
+  /// (uv_try_write): the number of bytes taken, 0 while the socket buffer is full or writes are
+  /// queued by write() (so bytes never overtake queued ones), an error if the connection failed.
+  /// For the interleaved media path, which keeps its own bounded queue; allocation-free.
+  core::Result<std::size_t> try_write(std::span<const std::uint8_t> first,
+                                      std::span<const std::uint8_t> second = {});
   /// Closes after the queued writes have gone out (or failed), without reading further; on_close
   /// does not run. For "send the reply, then hang up".
   void close_after_writes();

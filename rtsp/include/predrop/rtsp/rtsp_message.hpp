@@ -125,6 +125,17 @@ struct RtspParserLimits {
   std::size_t max_headers = 64;                         ///< Header fields per message (431).
   std::size_t max_buffered_bytes =
       std::size_t{256} * 1024;  ///< Unconsumed input held at once (413).
+  /// Largest interleaved payload accepted (§10.12's 16-bit length allows 65535). A "$" frame
+  /// announcing more is not waited for: it is counted (InterleavedCounters::bad_length) and
+  /// skipped up to the next "$" or request line, so a hostile length cannot swallow the
+  /// requests after it. A server sets this to the largest RTCP compound it takes.
+  std::size_t max_interleaved_bytes = 65535;
+};
+
+/// Interleaved frames the parser dropped instead of surfacing.
+struct InterleavedCounters {
+  std::uint64_t bad_length = 0;     ///< Length over max_interleaved_bytes.
+  std::uint64_t skipped_bytes = 0;  ///< Bytes skipped while re-synchronising after one.
 };
 
 /// What the parser found after the last feed()/next().
@@ -173,9 +184,21 @@ class RtspFramer {
   RtspParseEvent next(Raw& raw, InterleavedFrame& frame, RtspParseError& error);
   /// Bytes received but not yet framed.
   std::size_t buffered() const { return buffer_.size() - pos_; }
+  /// True while the buffered bytes begin an interleaved frame not yet complete.
+  bool in_frame() const { return pos_ < buffer_.size() && buffer_[pos_] == '$'; }
+  /// Frames dropped so far.
+  const InterleavedCounters& interleaved_counters() const { return dropped_; }
 
  private:
+  // Skips a frame with a bad length up to the next plausible start; false: needs more bytes.
+  bool resync();
+  // One framing step; nullopt when it dropped a frame with a bad length (next() goes on).
+  std::optional<RtspParseEvent> next_once(Raw& raw, InterleavedFrame& frame, RtspParseError& error);
+
   RtspParserLimits limits_;
+  InterleavedCounters dropped_;
+  bool resyncing_ = false;          // skipping after a bad frame header until a "$" or request line
+  bool resync_line_start_ = false;  // the last byte skipped was a line feed
   std::string buffer_;
   std::size_t pos_ = 0;        // start of the first unconsumed byte
   std::size_t scan_ = 0;       // where the search for the end of the header block resumes
@@ -213,17 +236,11 @@ class RtspMessageParser {
   /// The request of the last kMessage event (request parser).
   // (Declared with Message, not the concrete type: clang 14 instantiates the bodies of
   // constrained members in an explicit instantiation, and the other type would not convert.)
-  const Message& request() const requires std::same_as<Message, RtspRequest> {
-    return message_;
-  }
+  const Message& request() const requires std::same_as<Message, RtspRequest> { return message_; }
   /// Moves the request of the last kMessage event out (request parser).
-  Message take_request() requires std::same_as<Message, RtspRequest> {
-    return std::move(message_);
-  }
+  Message take_request() requires std::same_as<Message, RtspRequest> { return std::move(message_); }
   /// The response of the last kMessage event (response parser).
-  const Message& response() const requires std::same_as<Message, RtspResponse> {
-    return message_;
-  }
+  const Message& response() const requires std::same_as<Message, RtspResponse> { return message_; }
   /// Moves the response of the last kMessage event out (response parser).
   Message take_response() requires std::same_as<Message, RtspResponse> {
     return std::move(message_);
@@ -234,6 +251,11 @@ class RtspMessageParser {
   const RtspParseError& error() const { return error_; }
   /// Bytes received but not yet parsed into an event.
   std::size_t buffered() const { return framer_.buffered(); }
+  /// True while an interleaved frame has begun and is not complete (a "truncated tail" if the
+  /// connection ends now).
+  bool in_interleaved_frame() const { return framer_.in_frame(); }
+  /// Interleaved frames dropped for a bad length, and the bytes skipped after them.
+  const InterleavedCounters& interleaved_counters() const { return framer_.interleaved_counters(); }
 
  private:
   RtspParseEvent finish();

@@ -3,8 +3,9 @@
 //   transport-spec = transport-protocol "/" profile ["/" lower-transport] *(";" parameter)
 // e.g. "RTP/AVP;unicast;client_port=5000-5001" or FFmpeg's "RTP/AVP/UDP;unicast;client_port=..".
 // A request may offer several specs separated by commas, in order of preference; the server takes
-// the first it can serve. predrop serves unicast RTP over UDP only: interleaved TCP and multicast
-// are recognised so the server can answer 461 Unsupported Transport.
+// the first it can serve. predrop serves unicast RTP over UDP and, when the policy allows it, RTP
+// interleaved on the RTSP connection (RTP/AVP/TCP;interleaved=a-b, §10.12); multicast is
+// recognised so the server can answer 461 Unsupported Transport.
 //
 // Note: FFmpeg 5.1 asks for "RTP/AVP/UDP" even when the SDP's m= line says RTP/SAVP (captured in
 // tests/server/fixtures); a server that offers SRTP must accept the AVP spelling for it.
@@ -71,10 +72,13 @@ core::Result<std::vector<TransportSpec>> parse_transport(std::string_view value)
 struct TransportPolicy {
   bool allow_avp = true;   ///< Plain RTP/AVP (also when the session is SRTP-protected, see above).
   bool allow_savp = true;  ///< RTP/SAVP.
+  /// RTP/AVP/TCP unicast (interleaved= optional: the server picks channels when absent).
+  bool allow_interleaved = false;
 };
 
-/// Index of the first alternative that `policy` accepts: unicast UDP with client_port, a mode of
-/// PLAY (or none) and an allowed profile. nullopt means answer 461 Unsupported Transport.
+/// Index of the first alternative that `policy` accepts: unicast UDP with client_port (or, with
+/// allow_interleaved, unicast TCP), a mode of PLAY (or none) and an allowed profile. nullopt means
+/// answer 461 Unsupported Transport.
 std::optional<std::size_t> select_transport(const std::vector<TransportSpec>& offers,
                                             const TransportPolicy& policy = {});
 

@@ -31,14 +31,33 @@
 
 namespace predrop::server {
 
+/// Where the packets of a session interleaved on its RTSP connection go (RFC 2326 §10.12): one
+/// "$" frame per RTP or RTCP packet, into a bounded queue. Loop thread; no allocation per frame.
+class InterleavedOutput {
+ public:
+  virtual ~InterleavedOutput() = default;
+  /// Queues one frame on `channel`; false when the queue has no room for it (it is dropped).
+  virtual bool write_frame(std::uint8_t channel, std::span<const std::uint8_t> data) = 0;
+  /// Bytes queued and not yet handed to the kernel.
+  virtual std::size_t queued_bytes() const = 0;
+};
+
+/// The interleaved channel pair of a track (Transport interleaved=rtp-rtcp).
+struct InterleavedChannels {
+  std::uint8_t rtp = 0;
+  std::uint8_t rtcp = 1;
+};
+
 /// One RTP stream the client set up.
 struct SessionTrack {
-  std::uint8_t media_stream = 0;  ///< Index into MediaFile::streams().
-  net::SocketAddress rtp_destination;
+  std::uint8_t media_stream = 0;       ///< Index into MediaFile::streams().
+  net::SocketAddress rtp_destination;  ///< Unused for an interleaved track.
   std::optional<net::SocketAddress> rtcp_destination;
   std::uint32_t ssrc = 0;
   std::uint16_t initial_sequence = 0;
   std::uint32_t timestamp_offset = 0;
+  /// Set: RTP and RTCP go as frames on these channels of the RTSP connection, not over UDP.
+  std::optional<InterleavedChannels> interleaved;
 };
 
 /// Everything a session is created with.
@@ -57,6 +76,8 @@ struct StreamSessionConfig {
   bool feedback = true;          ///< The client sends PDFB (else R stays at the policy's start).
   std::uint64_t report_timeout_us = 3'000'000;  ///< After a block's end, its report is missing.
   std::size_t max_payload_size = 1400;
+  /// Where interleaved tracks' frames go (must outlive the session); null: every track is UDP.
+  InterleavedOutput* interleaved_output = nullptr;
 };
 
 /// One block as sent and, later, as reported: a row of the per-block trace.
@@ -88,6 +109,7 @@ struct SessionStats {
   std::uint32_t last_jitter = 0;
   double last_reception_period_us = 0;
   double last_performance = 0;
+  std::uint64_t interleaved_drops = 0;  ///< RTP/RTCP frames the interleaved queue refused (full).
 };
 
 /// A streaming session. Created at SETUP, started at PLAY.
@@ -166,6 +188,17 @@ class StreamSession {
   std::unique_ptr<core::RateController> controller_;
   OnBlock on_block_;
   net::UdpEndpoint& socket_;
+  // The transmitter's last step for interleaved tracks: frames into config_.interleaved_output.
+  class InterleavedSink final : public chain::PacketSink {
+   public:
+    explicit InterleavedSink(StreamSession& session) : session_(session) {}
+    std::size_t send_batch(std::span<const net::OutDatagram> batch,
+                           std::span<const std::uint8_t> tracks) override;
+
+   private:
+    StreamSession& session_;
+  };
+  InterleavedSink interleaved_sink_{*this};
   std::unique_ptr<chain::StageTransmitter> transmitter_;
   std::optional<net::SrtpSession> rtcp_in_;
   // The session's own SRTCP sender (SR and BYE). The transmitter's SRTP session protects RTP

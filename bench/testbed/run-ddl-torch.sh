@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# One PyTorch DDP run on the test bed (docs/ddl-torch.md "On the bed"): 2 ranks of the
+# Fashion-MNIST CNN (python/predrop/fmnist_job.py), rank 0 in the sender namespace, rank 1 in the
+# receiver namespace behind the bottleneck (tbf on the router's egress toward the receiver), so
+# that both backends push the same bytes through it per stage:
+#   gloo:  DDP's all-reduce between the two ranks (ring of 2: one gradient's worth toward rank 1)
+#   relay: the relay (predrop-server --mode ddl) next to rank 0 in the sender namespace; its
+#          aggregate toward rank 1 crosses the bottleneck (one gradient's worth, minus R)
+# gloo also does the rendezvous and DDP's start-up broadcast in both cases.
+#
+#   run-ddl-torch.sh --out DIR --rate RATE --backend gloo|relay [--policy fixed|history|adaptive]
+#                    [--fixed-rate R] [--stages S] [--target-acc A]
+#
+# Needs PREDROP_BIN (predrop-server) and PREDROP_DDL_CAPI (libpredrop_ddl_capi.so). Writes
+# rank-<r>.csv, rank-<r>.out/.log (the last line of .out is the rank's JSON summary), relay
+# files, qdisc.txt. Exit 0 with "SKIP: ..." where namespaces are not permitted.
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+# shellcheck source=bed.sh
+source "$here/bed.sh"
+
+out="" rate="" backend="" policy="history" fixed_rate=0 stages=300 target=0.7
+while (($#)); do
+  case "$1" in
+    --out) out="$2"; shift 2 ;;
+    --rate) rate="$2"; shift 2 ;;
+    --backend) backend="$2"; shift 2 ;;
+    --policy) policy="$2"; shift 2 ;;
+    --fixed-rate) fixed_rate="$2"; shift 2 ;;
+    --stages) stages="$2"; shift 2 ;;
+    --target-acc) target="$2"; shift 2 ;;
+    *) echo "run-ddl-torch: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[[ -n "$out" && -n "$rate" && ( "$backend" == gloo || "$backend" == relay ) ]] || {
+  echo "usage: $0 --out DIR --rate RATE --backend gloo|relay [--policy P] [--stages S]" >&2
+  exit 2
+}
+bin="${PREDROP_BIN:?set PREDROP_BIN}"
+lib="$(readlink -f "${PREDROP_DDL_CAPI:?set PREDROP_DDL_CAPI}")"
+py=/usr/bin/python3
+mkdir -p "$out"
+out="$(readlink -f "$out")"
+rm -f "$out"/*.csv "$out"/*.log "$out"/*.out
+relay_port=9300
+gloo_port=29500
+
+exec 9>/tmp/predrop-testbed.lock
+flock 9
+bed_up "$rate" || exit 1
+
+key=""
+if [[ "$backend" == relay ]]; then
+  PYTHONPATH="$repo/python" "$py" -c "
+import sys; from predrop import relay
+sys.stdout.write(relay.job_config(2, listen='$BED_SND_IP:$relay_port', policy='$policy',
+    fixed_rate=$fixed_rate, rmax=max(0.5, $fixed_rate), trace_csv='$out/relay-trace.csv'))" \
+    >"$out/job.toml"
+  bed_spawn snd env -u PREDROP_DDL_KEY "$bin/predrop-server" -c "$out/job.toml" \
+    >"$out/relay.out" 2>"$out/relay.log"
+  relay_pid=$BED_LAST_PID
+  for _ in $(seq 1 300); do
+    key=$(sed -n 's/^PREDROP_DDL_KEY=//p' "$out/relay.out" 2>/dev/null | head -1)
+    [[ -n "$key" ]] && grep -q 'listening on' "$out/relay.log" && break
+    kill -0 "$relay_pid" 2>/dev/null || { echo "run-ddl-torch: the relay exited" >&2; exit 1; }
+    sleep 0.1
+  done
+  [[ -n "$key" ]] || { echo "run-ddl-torch: no job key from the relay" >&2; exit 1; }
+fi
+
+common=(--world 2 --backend "$backend" --gloo-addr "$BED_SND_IP" --gloo-port "$gloo_port"
+        --relay "$BED_SND_IP:$relay_port" --stages "$stages" --target-acc "$target"
+        --out "$out" --eval-every 25)
+pids=()
+for r in 0 1; do
+  if ((r == 0)); then where=snd ifname=s0; else where=rcv ifname=c0; fi
+  bed_spawn "$where" env PYTHONPATH="$repo/python" PREDROP_DDL_CAPI="$lib" PREDROP_DDL_KEY="$key" \
+    GLOO_SOCKET_IFNAME="$ifname" OMP_NUM_THREADS=1 "$py" -m predrop.fmnist_job --rank "$r" \
+    "${common[@]}" >"$out/rank-$r.out" 2>"$out/rank-$r.log"
+  pids+=("$BED_LAST_PID")
+done
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+tc -s -n "$BED_RTR" qdisc show dev r1 >"$out/qdisc.txt" 2>&1
+bed_down
+grep -h '^SUMMARY' "$out"/rank-*.out
+exit $status
