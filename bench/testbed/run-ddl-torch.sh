@@ -9,7 +9,7 @@
 # gloo also does the rendezvous and DDP's start-up broadcast in both cases.
 #
 #   run-ddl-torch.sh --out DIR --rate RATE --backend gloo|relay [--policy fixed|history|adaptive]
-#                    [--fixed-rate R] [--stages S] [--target-acc A]
+#                    [--fixed-rate R] [--fill zero|own] [--stages S] [--target-acc A]
 #
 # Needs PREDROP_BIN (predrop-server) and PREDROP_DDL_CAPI (libpredrop_ddl_capi.so). Writes
 # rank-<r>.csv, rank-<r>.out/.log (the last line of .out is the rank's JSON summary), relay
@@ -20,7 +20,7 @@ repo="$(cd "$here/../.." && pwd)"
 # shellcheck source=bed.sh
 source "$here/bed.sh"
 
-out="" rate="" backend="" policy="history" fixed_rate=0 stages=300 target=0.7
+out="" rate="" backend="" policy="history" fixed_rate=0 stages=300 target=0.7 fill=zero
 while (($#)); do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -29,6 +29,7 @@ while (($#)); do
     --policy) policy="$2"; shift 2 ;;
     --fixed-rate) fixed_rate="$2"; shift 2 ;;
     --stages) stages="$2"; shift 2 ;;
+    --fill) fill="$2"; shift 2 ;;
     --target-acc) target="$2"; shift 2 ;;
     *) echo "run-ddl-torch: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -55,7 +56,8 @@ if [[ "$backend" == relay ]]; then
   PYTHONPATH="$repo/python" "$py" -c "
 import sys; from predrop import relay
 sys.stdout.write(relay.job_config(2, listen='$BED_SND_IP:$relay_port', policy='$policy',
-    fixed_rate=$fixed_rate, rmax=max(0.5, $fixed_rate), trace_csv='$out/relay-trace.csv'))" \
+    fixed_rate=$fixed_rate, rmax=max(0.5, $fixed_rate), missing_fill='$fill',
+    trace_csv='$out/relay-trace.csv'))" \
     >"$out/job.toml"
   bed_spawn snd env -u PREDROP_DDL_KEY "$bin/predrop-server" -c "$out/job.toml" \
     >"$out/relay.out" 2>"$out/relay.log"
