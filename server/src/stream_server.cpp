@@ -934,7 +934,15 @@ rtsp::RtspResponse StreamServer::handle_setup(Request& q) {
   for (std::uint32_t id : entry.track_ids) {
     if (id == track) return error_response(459, cseq, "track already set up");
   }
-  if (interleaved) return setup_interleaved(q, spec, track);
+  // The client's own SRTCP key (KeyMgmt: prot=mikey, RFC 4567 §3), as GStreamer sends it; a
+  // malformed or foreign one is ignored and the session key applies.
+  std::optional<wire::MikeyKey> client_key;
+  if (options_.srtp) {
+    if (auto km = q.req.headers.get("KeyMgmt")) {
+      if (auto parsed = wire::parse_key_mgmt(*km)) client_key = std::move(parsed.value());
+    }
+  }
+  if (interleaved) return setup_interleaved(q, spec, track, client_key);
   // Media goes to the RTSP peer's own address; a Transport destination= is never honoured.
   const net::SocketAddress& peer = q.c.peer;
   auto dest = net::SocketAddress::from_ip(peer.ip_string(), spec.client_port->rtp);
@@ -943,6 +951,10 @@ rtsp::RtspResponse StreamServer::handle_setup(Request& q) {
   const std::uint32_t ssrc = new_ssrc(entry);
   entry.tracks.push_back(SessionTrack{static_cast<std::uint8_t>(track), *dest, *rtcp_dest, ssrc,
                                       random_u16(), random_u32()});
+  if (client_key) {
+    entry.tracks.back().client_suite = client_key->suite;
+    entry.tracks.back().client_key = client_key->key;
+  }
   entry.track_ids.push_back(track);
   rtsp::TransportSpec reply;
   reply.protocol = spec.protocol;
@@ -954,8 +966,9 @@ rtsp::RtspResponse StreamServer::handle_setup(Request& q) {
   return r;
 }
 
-rtsp::RtspResponse StreamServer::setup_interleaved(Request& q, const rtsp::TransportSpec& spec,
-                                                   std::uint32_t track) {
+rtsp::RtspResponse StreamServer::setup_interleaved(
+    Request& q, const rtsp::TransportSpec& spec, std::uint32_t track,
+    const std::optional<wire::MikeyKey>& client_key) {
   SessionEntry& entry = *q.entry;
   Connection& c = q.c;
   // The client's channels when free on this connection, else the lowest free even pair (the
@@ -991,6 +1004,10 @@ rtsp::RtspResponse StreamServer::setup_interleaved(Request& q, const rtsp::Trans
   SessionTrack t{
       static_cast<std::uint8_t>(track), c.peer, std::nullopt, ssrc, random_u16(), random_u32()};
   t.interleaved = channels;
+  if (client_key) {
+    t.client_suite = client_key->suite;
+    t.client_key = client_key->key;
+  }
   entry.tracks.push_back(t);
   entry.track_ids.push_back(track);
   rtsp::TransportSpec reply;

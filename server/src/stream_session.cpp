@@ -54,6 +54,12 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
     srtp_out.emplace(net::SrtpDirection::Outbound, *config_.srtp_suite, config_.key);
     rtcp_in_.emplace(net::SrtpDirection::Inbound, *config_.srtp_suite, config_.key);
     rtcp_out_.emplace(net::SrtpDirection::Outbound, *config_.srtp_suite, config_.key);
+    for (const SessionTrack& st : config_.tracks) {
+      if (st.client_suite) {
+        rtcp_in_client_.emplace_back(net::SrtpDirection::Inbound, *st.client_suite, st.client_key);
+      }
+    }
+    if (!rtcp_in_client_.empty()) rtcp_copy_.resize(4096 + net::kSrtpMaxTrailer);
   }
   transmitter_ = std::make_unique<chain::StageTransmitter>(
       rtp_socket, std::move(tc), std::move(srtp_out),
@@ -335,7 +341,14 @@ void StreamSession::check_missing_reports(std::uint64_t now_us) {
 }
 
 void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std::uint64_t now_us) {
+  const bool retry = !rtcp_in_client_.empty() && len <= rtcp_copy_.size();
+  if (retry) std::copy_n(buffer.begin(), len, rtcp_copy_.begin());
   auto compound = chain::decode_rtcp(buffer, len, rtcp_in_ ? &*rtcp_in_ : nullptr);
+  // A client that sent its own key (KeyMgmt) protects its SRTCP with that, one key per track.
+  for (std::size_t k = 0; !compound && retry && k < rtcp_in_client_.size(); ++k) {
+    std::copy_n(rtcp_copy_.begin(), len, buffer.begin());
+    compound = chain::decode_rtcp(buffer, len, &rtcp_in_client_[k]);
+  }
   if (!compound) {
     ++stats_.rtcp_errors;
     return;

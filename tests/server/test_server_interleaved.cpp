@@ -18,6 +18,7 @@
 #include "predrop/rtsp/client_session.hpp"
 #include "predrop/rtsp/rtsp_transport.hpp"
 #include "predrop/rtsp/sdp.hpp"
+#include "predrop/wire/mikey.hpp"
 #include "predrop/wire/rtcp.hpp"
 #include "predrop/wire/rtp.hpp"
 #include "server_test_util.hpp"
@@ -204,6 +205,32 @@ TEST_F(ServerInterleaved, MediaAndReportsTravelOnTheRtspConnection) {
   ASSERT_EQ(down.responses.size(), 1u);
   EXPECT_EQ(down.responses[0].status, 200);
   EXPECT_EQ(srv_->session_count(), 0u);
+}
+
+TEST_F(ServerInterleaved, TheClientsOwnKeyFromKeyMgmtOpensItsSrtcp) {
+  // GStreamer sends its own SRTCP key per track in SETUP (KeyMgmt: prot=mikey, RFC 4567 §3) and
+  // protects its RRs with it, not with the key of the SDP.
+  Parsed d = exchange(request_text("DESCRIBE", url_, 1));
+  ASSERT_EQ(d.responses.size(), 1u);
+  const wire::SrtpKeyMaterial mine = wire::generate_key(wire::SrtpSuite::AesCm128HmacSha1_80);
+  wire::MikeyFields fields;
+  fields.csb_id = 7;
+  const auto mikey = wire::build_mikey(wire::SrtpSuite::AesCm128HmacSha1_80, mine, fields);
+  const std::string key_mgmt = "KeyMgmt: prot=mikey;uri=\"" + url_ + "/trackID=0\";data=\"" +
+                               wire::base64_encode(mikey) + "\"\r\n";
+  Parsed s =
+      exchange(request_text("SETUP", url_ + "/trackID=0", 2,
+                            "Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n" + key_mgmt));
+  ASSERT_EQ(s.responses.size(), 1u);
+  ASSERT_EQ(s.responses[0].status, 200);
+  const std::string session = session_of(s.responses[0]);
+  ASSERT_EQ(
+      exchange(request_text("PLAY", url_, 3, "Session: " + session + "\r\n")).responses.size(), 1u);
+  key_ = mine;  // the client protects with its own key
+  (void)exchange(frame(1, client_rr(0x1111)));
+  ASSERT_EQ(srv_->sessions().size(), 1u);
+  EXPECT_EQ(srv_->sessions()[0]->stats().receiver_reports, 1u);
+  EXPECT_EQ(srv_->sessions()[0]->stats().rtcp_errors, 0u);
 }
 
 TEST_F(ServerInterleaved, HostileFramesAreCountedAndTheParserStaysInStep) {

@@ -34,6 +34,7 @@
 #include "predrop/rtsp/rtsp_transport.hpp"
 #include "predrop/server/callback_guard.hpp"
 #include "predrop/server/stream_session.hpp"
+#include "predrop/wire/mikey.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
 namespace predrop::server {
@@ -226,7 +227,8 @@ class StreamServer {
   rtsp::RtspResponse handle_play(Request& q);
   // SETUP of a track interleaved on the request's connection (RTP/AVP/TCP), after the checks.
   rtsp::RtspResponse setup_interleaved(Request& q, const rtsp::TransportSpec& spec,
-                                       std::uint32_t track);
+                                       std::uint32_t track,
+                                       const std::optional<wire::MikeyKey>& client_key);
   rtsp::RtspResponse handle_pause(Request& q);
   rtsp::RtspResponse handle_teardown(Request& q);
   rtsp::RtspResponse handle_get_parameter(Request& q);

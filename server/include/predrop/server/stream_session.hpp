@@ -58,6 +58,10 @@ struct SessionTrack {
   std::uint32_t timestamp_offset = 0;
   /// Set: RTP and RTCP go as frames on these channels of the RTSP connection, not over UDP.
   std::optional<InterleavedChannels> interleaved;
+  /// The key the client protects its own SRTCP with, when it sent one (SETUP `KeyMgmt`, RFC 4567
+  /// §3; GStreamer does, per track); else its SRTCP uses the session key.
+  std::optional<wire::SrtpSuite> client_suite;
+  wire::SrtpKeyMaterial client_key;
 };
 
 /// Everything a session is created with.
@@ -201,6 +205,10 @@ class StreamSession {
   InterleavedSink interleaved_sink_{*this};
   std::unique_ptr<chain::StageTransmitter> transmitter_;
   std::optional<net::SrtpSession> rtcp_in_;
+  // Inbound SRTCP with the clients' own keys (SessionTrack::client_key), tried when the session
+  // key fails; rtcp_copy_ keeps the datagram for the next try (unprotect works in place).
+  std::vector<net::SrtpSession> rtcp_in_client_;
+  std::vector<std::uint8_t> rtcp_copy_;
   // The session's own SRTCP sender (SR and BYE). The transmitter's SRTP session protects RTP
   // only; SRTCP has an index space of its own, so a second outbound session with the same key
   // never reuses an index, and it lets the session add BYE, which the transmitter cannot.
