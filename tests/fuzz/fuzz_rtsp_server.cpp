@@ -280,7 +280,14 @@ class Harness {
   // Reads what the server wrote: it must parse as responses; Session ids are remembered.
   void read(Client& c) {
     const std::string out = srv_->take_output(c.id);
-    if (out.empty()) return;
+    // A read's worth at a time, as from a socket: an interleaved session's output (a burst of
+    // media) can exceed what one parser buffers at once.
+    constexpr std::size_t kRead = 16 * 1024;
+    for (std::size_t at = 0; at < out.size(); at += kRead) {
+      read_piece(c, std::string_view(out).substr(at, kRead));
+    }
+  }
+  void read_piece(Client& c, std::string_view out) {
     for (auto ev = c.parser.feed(out); ev != rtsp::RtspParseEvent::kNeedMore;
          ev = c.parser.next()) {
       // Media of interleaved (RTP/AVP/TCP) sessions comes as "$" frames between the replies.
