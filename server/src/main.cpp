@@ -148,10 +148,10 @@ int run(int argc, char** argv) {
   app.add_option("--listen", cli.listen, "Override server.rtsp_listen (host:port)");
   app.add_option("--stream", cli.streams, "Add a stream NAME=PATH (repeatable)");
   app.add_option("--policy", cli.policy,
-                 "Override control.policy: basic, history, fixed, adaptive");
+                 "Override control.policy: basic, history, fixed, adaptive, capacity");
   app.add_option("--fixed-rate", cli.fixed_rate, "Override control.fixed_rate");
   app.add_option("--player-rate", cli.player_rate,
-                 "Fixed R for clients that send no PDFB reports (ffplay, VLC); default 0");
+                 "Fixed R for clients that send no PDFB reports (ffplay, GStreamer); default 0");
   app.add_option("--interleaved-queue-bytes", cli.interleaved_queue_bytes,
                  "Media queue per RTSP-over-TCP (interleaved) connection; packets that do not "
                  "fit are dropped; 0 refuses TCP transport (461); default 262144");

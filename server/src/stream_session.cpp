@@ -251,7 +251,16 @@ std::size_t StreamSession::pump(std::uint64_t now_us) {
     end_stage();
   }
   if (finished_ && stage_open_) stage_open_ = false;
-  if (now_us >= next_sr_us_) send_sender_reports(now_us);
+  if (finished_ && !end_bye_sent_) {
+    // The media ended (no loop, or max_stages reached): say so with an RTCP BYE (RFC 3550
+    // §6.6), after the last packet, so that a player ends its stream at once instead of waiting
+    // for a time-out (ffmpeg and GStreamer both end on BYE). The session itself stays until
+    // TEARDOWN or its time-out, so the last blocks' reports still reach the controller.
+    end_bye_sent_ = true;
+    (void)send_rtcp(now_us, true);
+  } else if (!end_bye_sent_ && now_us >= next_sr_us_) {
+    send_sender_reports(now_us);
+  }
   check_missing_reports(now_us);
   return sent;
 }

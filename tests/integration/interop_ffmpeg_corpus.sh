@@ -54,9 +54,9 @@ for entry in "${clips[@]}"; do
     grep -q "serving rtsp" "$name.server.log" 2>/dev/null && break
     sleep 0.1
   done
-  # ffmpeg decodes all but the last few pictures of the clip and exits by itself: a receiving
-  # decoder holds its last pictures back until more input (or an RTCP BYE, which predrop sends
-  # only on shutdown) comes. Every picture is passed through as decoded (no frame-rate sync).
+  # ffmpeg decodes all but the last few pictures of the clip and exits by itself (the count does
+  # not depend on how ffmpeg flushes its reordering queue and decoder at the server's BYE).
+  # Every picture is passed through as decoded (no frame-rate sync).
   want=$(($(grep -vc '^#' "$name.ref.md5") - 6))
   timeout -s INT 20 ffmpeg -nostdin -v info -rtsp_transport udp -i "rtsp://127.0.0.1:$port/c" \
     -map 0:v -fps_mode passthrough -frames:v "$want" -f framemd5 "$name.rtsp.md5" \

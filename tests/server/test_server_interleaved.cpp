@@ -207,6 +207,49 @@ TEST_F(ServerInterleaved, MediaAndReportsTravelOnTheRtspConnection) {
   EXPECT_EQ(srv_->session_count(), 0u);
 }
 
+// The end of the media is said with an RTCP BYE after the last packet, so that a player ends
+// its stream at once (ffmpeg waited for its time-out before); the session stays for the reports.
+TEST_F(ServerInterleaved, TheEndOfTheMediaIsSaidWithOneByeAfterTheLastPacket) {
+  auto setup = describe_and_setup("RTP/AVP/TCP;unicast;interleaved=0-1");
+  ASSERT_TRUE(setup);
+  ASSERT_EQ(setup->status, 200) << setup->body;
+  const std::string session = session_of(*setup);
+  ASSERT_EQ(
+      exchange(request_text("PLAY", url_, 3, "Session: " + session + "\r\n")).responses.size(), 1u);
+  net::SrtpSession rtcp_in(net::SrtpDirection::Inbound, wire::SrtpSuite::AesCm128HmacSha1_80, key_);
+  std::size_t frames = 0;
+  std::size_t last_rtp = 0;
+  std::vector<std::size_t> byes;  // frame index of each compound holding a BYE
+  // The sample is 6 s: 8 s of media time in 100 ms steps.
+  for (int step = 0; step < 80; ++step) {
+    clock_.advance_us(100'000);
+    srv_->run_pacing();
+    Parsed out = parse_output(client_, srv_->take_output(id_));
+    ASSERT_EQ(out.errors, 0);
+    for (auto& f : out.frames) {
+      if (f.channel == 0) {
+        last_rtp = frames;
+      } else {
+        std::vector<std::uint8_t> buf(f.payload);
+        const net::SrtpResult r = rtcp_in.unprotect_rtcp(buf, buf.size());
+        ASSERT_TRUE(r);
+        auto c = wire::parse_rtcp_compound(std::span<const std::uint8_t>(buf.data(), r.length));
+        ASSERT_TRUE(c.ok());
+        if (c->has_bye) byes.push_back(frames);
+      }
+      ++frames;
+    }
+  }
+  ASSERT_EQ(byes.size(), 1u) << "one BYE at the end of the media";
+  EXPECT_GT(byes[0], last_rtp) << "after the last media packet";
+  ASSERT_EQ(srv_->sessions().size(), 1u) << "the session lives on until TEARDOWN or time-out";
+  EXPECT_TRUE(srv_->sessions()[0]->finished());
+  // A shutdown says no second BYE for it.
+  const auto before = srv_->stats().rtcp_byes_sent;
+  srv_->stop();
+  EXPECT_EQ(srv_->stats().rtcp_byes_sent, before);
+}
+
 TEST_F(ServerInterleaved, TheClientsOwnKeyFromKeyMgmtOpensItsSrtcp) {
   // GStreamer sends its own SRTCP key per track in SETUP (KeyMgmt: prot=mikey, RFC 4567 §3) and
   // protects its RRs with it, not with the key of the SDP.

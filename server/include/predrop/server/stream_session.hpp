@@ -147,8 +147,8 @@ class StreamSession {
   bool playing() const { return playing_; }
   /// True once every stage was sent (never with loop and max_stages 0), or after send_bye().
   bool finished() const { return finished_; }
-  /// True once send_bye() said goodbye.
-  bool said_bye() const { return bye_sent_; }
+  /// True once a BYE went out: send_bye(), or the one at the end of the media.
+  bool said_bye() const { return bye_sent_ || end_bye_sent_; }
   /// RTP-Info values for PLAY: per track, the next sequence number and its RTP timestamp.
   std::uint16_t next_sequence(std::size_t track) const;
   std::uint32_t rtp_timestamp_at_start(std::size_t track) const;
@@ -228,6 +228,7 @@ class StreamSession {
   bool playing_ = false;
   bool finished_ = false;
   bool bye_sent_ = false;
+  bool end_bye_sent_ = false;        // the BYE at the end of the media (the session lives on)
   std::uint64_t play_start_us_ = 0;  // monotonic time of media time 0 of loop 0
   std::uint32_t stage_ = 0;
   std::uint32_t block_ = 0;
