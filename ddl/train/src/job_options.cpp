@@ -26,7 +26,8 @@ std::optional<int> parse_job_command_line(int argc, char** argv, JobCommandLine&
       ->check(CLI::ExistingFile);
   app.add_option("--workers", cl.workers, "Workers")->check(CLI::Range(1, 64));
   app.add_option("--stages", wo.stages, "Training iterations");
-  app.add_option("--policy", cl.policy, "control.policy: basic, history, fixed, adaptive");
+  app.add_option("--policy", cl.policy,
+                 "control.policy: basic, history, fixed, adaptive, capacity");
   app.add_option("--fixed-rate", cl.fixed_rate, "control.fixed_rate (policy fixed)");
   app.add_option("--discard", cl.discard, "discard.policy: uniform, random, priority");
   app.add_option("--fill", cl.fill, "ddl.missing_chunk_fill: zero or own");
