@@ -381,6 +381,7 @@ void MediaFileBuilder::emit() {
 
   // Frames of each block in send order: a stable merge by send time, video first on ties.
   std::vector<std::pair<bool, std::uint32_t>> order;  // (is_audio, index)
+  std::vector<std::int64_t> frame_offsets;            // send time of order[i] in its block
   std::size_t vi = 0, ai = 0;
   for (std::uint32_t k = 0; k < blocks; ++k) {
     Block& b = file_.blocks_[k];
@@ -407,9 +408,17 @@ void MediaFileBuilder::emit() {
 
     std::uint32_t min_display = std::numeric_limits<std::uint32_t>::max();
     std::uint32_t video_frames = 0;
+    // Each frame's send time, clamped into the block and non-decreasing.
+    frame_offsets.clear();
     std::int64_t last_offset = 0;
     const std::int64_t max_offset = std::max<std::int64_t>(0, b.duration_us - 1);
-    for (const auto& [is_audio, idx] : order) {
+    for (const auto& e : order) {
+      last_offset =
+          std::max(last_offset, std::clamp(send(e) - b.start_us, std::int64_t{0}, max_offset));
+      frame_offsets.push_back(last_offset);
+    }
+    for (std::size_t f = 0; f < order.size(); ++f) {
+      const auto [is_audio, idx] = order[f];
       StagedFrame& s = is_audio ? audio_[idx] : video_[idx];
       Frame frame = s.frame;
       const auto frame_index = static_cast<std::uint32_t>(file_.frames_.size());
@@ -421,15 +430,19 @@ void MediaFileBuilder::emit() {
         min_display = std::min(min_display, display_of_[idx]);
         ++video_frames;
       }
-      const std::int64_t offset =
-          std::max(last_offset, std::clamp(s.send_us - b.start_us, std::int64_t{0}, max_offset));
-      last_offset = offset;
+      // A frame's packets are spread over the first half of the time until the next frame is
+      // due (the block's end for its last one) instead of leaving in one burst: a 150-packet
+      // frame sent at once overflows a player's default socket buffer and a bottleneck's queue
+      // long before the average rate does. Still non-decreasing and inside the block.
+      const std::int64_t offset = frame_offsets[f];
+      const std::int64_t next = f + 1 < order.size() ? frame_offsets[f + 1] : max_offset + 1;
+      const std::int64_t spread = (next - offset) / 2;
       for (std::uint32_t i = 0; i < s.staged_count; ++i) {
         const StagedPacket& sp = staged_packets_[s.first_staged + i];
         RtpPacket p;
         p.payload_offset = sp.offset;
         p.payload_size = sp.size;
-        p.send_offset_us = offset;
+        p.send_offset_us = offset + spread * i / s.staged_count;
         p.rtp_timestamp = frame.rtp_timestamp;
         p.frame = frame_index;
         p.stream = frame.stream;

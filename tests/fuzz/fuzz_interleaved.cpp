@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
+#include "fuzz_reader.hpp"
 #include "predrop/rtsp/rtsp_message.hpp"
 
 namespace {
@@ -25,23 +26,7 @@ using namespace predrop;
 
 constexpr std::size_t kMaxFrame = 512;
 
-struct Reader {
-  const std::uint8_t* p;
-  std::size_t n;
-  bool empty() const { return n == 0; }
-  std::uint8_t u8() {
-    if (n == 0) return 0;
-    --n;
-    return *p++;
-  }
-  std::string_view bytes(std::size_t len) {
-    len = len < n ? len : n;
-    std::string_view out(reinterpret_cast<const char*>(p), len);
-    p += len;
-    n -= len;
-    return out;
-  }
-};
+using fuzz::Reader;
 
 // What a parse yielded, in order: 'M' + cseq for a request, 'F' + channel + payload for a frame,
 // 'E' + status for an error.

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
+#include "fuzz_reader.hpp"
 #include "predrop/chain/feedback.hpp"
 #include "predrop/core/log.hpp"
 #include "predrop/core/reception_meter.hpp"
@@ -52,27 +53,7 @@ class FuzzClock final : public net::Clock {
   std::uint64_t now_ = 1'000'000;
 };
 
-struct Reader {
-  const std::uint8_t* p;
-  std::size_t n;
-  bool empty() const { return n == 0; }
-  std::uint8_t u8() {
-    if (n == 0) return 0;
-    --n;
-    return *p++;
-  }
-  std::uint16_t u16() {
-    const std::uint8_t hi = u8();
-    return static_cast<std::uint16_t>(hi << 8 | u8());
-  }
-  std::string_view bytes(std::size_t len) {
-    len = len < n ? len : n;
-    std::string_view out(reinterpret_cast<const char*>(p), len);
-    p += len;
-    n -= len;
-    return out;
-  }
-};
+using fuzz::Reader;
 
 struct Globals {
   net::SrtpLibraryGuard srtp;

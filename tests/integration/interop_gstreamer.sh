@@ -16,25 +16,21 @@ mkdir -p "$work"
 cd "$work"
 command -v gst-launch-1.0 >/dev/null || { echo "gst-launch-1.0 missing (scripts/setup-deps.sh installs it)"; exit 1; }
 
-pick_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap stop_server EXIT
 
 fail=0
 for suite in AES_CM_128_HMAC_SHA1_80 AEAD_AES_128_GCM; do
   rtsp_port=$(pick_port)
   rm -f server.log gst.log
-  "$server" --stream sample="$sample" --listen 127.0.0.1:"$rtsp_port" --srtp "$suite" --loop \
-    --metrics 127.0.0.1:0 --log-level info 2>server.log &
-  server_pid=$!
-  for _ in $(seq 50); do
-    grep -q "serving rtsp" server.log 2>/dev/null && break
-    sleep 0.1
-  done
+  start_server server.log --stream sample="$sample" --listen 127.0.0.1:"$rtsp_port" \
+    --srtp "$suite" --loop --metrics 127.0.0.1:0 --log-level info || { fail=1; continue; }
   # fakesink prints one "chain" line per decoded frame with -v and silent=false.
   GST_DEBUG_NO_COLOR=1 GST_DEBUG=srtpdec:4 timeout -s INT 10 gst-launch-1.0 -v rtspsrc \
     location="rtsp://127.0.0.1:$rtsp_port/sample" protocols=udp latency=200 \
     ! rtph264depay ! h264parse ! avdec_h264 ! fakesink silent=false >gst.log 2>&1 || true
-  kill "$server_pid" 2>/dev/null || true
-  wait "$server_pid" 2>/dev/null || true
+  stop_server
   frames=$(grep -c "fakesink0:sink) (" gst.log || true)
   # srtpdec logs every packet it cannot unprotect (auth failure, replay, wrong key) as WARN.
   errors=$(grep -E " srtpdec " gst.log | grep -cE " (WARN|ERROR) " || true)

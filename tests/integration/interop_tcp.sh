@@ -18,20 +18,14 @@ mkdir -p "$work"
 cd "$work"
 rm -f server.log player.log frames.md5 metrics.txt
 
-pick_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rtsp_port=$(pick_port)
 metrics_port=$(pick_port)
 
-"$server" --stream sample="$sample" --listen 127.0.0.1:"$rtsp_port" --loop \
-  --metrics 127.0.0.1:"$metrics_port" --log-level info 2>server.log &
-server_pid=$!
-cleanup() { kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; }
-trap cleanup EXIT
-for _ in $(seq 50); do
-  grep -q "serving rtsp" server.log 2>/dev/null && break
-  sleep 0.1
-done
-grep -q "serving rtsp" server.log || { echo "server did not start"; cat server.log; exit 1; }
+trap stop_server EXIT
+start_server server.log --stream sample="$sample" --listen 127.0.0.1:"$rtsp_port" --loop \
+  --metrics 127.0.0.1:"$metrics_port" --log-level info
 url="rtsp://127.0.0.1:$rtsp_port/sample"
 
 fail=0

@@ -371,6 +371,40 @@ TEST(MediaFile, SmallPayloadsFragmentVideoAndAudio) {
   EXPECT_GT(audio_fragmented, 100u);
 }
 
+// A frame of many packets is paced, not burst: its packets leave at evenly spread times over the
+// first half of the gap to the next frame (the block's end for the last), so a bottleneck's queue
+// and a player's socket buffer see the frame's bytes over milliseconds instead of at once.
+TEST(MediaFile, AFramesPacketsAreSpreadOverHalfTheGapToTheNextFrame) {
+  PacketizeOptions options;
+  options.max_payload = 100;  // the sample's I-frames become hundreds of packets
+  auto file = open_or_die(kSample, options);
+  ASSERT_TRUE(file);
+  const MediaFile& f = *file;
+  std::size_t spread_frames = 0;
+  for (const Block& b : f.blocks()) {
+    for (std::uint32_t k = b.first_frame; k < b.first_frame + b.frame_count; ++k) {
+      const Frame& fr = f.frames()[k];
+      const auto pk = f.packets().subspan(fr.first_packet, fr.packet_count);
+      ASSERT_FALSE(pk.empty()) << "frame " << k;
+      const std::int64_t start = pk.front().send_offset_us;
+      const std::int64_t next = k + 1 < b.first_frame + b.frame_count
+                                    ? f.packets()[f.frames()[k + 1].first_packet].send_offset_us
+                                    : b.duration_us;
+      const std::int64_t spread = (next - start) / 2;
+      for (std::size_t i = 0; i < pk.size(); ++i) {
+        EXPECT_EQ(pk[i].send_offset_us, start + spread * static_cast<std::int64_t>(i) /
+                                                    static_cast<std::int64_t>(pk.size()))
+            << "frame " << k << " packet " << i;
+      }
+      if (pk.size() >= 20 && spread >= 1000) {
+        ++spread_frames;
+        EXPECT_GT(pk.back().send_offset_us - start, spread / 2) << "frame " << k;
+      }
+    }
+  }
+  EXPECT_GT(spread_frames, 100u);
+}
+
 TEST(MediaFile, OpusInMatroska) {
   auto file = open_or_die(test::kSampleOpus);
   ASSERT_TRUE(file);

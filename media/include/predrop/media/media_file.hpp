@@ -95,8 +95,9 @@ struct StreamInfo {
 struct RtpPacket {
   /// Offset of the payload in MediaFile::arena().
   std::uint64_t payload_offset = 0;
-  /// Media time of the packet's frame relative to its block's start, in µs (for pacing);
-  /// non-decreasing within a block and within [0, block duration).
+  /// When the packet is due relative to its block's start, in µs (for pacing): its frame's media
+  /// time plus its share of the frame's spread (docs/media.md); non-decreasing within a block and
+  /// within [0, block duration).
   std::int64_t send_offset_us = 0;
   /// RTP timestamp in the stream's clock relative to the file's origin (sessions add their own
   /// random offset). Equal for every packet of a frame; for video it is the presentation time,
