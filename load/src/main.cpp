@@ -11,6 +11,7 @@
 #include "predrop/core/log.hpp"
 #include "predrop/load/runner.hpp"
 #include "predrop/load/scenario.hpp"
+#include "predrop/load/shards.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/srtp_session.hpp"
 
@@ -24,7 +25,7 @@ int run(int argc, char** argv) {
   std::optional<std::uint32_t> clients;
   std::optional<double> ramp, hold, join, leave;
   std::optional<int> pid;
-  std::optional<std::uint32_t> verify_every;
+  std::optional<std::uint32_t> verify_every, threads;
   bool quiet = false;
   app.add_option("scenario", path, "Scenario TOML file")->required()->check(CLI::ExistingFile);
   app.add_option("--url", url, "Override server.url");
@@ -37,6 +38,10 @@ int run(int argc, char** argv) {
   app.add_option("--leave-rate", leave, "Override churn.leave_per_s");
   app.add_option("--verify-every", verify_every,
                  "Override srtp_verify_every of every group (1 = verify all packets)");
+  app.add_option("--threads", threads,
+                 "Override population.threads (client threads, each with its own loop and a "
+                 "share of the clients)")
+      ->check(CLI::Range(1, 64));
   app.add_option("--csv", csv, "Override report.csv (per-interval rows)");
   app.add_option("--summary-csv", summary_csv, "Override report.summary_csv");
   app.add_option("--label", label, "Override report.label");
@@ -56,6 +61,7 @@ int run(int argc, char** argv) {
   if (pid) sc.server_pid = *pid;
   if (!metrics.empty()) sc.metrics = metrics == "none" ? std::string() : metrics;
   if (clients) sc.clients = *clients;
+  if (threads) sc.threads = *threads;
   if (ramp) sc.ramp_s = *ramp;
   if (hold) sc.hold_s = *hold;
   if (join) sc.join_per_s = *join;
@@ -73,10 +79,25 @@ int run(int argc, char** argv) {
   // libsrtp's init runs its self-tests: once per process.
   net::SrtpLibraryGuard srtp_library;
   net::EventLoop loop;
-  load::LoadRunner runner(loop, sc, quiet ? nullptr : stderr);
-  net::SignalWatcher signals(loop, {SIGINT, SIGTERM}, [&](int) { runner.stop(); });
-  signals.keep_loop_alive(false);
-  auto summary = runner.run();
+  std::FILE* progress = quiet ? nullptr : stderr;
+  core::Result<load::LoadSummary> summary = core::make_error("not run");
+  if (sc.threads <= 1) {
+    load::LoadRunner runner(loop, sc, progress);
+    net::SignalWatcher signals(loop, {SIGINT, SIGTERM}, [&](int) { runner.stop(); });
+    signals.keep_loop_alive(false);
+    summary = runner.run();
+  } else {
+    if (progress != nullptr) {
+      std::fprintf(progress,
+                   "predrop-load: %u client threads; the live line counts the first thread's "
+                   "clients, the summary every thread's\n",
+                   sc.threads);
+    }
+    load::ShardedRun run(loop, sc, progress);
+    net::SignalWatcher signals(loop, {SIGINT, SIGTERM}, [&](int) { run.stop(); });
+    signals.keep_loop_alive(false);
+    summary = run.run();
+  }
   if (!summary) {
     std::fprintf(stderr, "predrop-load: %s\n", summary.error().message.c_str());
     return 2;

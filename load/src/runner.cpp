@@ -2,6 +2,7 @@
 #include "predrop/load/runner.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <deque>
 #include <random>
@@ -67,7 +68,7 @@ struct LoadRunner::Impl {
   std::uint64_t backoff_until_us = 0;
   std::uint64_t next_join_us = 0;
   std::uint64_t next_leave_us = 0;
-  bool stop_requested = false;
+  std::atomic<bool> stop_requested{false};  // set from another thread by stop()
 
   // Counters of clients already destroyed, so that totals survive churn.
   std::uint64_t gone_packets = 0, gone_bytes = 0, gone_srtp_fail = 0, gone_srtp_verified = 0;
@@ -489,6 +490,8 @@ struct LoadRunner::Impl {
     summary.quality_db = percentiles(quality);
     summary.report_delay_ms = percentiles(report_delay);
     summary.feedback_rtt_ms = percentiles(rtt_ms);
+    summary.samples = LoadSamples{std::move(l_ms), std::move(loss_pct), std::move(quality),
+                                  std::move(report_delay), std::move(rtt_ms)};
     summary.srtp_failures = gone_srtp_fail;
     summary.srtp_verified = gone_srtp_verified;
     summary.full_psnr_mean =

@@ -107,12 +107,14 @@ core::Result<LoadScenario> parse_load_scenario(std::string_view text, std::strin
     r.number(*t, "server.", "metrics_poll_s", s.metrics_poll_s, 0.05, 60);
   }
   if (const toml::table* t = r.table(root, "population")) {
-    r.check_keys(*t, "population.", {"clients", "ramp_s", "hold_s", "drain_s", "max_joins"});
+    r.check_keys(*t, "population.",
+                 {"clients", "ramp_s", "hold_s", "drain_s", "max_joins", "threads"});
     r.number(*t, "population.", "clients", s.clients, 1, 20000);
     r.number(*t, "population.", "ramp_s", s.ramp_s, 0, 3600);
     r.number(*t, "population.", "hold_s", s.hold_s, 0, 86400);
     r.number(*t, "population.", "drain_s", s.drain_s, 0, 60);
     r.number(*t, "population.", "max_joins", s.max_joins, 1, 1e7);
+    r.number(*t, "population.", "threads", s.threads, 1, 64);
   }
   if (const toml::table* t = r.table(root, "churn")) {
     r.check_keys(*t, "churn.", {"join_per_s", "leave_per_s", "band"});

@@ -28,7 +28,8 @@ class LoadRunner {
 
   /// Runs the whole scenario; returns its summary or a set-up error.
   core::Result<LoadSummary> run();
-  /// Ends the run early (SIGINT): everyone leaves, then the summary is made.
+  /// Ends the run early (SIGINT): everyone leaves, then the summary is made. Safe from any
+  /// thread (the loop sees it at its next 10 ms tick).
   void stop();
 
  private:

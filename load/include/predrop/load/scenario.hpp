@@ -40,6 +40,8 @@ struct LoadScenario {
   double hold_s = 20.0;             ///< Then the population is held (with churn) this long.
   double drain_s = 3.0;             ///< TEARDOWN wait at the end; then everything is closed.
   std::uint32_t max_joins = 10000;  ///< Bound on join attempts over the whole run.
+  /// Client threads, each with its own event loop and a share of the clients (shards.hpp).
+  std::uint32_t threads = 1;
 
   double join_per_s = 0.0;   ///< Churn during the hold: extra joins per second (Poisson).
   double leave_per_s = 0.0;  ///< Churn during the hold: random leaves per second (Poisson).

@@ -28,6 +28,12 @@ struct Percentiles {
 /// Computes the percentiles of `values` (sorted in place), by nearest rank.
 Percentiles percentiles(std::vector<double>& values);
 
+/// The raw samples behind a summary's percentiles, kept so that the summaries of several client
+/// threads merge into exact percentiles of the whole run (shards.hpp).
+struct LoadSamples {
+  std::vector<double> l_ms, loss_pct, quality_db, report_delay_ms, feedback_rtt_ms;
+};
+
 /// What a run measured (hold phase unless said otherwise).
 struct LoadSummary {
   std::string label;
@@ -58,6 +64,7 @@ struct LoadSummary {
   double full_psnr_mean = 0;
   std::uint64_t server_late_blocks = 0;  ///< If the metrics endpoint exports it.
   bool server_late_known = false;
+  LoadSamples samples;  ///< What the percentiles above were computed from.
 };
 
 /// Sum of the error counters of every kind.
