@@ -1,6 +1,6 @@
-// The worker side of the relay protocol for external trainers (gradient_peer.hpp). The join,
-// the stage receive path and the deadline handling follow ddl/train/src/worker.cpp, which does
-// the same for the built-in MLP; docs/ddl-torch.md says what differs.
+// The worker side of the relay protocol for external trainers (gradient_peer.hpp). The join
+// follows ddl/train/src/worker.cpp; the stage receive path and the deadline handling are
+// ddl::StagePeer, shared with it; docs/ddl-torch.md says what differs.
 #include "predrop/ddl/capi/gradient_peer.hpp"
 
 #include <algorithm>
@@ -22,6 +22,7 @@
 #include "predrop/ddl/chunk.hpp"
 #include "predrop/ddl/control_channel.hpp"
 #include "predrop/ddl/stage_collector.hpp"
+#include "predrop/ddl/stage_peer.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 
@@ -33,8 +34,6 @@ constexpr const char* kLog = "ddl-peer";
 constexpr std::size_t kPaceBatch = net::UdpEndpoint::kMaxSendBatch;
 // A PDJN without an answer is sent again after this long.
 constexpr std::uint64_t kJoinRetryUs = 250'000;
-// A stage whose PDSC came but none of whose chunks did is forced closed after D plus this.
-constexpr std::uint64_t kNoChunkSlackUs = 5'000;
 // Closed stages whose report (P) may still come.
 constexpr std::size_t kReportRing = 16;
 // Stages of aggregate the collector keeps ahead of the open one. The relay is no barrier: a
@@ -72,7 +71,6 @@ class GradientPeer::Impl {
       throw std::invalid_argument("ddl peer: the gradient has no elements");
     }
     gradient_.resize(o_.tensor_elements);
-    aggregate_.resize(o_.tensor_elements);
   }
 
   ~Impl() { close_handles(); }
@@ -97,7 +95,7 @@ class GradientPeer::Impl {
         loop_, [this] { guarded("join timer", [this] { check_join(clock_.now_us()); }); });
     stage_timer_ = std::make_unique<net::Timer>(loop_, [this] {
       guarded("stage timer", [this] {
-        if (stage_open_) check_stage(clock_.now_us(), true);
+        if (stage_open()) check_stage(clock_.now_us(), true);
       });
     });
     pace_timer_ = std::make_unique<net::Timer>(
@@ -120,8 +118,8 @@ class GradientPeer::Impl {
       return core::make_error(end_reason_.empty() ? "the peer has ended" : end_reason_);
     }
     if (state_ != State::kRunning) return core::make_error("the job has not started yet");
-    if (stage_open_) {
-      return core::make_error("stage " + std::to_string(stage_) + " is still open");
+    if (stage_open()) {
+      return core::make_error("stage " + std::to_string(sp_->stage()) + " is still open");
     }
     if (gradient.size() != gradient_.size()) {
       return core::make_error("the gradient has " + std::to_string(gradient.size()) +
@@ -163,7 +161,7 @@ class GradientPeer::Impl {
     guarded("poll", [this] {
       const std::uint64_t now = clock_.now_us();
       if (state_ == State::kJoining || state_ == State::kWaiting) check_join(now);
-      if (state_ == State::kRunning && stage_open_) check_stage(now, false);
+      if (state_ == State::kRunning && stage_open()) check_stage(now, false);
     });
   }
 
@@ -215,6 +213,7 @@ class GradientPeer::Impl {
       if (state_ == State::kDone) return;
     }
     last_from_relay_us_ = t;
+    if (sp_ && state_ == State::kRunning) sp_->heard(t);
     if (m->stage_closed) on_stage_closed(*m->stage_closed, t);
     if (m->bye && state_ != State::kDone) fail("the relay ended the job (BYE)");
   }
@@ -366,9 +365,9 @@ class GradientPeer::Impl {
           on_aggregate_packet(v, arrival);
         },
         [this](const core::StageMeasurement& m) { measurements_[m.stage % 4] = m; });
-    ddl_rx_ = std::make_unique<ddl::StageCollector>(
-        plan_, 1, ddl::stage_deadline_config(a.stage_deadline_ms), kCollectorWindow);
-    received_.assign(plan_.size(), 0);
+    sp_ = std::make_unique<ddl::StagePeer>(
+        plan_, ddl::StagePeerConfig{a.stage_deadline_ms, kCollectorWindow,
+                                    std::uint64_t{o_.relay_silence_ms} * 1000});
 
     payload_size_ = ddl::chunk_payload_size(plan_.chunk_elements());
     up_payloads_.assign(payload_size_ * plan_.size(), 0);
@@ -386,29 +385,19 @@ class GradientPeer::Impl {
 
   // ---- one stage ----
 
+  bool stage_open() const { return sp_ && sp_->open(); }
+
   void begin_stage(std::uint32_t s) {
-    // A peer that fell further behind than the collector's window would wait for aggregates
-    // that came and went: it skips to the relay's current stage instead (its model misses the
-    // skipped stages' updates, as with chunks lost under zero fill).
-    if (relay_closed_) {
-      const auto behind = static_cast<std::int32_t>(*relay_closed_ - s);
-      if (behind >= static_cast<std::int32_t>(kCollectorWindow) - 1) {
-        core::log(core::LogLevel::kWarn, kLog,
-                  "stage %u: %d stages behind the relay (it closed stage %u); skipping to %u", s,
-                  behind + 1, *relay_closed_, *relay_closed_ + 1);
-        s = *relay_closed_ + 1;
-      }
+    // A peer that fell further behind than the collector's window skips to the relay's current
+    // stage (ddl::StagePeer; its model misses the skipped stages' updates, as with chunks lost
+    // under zero fill).
+    const std::uint32_t opened = sp_->begin(s, clock_.now_us());
+    if (sp_->skipped() != 0) {
+      core::log(core::LogLevel::kWarn, kLog,
+                "stage %u: %u stages behind the relay (it closed stage %u); skipping to %u", s,
+                sp_->skipped(), opened - 1, opened);
     }
-    stage_ = s;
-    stage_open_ = true;
-    stage_started_us_ = clock_.now_us();
-    // The relay's silence counts from here: between stages the trainer computes, and the relay
-    // has nothing to say.
-    last_from_relay_us_ = std::max(last_from_relay_us_, stage_started_us_);
-    stage_progress_us_ = stage_started_us_;
-    closed_info_.reset();
-    partial_in_stage_ = 0;
-    if (ddl_rx_->current_stage() != s) ddl_rx_->start(s);
+    s = opened;
     for (std::size_t c = 0; c < plan_.size(); ++c) {
       const ddl::ChunkRange r = plan_[c];
       const std::span<std::uint8_t> slot(up_payloads_.data() + c * payload_size_, payload_size_);
@@ -428,11 +417,11 @@ class GradientPeer::Impl {
     }
     // The relay may have closed this stage without us already (its aggregate waits in the
     // collector's next slot), so look now rather than at the next chunk.
-    poll_stage(clock_.now_us());
+    after_io(clock_.now_us());
   }
 
   void on_pace_timer() {
-    if (state_ != State::kRunning || !stage_open_) return;
+    if (state_ != State::kRunning || !stage_open()) return;
     const std::size_t n = std::min(kPaceBatch, up_packets_.size() - pace_next_);
     if (n > 0) {
       tx_->send(std::span(up_packets_).subspan(pace_next_, n), pace_next_, clock_.now_us());
@@ -445,53 +434,38 @@ class GradientPeer::Impl {
     if (state_ != State::kRunning || !v.stage) return;
     auto chunk = ddl::parse_chunk(v.payload);
     if (!chunk) return;
-    const auto outcome = ddl_rx_->on_chunk(v.stage->stage_id, 0, v.stage->count, *chunk, arrival);
-    if (outcome == ddl::ChunkOutcome::kAccepted && v.stage->stage_id == stage_) {
-      stage_progress_us_ = arrival;
-      if ((chunk->header.flags & ddl::kChunkFlagPartial) != 0) ++partial_in_stage_;
-    }
-    if (stage_open_) poll_stage(arrival);
+    (void)sp_->on_chunk(v.stage->stage_id, v.stage->count, *chunk, arrival);
+    after_io(arrival);
   }
 
   void on_stage_closed(const ddl::StageClosed& c, std::uint64_t t) {
     if (state_ != State::kRunning) return;
-    if (!relay_closed_ || static_cast<std::int32_t>(c.stage - *relay_closed_) > 0) {
-      relay_closed_ = c.stage;
-    }
-    if (!stage_open_ || c.stage != stage_) return;
-    closed_info_ = c;
-    closed_info_at_us_ = t;
-    stage_progress_us_ = t;
-    if (c.downlink_packets == 0) {
-      if (auto r = ddl_rx_->force_close(t, aggregate_, received_)) finish_stage(*r, t);
+    if (auto r = sp_->on_stage_closed(c, t)) {
+      finish_stage(*r, t);
       return;
     }
     arm_stage_timer(t);
   }
 
-  // After a chunk only completion may close the stage; deadlines are judged by the timer, after
-  // one more pass over the socket (as in the C++ worker).
-  void poll_stage(std::uint64_t arrival) {
-    std::uint64_t now = arrival;
-    if (const auto at = ddl_rx_->deadline_at_us(); at && now >= *at) now = *at - 1;
-    while (state_ == State::kRunning && stage_open_) {
-      auto r = ddl_rx_->poll(now, aggregate_, received_);
-      if (!r) break;
-      if (r->stage != stage_) continue;
+  // After a chunk or a PDSC only completion may close the stage; deadlines are judged by the
+  // timer (ddl::StagePeer::poll_io).
+  void after_io(std::uint64_t now) {
+    if (state_ != State::kRunning || !stage_open()) return;
+    if (auto r = sp_->poll_io(now)) {
       finish_stage(*r, now);
       return;
     }
-    if (state_ == State::kRunning && stage_open_) arm_stage_timer(now);
+    arm_stage_timer(now);
   }
 
   void arm_stage_timer(std::uint64_t now) {
-    std::uint64_t at = stage_progress_us_ + o_.relay_silence_ms * 1000ULL;
-    if (auto d = ddl_rx_->deadline_at_us()) {
-      at = std::min(at, *d);
-    } else if (closed_info_) {
-      at = std::min(at, closed_info_at_us_ + ddl_rx_->deadline_budget_us() + kNoChunkSlackUs);
+    const auto at = sp_->timer_due_us();
+    if (!at) {
+      stage_timer_->stop();
+      armed_ms_ = ~0ULL;
+      return;
     }
-    const std::uint64_t ms = at > now ? (at - now + 999) / 1000 : 0;
+    const std::uint64_t ms = *at > now ? (*at - now + 999) / 1000 : 0;
     if (ms != armed_ms_ || !stage_timer_->is_active()) {
       stage_timer_->start(ms);
       armed_ms_ = ms;
@@ -499,34 +473,16 @@ class GradientPeer::Impl {
   }
 
   void check_stage(std::uint64_t now, bool allow_grace) {
-    const auto at = ddl_rx_->deadline_at_us();
-    if (allow_grace && at && now >= *at && !grace_given_) {
-      // libuv runs timers before polling I/O: a 1 ms re-arm lets one I/O pass happen first.
-      grace_given_ = true;
-      stage_timer_->start(1);
-      armed_ms_ = 1;
+    const ddl::StageCheck c = sp_->on_timer(now, allow_grace);
+    if (c.closed) {
+      finish_stage(*c.closed, now);
       return;
     }
-    grace_given_ = false;
-    if (auto r = ddl_rx_->poll(now, aggregate_, received_)) {
-      if (r->stage == stage_) {
-        finish_stage(*r, now);
-        return;
-      }
-    }
-    if (!ddl_rx_->deadline_at_us() && closed_info_ &&
-        now >= closed_info_at_us_ + ddl_rx_->deadline_budget_us() + kNoChunkSlackUs) {
-      if (auto r = ddl_rx_->force_close(now, aggregate_, received_)) finish_stage(*r, now);
-      return;
-    }
-    // Judged per stage, not on any packet: a peer that fell more than the window behind gets
-    // packets of later stages only, and must not wait for ever either.
-    if (now >= stage_progress_us_ + o_.relay_silence_ms * 1000ULL) {
-      const bool heard = last_from_relay_us_ > stage_progress_us_;
+    if (c.silent) {
       fail("nothing from the relay at " + o_.relay.to_string() + " for stage " +
-           std::to_string(stage_) + " in " + std::to_string(o_.relay_silence_ms) + " ms: " +
-           (heard ? std::string("the relay is at other stages")
-                  : std::string("the relay is gone or unreachable")));
+           std::to_string(sp_->stage()) + " in " + std::to_string(o_.relay_silence_ms) + " ms: " +
+           (c.heard_other_stages ? std::string("the relay is at other stages")
+                                 : std::string("the relay is gone or unreachable")));
       return;
     }
     armed_ms_ = ~0ULL;
@@ -537,24 +493,23 @@ class GradientPeer::Impl {
     stage_timer_->stop();
     pace_timer_->stop();
     armed_ms_ = ~0ULL;
-    grace_given_ = false;
-    stage_open_ = false;
     next_stage_ = r.stage + 1;
+    const auto& closed_info = sp_->closed_info();
     GradientStage row;
     row.stage = r.stage;
     row.received = r.received;
     const ddl::ContributorReport& c = r.contributors[0];
     row.announced =
-        c.announced != 0 ? c.announced : (closed_info_ ? closed_info_->downlink_packets : 0U);
+        c.announced != 0 ? c.announced : (closed_info ? closed_info->downlink_packets : 0U);
     row.lost = row.announced > row.received ? row.announced - row.received : 0;
-    row.partial = partial_in_stage_;
-    row.contributors = closed_info_ ? closed_info_->contributors : 0U;
+    row.partial = sp_->partial();
+    row.contributors = closed_info ? closed_info->contributors : 0U;
     row.close_reason = static_cast<std::uint8_t>(r.reason);
     row.deadline_us = r.deadline_budget_us;
     row.reception_period_us = static_cast<double>(c.period_us());
-    row.stage_us = now > stage_started_us_ ? now - stage_started_us_ : 0;
+    row.stage_us = now > sp_->stage_started_us() ? now - sp_->stage_started_us() : 0;
     row.filled = static_cast<std::uint32_t>(
-        ddl::fill_missing(fill_, plan_, received_, aggregate_, gradient_));
+        ddl::fill_missing(fill_, plan_, sp_->received(), sp_->aggregate(), gradient_));
 
     // Kept for the report, which goes out when the trainer gives P.
     ReportEntry& e = reports_[r.stage % kReportRing];
@@ -572,7 +527,7 @@ class GradientPeer::Impl {
     m.reception_period_us = row.reception_period_us;
     m.received = row.received;
     m.announced = row.announced;
-    if (on_stage_) on_stage_(row, aggregate_);
+    if (on_stage_) on_stage_(row, sp_->aggregate());
   }
 
   // ---- the end ----
@@ -593,7 +548,6 @@ class GradientPeer::Impl {
   void finish(const core::Status& st, std::string reason) {
     if (state_ == State::kDone) return;
     state_ = State::kDone;
-    stage_open_ = false;
     end_reason_ = std::move(reason);
     close_handles();
     if (on_done_) on_done_(st);
@@ -625,7 +579,7 @@ class GradientPeer::Impl {
   std::unique_ptr<net::Timer> join_timer_, stage_timer_, pace_timer_, keepalive_timer_;
   std::unique_ptr<ddl::ControlChannel> control_;
   std::unique_ptr<chain::StageReceiver> rx_;
-  std::unique_ptr<ddl::StageCollector> ddl_rx_;
+  std::unique_ptr<ddl::StagePeer> sp_;
   std::unique_ptr<chain::StageTransmitter> tx_;
   std::array<core::StageMeasurement, 4> measurements_{};
   std::size_t payload_size_ = 0;
@@ -633,19 +587,9 @@ class GradientPeer::Impl {
   std::vector<chain::OutgoingPacket> up_packets_;
   std::size_t pace_next_ = 0;
   std::uint64_t armed_ms_ = ~0ULL;
-  bool grace_given_ = false;
 
-  std::vector<float> gradient_, aggregate_;
-  std::vector<std::uint16_t> received_;
+  std::vector<float> gradient_;
   std::uint32_t next_stage_ = 0;
-  std::uint32_t stage_ = 0;
-  bool stage_open_ = false;
-  std::uint64_t stage_started_us_ = 0;
-  std::uint64_t stage_progress_us_ = 0;  // the open stage's last chunk or PDSC (or its start)
-  std::optional<ddl::StageClosed> closed_info_;
-  std::uint64_t closed_info_at_us_ = 0;
-  std::uint32_t partial_in_stage_ = 0;
-  std::optional<std::uint32_t> relay_closed_;  // the newest stage the relay said it closed
   std::array<ReportEntry, kReportRing> reports_{};
   CallbackBoundary boundary_{kLog};
 };

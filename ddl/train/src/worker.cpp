@@ -19,6 +19,7 @@
 #include "predrop/ddl/control_channel.hpp"
 #include "predrop/ddl/importance.hpp"
 #include "predrop/ddl/stage_collector.hpp"
+#include "predrop/ddl/stage_peer.hpp"
 #include "predrop/ddl/train/mlp.hpp"
 #include "predrop/ddl/train/random.hpp"
 #include "predrop/net/clock.hpp"
@@ -34,8 +35,9 @@ constexpr const char* kLog = "ddl-worker";
 constexpr std::size_t kPaceBatch = net::UdpEndpoint::kMaxSendBatch;
 // A PDJN without an answer is sent again after this long.
 constexpr std::uint64_t kJoinRetryUs = 250'000;
-// A stage whose PDSC came but none of whose chunks did is forced closed after D plus this.
-constexpr std::uint64_t kNoChunkSlackUs = 5'000;
+// Stages of aggregate held ahead of the open one (ddl::StagePeer: a worker further behind
+// skips to the relay's current stage).
+constexpr std::uint32_t kCollectorWindow = 8;
 // Egress reports kept while waiting for their P or their relay report.
 constexpr std::size_t kEgressRing = 16;
 
@@ -94,7 +96,6 @@ class DdlWorker::Impl {
       test_subset_ = ddl::train::take(data_->test, first);
     }
     gradient_.resize(net_.parameter_count());
-    aggregate_.resize(net_.parameter_count());
     prev_probe_loss_ = net_.evaluate(probe_x_, probe_labels_).loss;
   }
 
@@ -222,6 +223,7 @@ class DdlWorker::Impl {
       if (state_ == State::kDone) return;
     }
     last_from_relay_us_ = t;
+    if (sp_ && state_ == State::kRunning) sp_->heard(t);
     if (m->feedback) on_uplink_report(*m->feedback);
     if (m->stage_closed) on_stage_closed(*m->stage_closed, t);
     if (m->bye && state_ != State::kDone) {
@@ -389,9 +391,9 @@ class DdlWorker::Impl {
           on_aggregate_packet(v, arrival);
         },
         [this](const core::StageMeasurement& m) { measurements_[m.stage % 4] = m; });
-    ddl_rx_ = std::make_unique<ddl::StageCollector>(
-        plan_, 1, ddl::stage_deadline_config(a.stage_deadline_ms));
-    received_.assign(plan_.size(), 0);
+    sp_ = std::make_unique<ddl::StagePeer>(
+        plan_, ddl::StagePeerConfig{a.stage_deadline_ms, kCollectorWindow,
+                                    std::uint64_t{o_.relay_silence_ms} * 1000});
 
     // Uplink: one track to the relay; payloads are re-encoded in place every stage.
     payload_size_ = ddl::chunk_payload_size(plan_.chunk_elements());
@@ -416,12 +418,15 @@ class DdlWorker::Impl {
       vanish();
       return;
     }
-    stage_ = s;
-    stage_started_us_ = clock_.now_us();
-    closed_info_.reset();
-    partial_in_stage_ = 0;
-    // After a stage closes the receiver already collects the next one; start() would drop it.
-    if (ddl_rx_->current_stage() != s) ddl_rx_->start(s);
+    // A worker further behind than the collector's window skips to the relay's current stage
+    // (ddl::StagePeer); its model misses the skipped stages' updates.
+    const std::uint32_t opened = sp_->begin(s, clock_.now_us());
+    if (sp_->skipped() != 0) {
+      core::log(core::LogLevel::kWarn, kLog,
+                "worker %u: stage %u: %u stages behind the relay; skipping to %u", unsigned{rank_},
+                s, sp_->skipped(), opened);
+    }
+    s = opened;
 
     const auto batch = sampler_->next();
     ddl::train::gather_batch(data_->train, batch, batch_x_, batch_labels_);
@@ -475,50 +480,38 @@ class DdlWorker::Impl {
       ++chunks_rejected_;
       return;
     }
-    const auto outcome = ddl_rx_->on_chunk(v.stage->stage_id, 0, v.stage->count, *chunk, arrival);
-    if (outcome == ddl::ChunkOutcome::kAccepted && v.stage->stage_id == stage_ &&
-        (chunk->header.flags & ddl::kChunkFlagPartial) != 0) {
-      ++partial_in_stage_;
-    }
-    poll_stage(arrival);
+    (void)sp_->on_chunk(v.stage->stage_id, v.stage->count, *chunk, arrival);
+    after_io(arrival);
   }
 
   void on_stage_closed(const ddl::StageClosed& c, std::uint64_t t) {
-    if (state_ != State::kRunning || c.stage != stage_) return;
-    closed_info_ = c;
-    closed_info_at_us_ = t;
-    if (c.downlink_packets == 0) {
-      // Nothing will come (the relay discarded it all, or no worker contributed): close now.
-      if (auto r = ddl_rx_->force_close(t, aggregate_, received_)) finish_stage(*r, t);
+    if (state_ != State::kRunning) return;
+    if (auto r = sp_->on_stage_closed(c, t)) {
+      finish_stage(*r, t);
       return;
     }
     arm_stage_timer(t);
   }
 
-  // After a chunk only completion may close the stage: its arrival time is when this thread read
-  // it, and after the thread was preempted the rest of the stage may be waiting in the socket.
-  // Deadlines are judged by the timer, after one more pass over the socket (on_stage_timer).
-  void poll_stage(std::uint64_t arrival) {
-    std::uint64_t now = arrival;
-    if (const auto at = ddl_rx_->deadline_at_us(); at && now >= *at) now = *at - 1;
-    while (state_ == State::kRunning) {
-      auto r = ddl_rx_->poll(now, aggregate_, received_);
-      if (!r) break;
-      if (r->stage != stage_) continue;  // an older stage (cannot happen after start())
+  // After a chunk or a PDSC only completion may close the stage; deadlines are judged by the
+  // timer, after one more pass over the socket (ddl::StagePeer).
+  void after_io(std::uint64_t now) {
+    if (state_ != State::kRunning || !sp_->open()) return;
+    if (auto r = sp_->poll_io(now)) {
       finish_stage(*r, now);
       return;
     }
-    if (state_ == State::kRunning) arm_stage_timer(now);
+    arm_stage_timer(now);
   }
 
   void arm_stage_timer(std::uint64_t now) {
-    std::uint64_t at = last_from_relay_us_ + o_.relay_silence_ms * 1000ull;
-    if (auto d = ddl_rx_->deadline_at_us()) {
-      at = std::min(at, *d);
-    } else if (closed_info_) {
-      at = std::min(at, closed_info_at_us_ + ddl_rx_->deadline_budget_us() + kNoChunkSlackUs);
+    const auto at = sp_->timer_due_us();
+    if (!at) {
+      stage_timer_->stop();
+      armed_ms_ = ~0ull;
+      return;
     }
-    const std::uint64_t ms = at > now ? (at - now + 999) / 1000 : 0;
+    const std::uint64_t ms = *at > now ? (*at - now + 999) / 1000 : 0;
     if (ms != armed_ms_ || !stage_timer_->is_active()) {
       stage_timer_->start(ms);
       armed_ms_ = ms;
@@ -529,35 +522,20 @@ class DdlWorker::Impl {
     if (state_ == State::kRunning) check_stage(clock_.now_us(), true);
   }
 
-  // The stage's deadline, the PDSC-without-chunks close and the relay's silence, at `now`.
-  // `allow_grace`: the timer first re-arms once for 1 ms when the deadline has passed.
+  // The stage's deadline, the PDSC-without-chunks close and the relay's silence, at `now`
+  // (ddl::StagePeer::on_timer; `allow_grace`: one more I/O pass first).
   void check_stage(std::uint64_t now, bool allow_grace) {
-    const auto at = ddl_rx_->deadline_at_us();
-    if (allow_grace && at && now >= *at && !grace_given_) {
-      // Read what is already queued on the socket before judging the deadline: libuv runs
-      // timers before polling I/O, so a 1 ms re-arm lets one I/O pass happen first.
-      grace_given_ = true;
-      stage_timer_->start(1);
-      armed_ms_ = 1;
+    if (!sp_ || !sp_->open()) return;
+    const ddl::StageCheck c = sp_->on_timer(now, allow_grace);
+    if (c.closed) {
+      finish_stage(*c.closed, now);
       return;
     }
-    grace_given_ = false;
-    if (auto r = ddl_rx_->poll(now, aggregate_, received_)) {
-      if (r->stage == stage_) {
-        finish_stage(*r, now);
-        return;
-      }
-    }
-    if (!ddl_rx_->deadline_at_us() && closed_info_ &&
-        now >= closed_info_at_us_ + ddl_rx_->deadline_budget_us() + kNoChunkSlackUs) {
-      // The relay closed the stage and sent its aggregate, but nothing of it arrived.
-      if (auto r = ddl_rx_->force_close(now, aggregate_, received_)) finish_stage(*r, now);
-      return;
-    }
-    if (now >= last_from_relay_us_ + o_.relay_silence_ms * 1000ull) {
+    if (c.silent) {
       finish(core::make_error("nothing from the relay for " + std::to_string(o_.relay_silence_ms) +
-                              " ms in stage " + std::to_string(stage_) +
-                              ": the relay is gone or unreachable"));
+                              " ms in stage " + std::to_string(sp_->stage()) + ": " +
+                              (c.heard_other_stages ? "the relay is at other stages"
+                                                    : "the relay is gone or unreachable")));
       return;
     }
     armed_ms_ = ~0ull;
@@ -567,8 +545,10 @@ class DdlWorker::Impl {
   void finish_stage(const ddl::ClosedStage& r, std::uint64_t now) {
     stage_timer_->stop();
     armed_ms_ = ~0ull;
-    grace_given_ = false;
     const std::uint32_t s = r.stage;
+    const auto& closed_info = sp_->closed_info();
+    const std::span<float> aggregate = sp_->aggregate();
+    const std::span<const std::uint16_t> received = sp_->received();
     DdlWorkerStageRow row;
     row.stage = s;
     row.rank = rank_;
@@ -576,16 +556,16 @@ class DdlWorker::Impl {
     row.received = r.received;
     const ddl::ContributorReport& c = r.contributors[0];
     row.announced =
-        c.announced != 0 ? c.announced : (closed_info_ ? closed_info_->downlink_packets : 0u);
+        c.announced != 0 ? c.announced : (closed_info ? closed_info->downlink_packets : 0u);
     row.lost = row.announced > row.received ? row.announced - row.received : 0;
     row.reception_period_us = static_cast<double>(c.period_us());
-    row.partial = partial_in_stage_;
+    row.partial = sp_->partial();
     row.close_reason = static_cast<std::uint8_t>(r.reason);
     row.deadline_us = r.deadline_budget_us;
-    row.filled = static_cast<std::uint32_t>(
-        ddl::fill_missing(fill_, plan_, received_, aggregate_, gradient_));
-    if (o_.tap) o_.tap(DdlGradientTap{s, gradient_, aggregate_, received_});
-    sgd_.step(net_.parameters(), aggregate_);
+    row.filled =
+        static_cast<std::uint32_t>(ddl::fill_missing(fill_, plan_, received, aggregate, gradient_));
+    if (o_.tap) o_.tap(DdlGradientTap{s, gradient_, aggregate, received});
+    sgd_.step(net_.parameters(), aggregate);
     const double probe_loss = net_.evaluate(probe_x_, probe_labels_).loss;
     row.probe_loss = probe_loss;
     row.performance = prev_probe_loss_ - probe_loss;
@@ -630,7 +610,7 @@ class DdlWorker::Impl {
     }
     row.uplink_planned = up_planned_;
     row.uplink_discarded = up_discarded_;
-    row.stage_us = now > stage_started_us_ ? now - stage_started_us_ : 0;
+    row.stage_us = now > sp_->stage_started_us() ? now - sp_->stage_started_us() : 0;
 
     summary_.stages = s + 1;
     summary_.chunks_filled += row.filled;
@@ -696,8 +676,8 @@ class DdlWorker::Impl {
     summary_.rank = rank_;
     if (rx_) summary_.srtp_failures += rx_->stats().srtp_auth_failed;
     summary_.srtp_failures += control_errors_;
-    if (ddl_rx_) summary_.late_chunks = ddl_rx_->counters().late;
-    summary_.chunks_rejected = chunks_rejected_ + (ddl_rx_ ? ddl_rx_->counters().rejected : 0);
+    if (sp_) summary_.late_chunks = sp_->collector().counters().late;
+    summary_.chunks_rejected = chunks_rejected_ + (sp_ ? sp_->collector().counters().rejected : 0);
     if (tx_) summary_.send_drops = tx_->stats().send_drops;
     summary_.ssrc_mismatches = ssrc_mismatches_;
     summary_.stale_answers = stale_answers_;
@@ -721,8 +701,7 @@ class DdlWorker::Impl {
   Eigen::MatrixXf probe_x_, batch_x_;
   std::vector<std::uint8_t> probe_labels_, batch_labels_;
   ddl::train::Dataset test_subset_;
-  std::vector<float> gradient_, aggregate_;
-  std::vector<std::uint16_t> received_;
+  std::vector<float> gradient_;
   double prev_probe_loss_ = 0.0;
   double train_loss_ = 0.0;
 
@@ -748,7 +727,7 @@ class DdlWorker::Impl {
   std::unique_ptr<net::Timer> join_timer_, stage_timer_, pace_timer_;
   std::unique_ptr<ddl::ControlChannel> control_;
   std::unique_ptr<chain::StageReceiver> rx_;
-  std::unique_ptr<ddl::StageCollector> ddl_rx_;
+  std::unique_ptr<ddl::StagePeer> sp_;
   std::unique_ptr<chain::StageTransmitter> tx_;
   std::array<core::StageMeasurement, 4> measurements_{};
   std::size_t payload_size_ = 0;
@@ -757,14 +736,8 @@ class DdlWorker::Impl {
   std::vector<std::uint8_t> importance_;
   std::size_t pace_next_ = 0;
   std::uint64_t armed_ms_ = ~0ull;
-  bool grace_given_ = false;
 
   // Current stage.
-  std::uint32_t stage_ = 0;
-  std::uint64_t stage_started_us_ = 0;
-  std::optional<ddl::StageClosed> closed_info_;
-  std::uint64_t closed_info_at_us_ = 0;
-  std::uint32_t partial_in_stage_ = 0;
   double up_rate_ = 0.0;
   std::uint32_t up_planned_ = 0, up_discarded_ = 0;
 
