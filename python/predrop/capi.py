@@ -6,12 +6,10 @@ match the header field for field; ``ABI_VERSION`` guards against a stale library
 """
 
 import ctypes
-import glob
-import os
+
+from . import _build
 
 ABI_VERSION = 1
-
-_REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 class StageInfo(ctypes.Structure):
@@ -77,16 +75,9 @@ class RelayError(RuntimeError):
 
 def find_library():
     """Path of libpredrop_ddl_capi.so (PREDROP_DDL_CAPI, else the repository's build dirs)."""
-    env = os.environ.get("PREDROP_DDL_CAPI")
-    if env:
-        return env
-    name = "ddl/capi/libpredrop_ddl_capi.so"
-    candidates = [os.path.join(_REPO, "build", "release", name)]
-    candidates += sorted(glob.glob(os.path.join(_REPO, "build", "*", name)), key=os.path.getmtime,
-                         reverse=True)
-    for c in candidates:
-        if os.path.exists(c):
-            return c
+    path = _build.find("PREDROP_DDL_CAPI", "ddl/capi/libpredrop_ddl_capi.so")
+    if path:
+        return path
     raise RelayError("libpredrop_ddl_capi.so not found: build the predrop_ddl_capi target "
                      "(cmake --build build/release --target predrop_ddl_capi) or set "
                      "PREDROP_DDL_CAPI to its path")

@@ -22,7 +22,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from . import fmnist
 
 COLUMNS = ["stage", "rank", "R", "L_ms", "loss", "probe_loss", "P", "test_acc", "close_reason",
-           "received", "announced", "filled", "partial", "deadline_ms", "stage_ms", "wall_s"]
+           "received", "announced", "filled", "partial", "deadline_ms", "stage_ms", "wall_s",
+           "residual_norm"]
 
 
 def make_model(seed):
@@ -38,7 +39,8 @@ DEFAULTS = dict(backend="relay", stages=200, batch=32, lr=0.05, momentum=0.9, se
                 train_subset=12000, test_subset=2000, probe=128, eval_every=25, out=None,
                 relay=None, key=None, gloo_addr="127.0.0.1", gloo_port=None,
                 relay_silence_ms=5000,
-                join_timeout_ms=10000, print_rows=True, library=None, target_acc=None)
+                join_timeout_ms=10000, print_rows=True, library=None, target_acc=None,
+                feedback=False)
 
 
 def run_rank(rank, world, cfg, queue=None, progress=None):
@@ -65,7 +67,8 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
         import predrop.torch as pt
         state = pt.RelayState(model, relay=c["relay"], key=c["key"], rank=rank,
                               model_seed=c["seed"], relay_silence_ms=c["relay_silence_ms"],
-                              join_timeout_ms=c["join_timeout_ms"], library=c["library"])
+                              join_timeout_ms=c["join_timeout_ms"], library=c["library"],
+                              error_feedback=c["feedback"])
         ddp.register_comm_hook(state, pt.relay_hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=c["lr"], momentum=c["momentum"])
 
@@ -137,6 +140,8 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
                             "partial": info["partial"],
                             "deadline_ms": round(info["deadline_ms"], 1),
                             "stage_ms": round(info["stage_ms"], 3)})
+                if "residual_norm" in info:
+                    row["residual_norm"] = round(info["residual_norm"], 6)
             rows.append(row)
             if writer:
                 writer.writerow(row)
@@ -189,6 +194,9 @@ def main():
         typ = type(v) if v is not None else str
         if k in ("gloo_port", "target_acc"):
             typ = int if k == "gloo_port" else float
+        if isinstance(v, bool):
+            def typ(x):
+                return x.lower() in ("1", "true", "yes", "on")
         ap.add_argument("--" + k.replace("_", "-"), type=typ, default=v)
     a = vars(ap.parse_args())
     rank, world = a.pop("rank"), a.pop("world")

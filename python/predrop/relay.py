@@ -6,26 +6,26 @@ where it listens. ``start()`` waits for both and returns a ``Relay`` with ``addr
 
 import os
 import re
+import socket
 import subprocess
 import time
 
-_REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+from . import _build
 
 
 def find_server():
     """Path of predrop-server (PREDROP_SERVER, else build/release, else any build/*)."""
-    env = os.environ.get("PREDROP_SERVER")
-    if env:
-        return env
-    import glob
-    name = "server/predrop-server"
-    cands = [os.path.join(_REPO, "build", "release", name)]
-    cands += sorted(glob.glob(os.path.join(_REPO, "build", "*", name)), key=os.path.getmtime,
-                    reverse=True)
-    for c in cands:
-        if os.path.exists(c):
-            return c
+    path = _build.find("PREDROP_SERVER", "server/predrop-server")
+    if path:
+        return path
     raise FileNotFoundError("predrop-server not found: build it or set PREDROP_SERVER")
+
+
+def free_port(host="127.0.0.1"):
+    """A TCP port free on `host` now (for gloo's rendezvous)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
 
 
 def job_config(workers, listen="127.0.0.1:0", policy="history", fixed_rate=0.0,

@@ -16,6 +16,13 @@ chunks filled as the relay's job says), with that bucket's slice of the average.
 the futures only at the end of backward, so nothing else waits; the price is that no bucket's
 communication overlaps the rest of backward (the relay's plan covers the whole gradient).
 
+Error feedback (``error_feedback=True``, for jobs whose missing chunks are filled with zeros):
+each rank keeps, per chunk, what it submitted but got no average back for (the relay
+pre-discarded that chunk for this rank, or it was lost), and adds it to its next stage's gradient,
+as compressed/sparsified SGD does (EF-SGD, Karimireddy et al. 2019; Deep Gradient Compression).
+The update is delayed, not dropped: chunks the priority discard leaves out stage after stage grow
+until they are sent. docs/ddl-torch.md "Error feedback" says why this and not another fill.
+
 A failure (relay gone during a stage, removed, BYE) completes the futures with a RuntimeError,
 which ``loss.backward()`` raises; every later stage fails at once with the same reason.
 """
@@ -45,7 +52,7 @@ class RelayState:
 
     def __init__(self, model, relay, key=None, rank=-1, model_seed=1, bind=None,
                  join_timeout_ms=10000, start_timeout_ms=60000, relay_silence_ms=5000,
-                 history=1000, library=None):
+                 history=1000, library=None, error_feedback=False):
         n = model if isinstance(model, int) else _grad_elements(model)
         self.elements = n
         self._flat = torch.empty(n, dtype=torch.float32)
@@ -64,6 +71,15 @@ class RelayState:
                                start_timeout_ms=start_timeout_ms,
                                relay_silence_ms=relay_silence_ms, library=library)
         self.job = self._peer.job
+        self.error_feedback = bool(error_feedback)
+        if self.error_feedback and self.job.fill_own:
+            self._peer.close()
+            raise RelayError("predrop relay: error_feedback needs the job's missing chunks filled "
+                             "with zeros (missing_chunk_fill = \"zero\"), not \"own\"")
+        # The residual: gradient submitted whose average did not come back, per element.
+        self._residual = torch.zeros(n, dtype=torch.float32) if self.error_feedback else None
+        self._sent = torch.empty(n, dtype=torch.float32) if self.error_feedback else None
+        self.residual_norm = 0.0
 
     # ---- the transport's thread ----
 
@@ -80,6 +96,9 @@ class RelayState:
             "R": 1.0 - info.announced / info.chunks if info.chunks else 0.0,
         }
         if info.status == 0:
+            if self.error_feedback:
+                self._feed_back(info)
+                row["residual_norm"] = self.residual_norm
             self.stages.append(row)
             self.last_stage = info.stage
             for off, cnt, fut in pending:
@@ -90,6 +109,24 @@ class RelayState:
             err = RelayError(self.error)
             for _, _, fut in pending:
                 fut.set_exception(err)
+
+    def _feed_back(self, info):
+        # Under zero fill a chunk that did not come back is all zeros in the average; one that
+        # came back all zeros carries no update either. Its part of what this rank sent stays
+        # in the residual; every other chunk's residual was delivered.
+        if info.received == info.chunks:
+            self._residual.zero_()
+            self.residual_norm = 0.0
+            return
+        ce = self.job.chunk_elements
+        n = self.elements
+        full = (n // ce) * ce
+        avg, sent, res = self._avg, self._sent, self._residual
+        missing = avg[:full].view(-1, ce).eq(0).all(dim=1, keepdim=True)
+        res[:full].view(-1, ce).copy_(sent[:full].view(-1, ce) * missing)
+        if full < n:
+            res[full:] = sent[full:] if bool(avg[full:].eq(0).all()) else 0.0
+        self.residual_norm = float(res.norm())
 
     # ---- the autograd thread (the hook) ----
 
@@ -124,6 +161,9 @@ class RelayState:
                 fut.set_exception(err)
             return
         self._inflight = pending
+        if self.error_feedback:
+            self._flat.add_(self._residual)
+            self._sent.copy_(self._flat)
         try:
             self._peer.submit(ctypes.c_void_p(self._flat.data_ptr()),
                               ctypes.c_void_p(self._avg.data_ptr()), self.elements)

@@ -43,10 +43,24 @@ def out_dir(name):
 
 
 def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from predrop import relay
+    return relay.free_port()
+
+
+def start_relay(name, workers, **config):
+    """A relay for one test's job (predrop-server from PREDROP_SERVER or the build dirs), its
+    logs in out_dir(name); returns (out_dir, relay)."""
+    from predrop import relay
+    out = out_dir(name)
+    return out, relay.start(out, workers, **config)
+
+
+def rank_config(r, **kw):
+    """The fmnist_job configuration of a relay job on the running relay `r`."""
+    cfg = dict(backend="relay", relay=r.address, key=r.key, gloo_port=free_port(),
+               print_rows=False)
+    cfg.update(kw)
+    return cfg
 
 
 def init_gloo(rank, world, port):
@@ -69,14 +83,19 @@ class SmallCnn:
             nn.Flatten(), nn.Linear(256, 64), nn.ReLU(), nn.Linear(64, 10))
 
 
-def run_ranks(world, target, args, timeout):
-    """Runs target(rank, world, *args) in `world` spawned processes; returns their exit codes
-    (None for one still running at the timeout, which is then killed)."""
+def spawn_ranks(world, target, args):
+    """Starts target(rank, world, *args) in `world` spawned processes."""
     import torch.multiprocessing as mp
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=target, args=(r, world, *args)) for r in range(world)]
     for p in procs:
         p.start()
+    return procs
+
+
+def join_ranks(procs, timeout):
+    """Waits up to `timeout` s for all; returns their exit codes (None for one still running,
+    which is then killed)."""
     import time
     end = time.monotonic() + timeout
     for p in procs:
@@ -90,6 +109,12 @@ def run_ranks(world, target, args, timeout):
         else:
             codes.append(p.exitcode)
     return codes
+
+
+def run_ranks(world, target, args, timeout):
+    """Runs target(rank, world, *args) in `world` spawned processes; returns their exit codes
+    (None for one still running at the timeout, which is then killed)."""
+    return join_ranks(spawn_ranks(world, target, args), timeout)
 
 
 def drain(queue, n, timeout=2.0):

@@ -55,10 +55,8 @@ def rank_main(rank, world, relay_address, key, port, lib, queue):
 def main():
     common.require_torch()
     import torch.multiprocessing as mp
-    from predrop import relay
-    out = common.out_dir("allclose")
-    r = relay.start(out, WORLD, server=os.environ.get("PREDROP_SERVER"), policy="fixed",
-                    fixed_rate=0.0, stage_deadline_ms=5000)
+    _, r = common.start_relay("allclose", WORLD, policy="fixed", fixed_rate=0.0,
+                              stage_deadline_ms=5000)
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     try:

@@ -2,7 +2,6 @@
 silence bound (1.5 s here) and loss.backward() raises a RelayError that says the relay is gone;
 every rank process exits (code 3) instead of hanging."""
 
-import os
 import sys
 import time
 
@@ -17,36 +16,21 @@ def main():
     common.require_torch()
     common.require_fmnist()
     import torch.multiprocessing as mp
-    from predrop import fmnist_job, relay
-    out = common.out_dir("killed")
-    r = relay.start(out, WORLD, server=os.environ.get("PREDROP_SERVER"), policy="history")
-    cfg = dict(backend="relay", stages=100000, relay=r.address, key=r.key,
-               gloo_port=common.free_port(), library=os.environ.get("PREDROP_DDL_CAPI"),
-               train_subset=3000, test_subset=500, eval_every=0, print_rows=False,
-               relay_silence_ms=SILENCE_MS)
+    from predrop import fmnist_job
+    _, r = common.start_relay("killed", WORLD, policy="history")
+    cfg = common.rank_config(r, stages=100000, train_subset=3000, test_subset=500, eval_every=0,
+                             relay_silence_ms=SILENCE_MS)
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     progress = {KILL_AT: ctx.Event()}
-    procs = [ctx.Process(target=fmnist_job.run_rank, args=(k, WORLD, cfg, queue, progress))
-             for k in range(WORLD)]
-    for p in procs:
-        p.start()
+    procs = common.spawn_ranks(WORLD, fmnist_job.run_rank, (cfg, queue, progress))
     ok = True
     if not progress[KILL_AT].wait(60):
         print("FAIL: rank 0 did not reach the stage to kill the relay at")
         ok = False
     r.kill()
     killed_at = time.monotonic()
-    for p in procs:
-        p.join(max(0.1, killed_at + 30 - time.monotonic()))
-    codes = []
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-            p.join()
-            codes.append(None)
-        else:
-            codes.append(p.exitcode)
+    codes = common.join_ranks(procs, max(0.1, killed_at + 30 - time.monotonic()))
     took = time.monotonic() - killed_at
     results = common.drain(queue, WORLD)
     for s in sorted(results, key=lambda x: x["rank"]):

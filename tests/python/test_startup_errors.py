@@ -32,7 +32,6 @@ def expect_error(what, fn, needle, max_s):
 def main():
     common.require_torch()
     import predrop.torch as pt
-    from predrop import relay
     lib = os.environ.get("PREDROP_DDL_CAPI")
     ok = True
     port = common.free_port()
@@ -41,7 +40,7 @@ def main():
         lambda: pt.RelayState(1000, relay=f"127.0.0.1:{port}", key="none", library=lib,
                               join_timeout_ms=800),
         "no answer from the relay", 5)
-    r = relay.start(common.out_dir("startup"), 1, server=os.environ.get("PREDROP_SERVER"))
+    _, r = common.start_relay("startup", 1)
     try:
         wrong = "a=crypto:1 AEAD_AES_128_GCM inline:" + base64.b64encode(os.urandom(28)).decode()
         ok &= expect_error(

@@ -17,13 +17,12 @@ def main():
     common.require_torch()
     common.require_fmnist()
     import torch.multiprocessing as mp
-    from predrop import fmnist_job, relay
+    from predrop import fmnist_job
     out = common.out_dir("discard")
-    r = relay.start(out, WORLD, server=os.environ.get("PREDROP_SERVER"), policy="fixed",
-                    fixed_rate=RATE, trace_csv=os.path.join(out, "relay-trace.csv"))
-    cfg = dict(backend="relay", stages=STAGES, relay=r.address, key=r.key,
-               gloo_port=common.free_port(), library=os.environ.get("PREDROP_DDL_CAPI"),
-               train_subset=6000, test_subset=1000, eval_every=0, out=out, print_rows=False)
+    _, r = common.start_relay("discard", WORLD, policy="fixed", fixed_rate=RATE,
+                              trace_csv=os.path.join(out, "relay-trace.csv"))
+    cfg = common.rank_config(r, stages=STAGES, train_subset=6000, test_subset=1000, eval_every=0,
+                             out=out)
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     try:
