@@ -1,8 +1,16 @@
 #include "relay_aggregate.hpp"
 
+#include <algorithm>
+#include <cstddef>
+
 #include "predrop/ddl/importance.hpp"
 
 namespace predrop::ddl {
+
+namespace {
+// 2^32 / golden ratio, odd: consecutive stages start far apart in the chunk order.
+constexpr std::uint64_t kRotationStride = 2'654'435'769ULL;
+}  // namespace
 
 void RelayAggregate::allocate(const ChunkPlan& plan) {
   plan_ = plan;
@@ -31,6 +39,18 @@ std::size_t RelayAggregate::encode(std::uint32_t stage, std::uint32_t live, bool
     packets_[k] = chain::OutgoingPacket{0, false, stage, slot.first(len ? *len : 0)};
     importance_[k] = importance_full_[c];
     ++k;
+  }
+  // Sent from a different chunk each stage (a golden-ratio stride): a bottleneck queue that
+  // overflows drops the end of the burst, and in chunk order that would be the same chunks (the
+  // last layers) every stage, which zero fill would then never train and error feedback never
+  // deliver. Rotated, what a queue drops moves through the tensor (docs/ddl-torch.md).
+  if (k > 1) {
+    const std::size_t first =
+        static_cast<std::size_t>((static_cast<std::uint64_t>(stage) * kRotationStride) % k);
+    std::rotate(packets_.begin(), packets_.begin() + static_cast<std::ptrdiff_t>(first),
+                packets_.begin() + static_cast<std::ptrdiff_t>(k));
+    std::rotate(importance_.begin(), importance_.begin() + static_cast<std::ptrdiff_t>(first),
+                importance_.begin() + static_cast<std::ptrdiff_t>(k));
   }
   if (k > 0) packets_[k - 1].marker = true;
   count_ = k;

@@ -3,7 +3,9 @@
 // (the `zero`-policy average and the contributors per chunk, written by ddl::StageCollector), and
 // the aggregate's packets, encoded once per stage and shared read-only by every worker's egress
 // (docs/design.md §5): only chunks some worker contributed, flagged PARTIAL when fewer than all
-// did, with their importance for the `priority` discard policy (docs/ddl.md).
+// did, with their importance for the `priority` discard policy (docs/ddl.md), rotated to start at
+// a different chunk each stage (so that a queue dropping the end of the burst drops other chunks
+// each stage).
 //
 // Threading: the relay's loop thread. Memory: allocate() sizes everything for the job's tensor;
 // encode() allocates nothing.
