@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # DDP + gloo all-reduce against DDP + the predrop relay (R = 0, the exact rule `history`, the
-# `adaptive` policy; missing chunks zero or own) on the test bed, same model, seed and batches
+# `adaptive` and `capacity` policies; missing chunks zero, own, or zero with error feedback) on
+# the test bed, same model, seed and batches
 # (run-ddl-torch.sh), with a bottleneck and without one. Prints a markdown table of rank 1 (the
 # rank behind the bottleneck); the runs stay in OUT.
 #
 #   ddl-torch-compare.sh [--out DIR] [--rate RATE] [--stages S] [--target-acc A]
+#   DDL_TORCH_RUNS="4mbit gloo - -,4mbit relay history feedback" ddl-torch-compare.sh  (a subset)
 #
 # Needs PREDROP_BIN and PREDROP_DDL_CAPI (see run-ddl-torch.sh).
 set -uo pipefail
@@ -25,14 +27,22 @@ runs=(
   "$rate relay fixed zero"
   "$rate relay history zero"
   "$rate relay adaptive zero"
+  "$rate relay capacity zero"
   "$rate relay fixed own"
   "$rate relay history own"
   "$rate relay adaptive own"
+  "$rate relay capacity own"
+  "$rate relay fixed feedback"
+  "$rate relay history feedback"
+  "$rate relay adaptive feedback"
+  "$rate relay capacity feedback"
   "200mbit gloo - -"
   "200mbit relay fixed zero"
+  "200mbit relay history feedback"
 )
-echo "| bottleneck | backend | policy | fill | stages | wall s | s to ${target} | final acc (rank 1) | mean R (rank 1) |"
-echo "|---|---|---|---|---|---|---|---|---|"
+[[ -n "${DDL_TORCH_RUNS:-}" ]] && mapfile -t runs < <(tr ',' '\n' <<<"$DDL_TORCH_RUNS")
+echo "| bottleneck | backend | policy | fill | stages | wall s | rank 1: s to ${target} | rank 1 final acc | rank 0: s to ${target} | rank 0 final acc | rank 1 mean R | rank 1 chunks received | tbf drops |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for run in "${runs[@]}"; do
   read -r r backend policy fill <<<"$run"
   dir="$out/$r-$backend-$policy-$fill"
@@ -40,22 +50,36 @@ for run in "${runs[@]}"; do
   [[ "$policy" != - ]] && args+=(--policy "$policy" --fill "$fill")
   "$here/run-ddl-torch.sh" "${args[@]}" >"$dir.log" 2>&1
   /usr/bin/python3 - "$dir" "$r" "$backend" "$policy" "$fill" <<'PY'
-import csv, json, os, sys
+import csv, json, os, re, sys
 d, rate, backend, policy, fill = sys.argv[1:]
-s = {}
-for line in open(os.path.join(d, "rank-1.out")) if os.path.exists(os.path.join(d, "rank-1.out")) else []:
-    if line.startswith("SUMMARY "):
-        s = json.loads(line[8:])
-rs = []
+def summary(k):
+    s = {}
+    p = os.path.join(d, f"rank-{k}.out")
+    for line in open(p) if os.path.exists(p) else []:
+        if line.startswith("SUMMARY "):
+            s = json.loads(line[8:])
+    return s
+def f(v, fmt):
+    return "-" if v is None else format(v, fmt)
+s0, s1 = summary(0), summary(1)
+rs, rx = [], []
 p = os.path.join(d, "rank-1.csv")
 if os.path.exists(p):
-    rs = [float(x["R"]) for x in csv.DictReader(open(p)) if x.get("R")]
-mr = f"{sum(rs) / len(rs):.3f}" if rs else "-"
-ttt = s.get("time_to_target")
-acc = s.get("final_acc")
-print(f"| {rate} | {backend} | {policy} | {fill} | {s.get('stages', '-')} | "
-      f"{s.get('wall_s', 0):.1f} | {'-' if ttt is None else f'{ttt:.1f}'} | "
-      f"{'-' if acc is None else f'{acc:.4f}'} | {mr} |"
-      + (f" error: {s['error']}" if s.get("error") else ""))
+    for x in csv.DictReader(open(p)):
+        if x.get("R"):
+            rs.append(float(x["R"]))
+            rx.append(int(x["received"]))
+mean = lambda v, fmt: format(sum(v) / len(v), fmt) if v else "-"
+drops = "-"
+q = os.path.join(d, "qdisc.txt")
+if os.path.exists(q):
+    m = re.findall(r"dropped (\d+)", open(q).read())
+    drops = str(max(int(x) for x in m)) if m else "-"
+err = s1.get("error") or s0.get("error")
+print(f"| {rate} | {backend} | {policy} | {fill} | {s1.get('stages', '-')} | "
+      f"{s1.get('wall_s', 0):.1f} | {f(s1.get('time_to_target'), '.1f')} | "
+      f"{f(s1.get('final_acc'), '.4f')} | {f(s0.get('time_to_target'), '.1f')} | "
+      f"{f(s0.get('final_acc'), '.4f')} | {mean(rs, '.3f')} | {mean(rx, '.1f')} | {drops} |"
+      + (f" error: {err}" if err else ""), flush=True)
 PY
 done

@@ -28,7 +28,7 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--stages", type=int, default=300)
     ap.add_argument("--backend", choices=["relay", "gloo"], default="relay")
-    ap.add_argument("--policy", choices=["basic", "history", "adaptive", "fixed"],
+    ap.add_argument("--policy", choices=["basic", "history", "adaptive", "capacity", "fixed"],
                     default="history", help="the relay's per-peer controller ([control].policy)")
     ap.add_argument("--rate", type=float, default=0.0, help="fixed_rate of --policy fixed")
     ap.add_argument("--rmax", type=float, default=0.3)
