@@ -9,10 +9,12 @@
 # gloo also does the rendezvous and DDP's start-up broadcast in both cases.
 #
 #   run-ddl-torch.sh --out DIR --rate RATE --backend gloo|relay [--policy fixed|history|adaptive]
-#                    [--fixed-rate R] [--fill zero|own|feedback] [--stages S] [--target-acc A]
+#                    [--fixed-rate R] [--fill zero|own|feedback|model] [--stages S] [--target-acc A]
 #
 # --fill feedback: the relay fills missing chunks with zeros and each rank keeps what it did not
-# get back for its next stage (error feedback, RelayState(error_feedback=True)).
+# get back for its next stage (error feedback, RelayState(error_feedback=True)). --fill model:
+# the ranks average their parameters through the relay instead of their gradients, keeping their
+# own where a chunk is missing (RelayState(average="model"), relay fill own).
 #
 # Needs PREDROP_BIN (predrop-server) and PREDROP_DDL_CAPI (libpredrop_ddl_capi.so). Writes
 # rank-<r>.csv, rank-<r>.out/.log (the last line of .out is the rank's JSON summary), relay
@@ -55,14 +57,17 @@ flock 9
 bed_up "$rate" || exit 1
 
 key=""
-relay_fill=$fill feedback=0
+relay_fill=$fill feedback=0 average=gradient discard=priority
 if [[ "$fill" == feedback ]]; then relay_fill=zero feedback=1; fi
+# Parameters have no "importance" (the priority rule would leave out the same small-valued chunks
+# at every stage): model averaging discards a random subset.
+if [[ "$fill" == model ]]; then relay_fill=own average=model discard=random; fi
 if [[ "$backend" == relay ]]; then
   PYTHONPATH="$repo/python" "$py" -c "
 import sys; from predrop import relay
 sys.stdout.write(relay.job_config(2, listen='$BED_SND_IP:$relay_port', policy='$policy',
     fixed_rate=$fixed_rate, rmax=max(0.5, $fixed_rate), missing_fill='$relay_fill',
-    trace_csv='$out/relay-trace.csv'))" \
+    trace_csv='$out/relay-trace.csv', discard='$discard'))" \
     >"$out/job.toml"
   bed_spawn snd env -u PREDROP_DDL_KEY "$bin/predrop-server" -c "$out/job.toml" \
     >"$out/relay.out" 2>"$out/relay.log"
@@ -78,7 +83,7 @@ fi
 
 common=(--world 2 --backend "$backend" --gloo-addr "$BED_SND_IP" --gloo-port "$gloo_port"
         --relay "$BED_SND_IP:$relay_port" --stages "$stages" --target-acc "$target"
-        --out "$out" --eval-every 25 --feedback "$feedback")
+        --out "$out" --eval-every 25 --feedback "$feedback" --average "$average")
 pids=()
 for r in 0 1; do
   if ((r == 0)); then where=snd ifname=s0; else where=rcv ifname=c0; fi

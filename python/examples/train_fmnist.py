@@ -35,9 +35,10 @@ def main():
     # 200 ms rather than the adaptive rule: with two ranks L is near 0, so D sits at its 25 ms
     # floor, and on a shared CPU a rank that is preempted longer misses the stage.
     ap.add_argument("--deadline", default="200", help="stage deadline: adaptive or ms")
-    ap.add_argument("--fill", choices=["zero", "own", "feedback"], default="zero",
-                    help="missing chunks: zeros, the rank's own gradient, or zeros with error "
-                         "feedback (the rank's undelivered gradient goes into its next stage)")
+    ap.add_argument("--fill", choices=["zero", "own", "feedback", "model"], default="zero",
+                    help="missing chunks: zeros, the rank's own gradient, zeros with error "
+                         "feedback (the rank's undelivered gradient goes into its next stage), or "
+                         "model: average the parameters instead, keeping own where missing")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=1)
@@ -63,7 +64,8 @@ def main():
     cfg = dict(backend=a.backend, stages=a.stages, batch=a.batch, lr=a.lr, seed=a.seed,
                train_subset=a.train_subset, test_subset=a.test_subset, eval_every=a.eval_every,
                out=a.out, gloo_port=relay.free_port(), library=a.lib, target_acc=a.target_acc,
-               feedback=a.fill == "feedback")
+               feedback=a.fill == "feedback",
+               average="model" if a.fill == "model" else "gradient")
     if a.backend == "relay":
         if a.relay:
             cfg.update(relay=a.relay, key=os.environ.get("PREDROP_DDL_KEY"))
@@ -71,7 +73,8 @@ def main():
             deadline = a.deadline if a.deadline == "adaptive" else int(a.deadline)
             r = relay.start(a.out, a.workers, server=a.server, policy=a.policy,
                             fixed_rate=a.rate, rmax=a.rmax, stage_deadline_ms=deadline,
-                            missing_fill="own" if a.fill == "own" else "zero",
+                            missing_fill="own" if a.fill in ("own", "model") else "zero",
+                            discard="random" if a.fill == "model" else "priority",
                             trace_csv=os.path.abspath(os.path.join(a.out, "relay-trace.csv")))
             cfg.update(relay=r.address, key=r.key)
             print(f"relay {r.address} ({a.policy}), {a.workers} ranks x {a.stages} stages, "

@@ -40,7 +40,7 @@ DEFAULTS = dict(backend="relay", stages=200, batch=32, lr=0.05, momentum=0.9, se
                 relay=None, key=None, gloo_addr="127.0.0.1", gloo_port=None,
                 relay_silence_ms=5000,
                 join_timeout_ms=10000, print_rows=True, library=None, target_acc=None,
-                feedback=False)
+                feedback=False, average="gradient")
 
 
 def run_rank(rank, world, cfg, queue=None, progress=None):
@@ -68,7 +68,7 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
         state = pt.RelayState(model, relay=c["relay"], key=c["key"], rank=rank,
                               model_seed=c["seed"], relay_silence_ms=c["relay_silence_ms"],
                               join_timeout_ms=c["join_timeout_ms"], library=c["library"],
-                              error_feedback=c["feedback"])
+                              error_feedback=c["feedback"], average=c["average"])
         ddp.register_comm_hook(state, pt.relay_hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=c["lr"], momentum=c["momentum"])
 

@@ -23,6 +23,14 @@ as compressed/sparsified SGD does (EF-SGD, Karimireddy et al. 2019; Deep Gradien
 The update is delayed, not dropped: chunks the priority discard leaves out stage after stage grow
 until they are sent. docs/ddl-torch.md "Error feedback" says why this and not another fill.
 
+Model averaging (``average="model"``): the stage carries the rank's parameters (before the
+optimiser step) instead of its gradient; the relay's average replaces the parameters where it
+arrived, the rank keeps its own where a chunk is missing, and the optimiser then steps with the
+rank's local gradient. With SGD + momentum and every chunk delivered, the mean of the ranks'
+models follows DDP's trajectory; a chunk that is missing stays at the rank's own value and is
+pulled back to the mean the next time it arrives, so ranks behind a lossy path do not drift
+apart (docs/ddl-torch.md "Missing chunks").
+
 A failure (relay gone during a stage, removed, BYE) completes the futures with a RuntimeError,
 which ``loss.backward()`` raises; every later stage fails at once with the same reason.
 """
@@ -52,7 +60,16 @@ class RelayState:
 
     def __init__(self, model, relay, key=None, rank=-1, model_seed=1, bind=None,
                  join_timeout_ms=10000, start_timeout_ms=60000, relay_silence_ms=5000,
-                 history=1000, library=None, error_feedback=False):
+                 history=1000, library=None, error_feedback=False, average="gradient"):
+        if average not in ("gradient", "model"):
+            raise ValueError(f"average must be 'gradient' or 'model', not {average!r}")
+        if average == "model" and isinstance(model, int):
+            raise ValueError("average='model' needs the module, not a size")
+        if average == "model" and error_feedback:
+            raise ValueError("error_feedback applies to average='gradient' only")
+        self.average = average
+        self._params = ([p for p in model.parameters() if p.requires_grad]
+                        if average == "model" else None)
         n = model if isinstance(model, int) else _grad_elements(model)
         self.elements = n
         self._flat = torch.empty(n, dtype=torch.float32)
@@ -95,6 +112,8 @@ class RelayState:
             # The relay's pre-discard for this peer, as seen here: chunks it did not send.
             "R": 1.0 - info.announced / info.chunks if info.chunks else 0.0,
         }
+        if info.status == 0 and self.average == "model":
+            self._apply_model(info)
         if info.status == 0:
             if self.error_feedback:
                 self._feed_back(info)
@@ -102,13 +121,37 @@ class RelayState:
             self.stages.append(row)
             self.last_stage = info.stage
             for off, cnt, fut in pending:
-                fut.set_result(self._avg[off:off + cnt])
+                if self.average == "model":
+                    fut.set_result(self._local[off:off + cnt])
+                else:
+                    fut.set_result(self._avg[off:off + cnt])
         else:
             why = info.error.decode(errors="replace") if info.error else "failed"
             self.error = f"predrop relay: stage {info.stage} failed: {why}"
             err = RelayError(self.error)
             for _, _, fut in pending:
                 fut.set_exception(err)
+
+    def _apply_model(self, info):
+        # The average replaces the parameters where it arrived; where a chunk is missing the
+        # rank keeps its own (under own fill the peer already wrote them; under zero fill the
+        # chunk is all zeros in the average).
+        if info.received != info.chunks and not self.job.fill_own:
+            ce = self.job.chunk_elements
+            n = self.elements
+            full = (n // ce) * ce
+            avg, own = self._avg, self._flat
+            missing = avg[:full].view(-1, ce).eq(0).all(dim=1, keepdim=True)
+            avg[:full].view(-1, ce).copy_(torch.where(missing, own[:full].view(-1, ce),
+                                                      avg[:full].view(-1, ce)))
+            if full < n and bool(avg[full:].eq(0).all()):
+                avg[full:] = own[full:]
+        off = 0
+        with torch.no_grad():
+            for p in self._params:
+                k = p.numel()
+                p.copy_(self._avg[off:off + k].view_as(p))
+                off += k
 
     def _feed_back(self, info):
         # Under zero fill a chunk that did not come back is all zeros in the average; one that
@@ -161,6 +204,16 @@ class RelayState:
                 fut.set_exception(err)
             return
         self._inflight = pending
+        if self.average == "model":
+            # This stage's gradient stays local (the optimiser steps with it); the parameters
+            # go to the relay.
+            self._local = self._flat.clone()
+            off = 0
+            with torch.no_grad():
+                for p in self._params:
+                    k = p.numel()
+                    self._flat[off:off + k].copy_(p.reshape(-1))
+                    off += k
         if self.error_feedback:
             self._flat.add_(self._residual)
             self._sent.copy_(self._flat)

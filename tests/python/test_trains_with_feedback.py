@@ -1,7 +1,7 @@
 """Error feedback under heavy pre-discard: policy fixed, R = 0.5 of every peer's aggregate with
 priority discard (the same low-importance chunks would be left out stage after stage), missing
 chunks zero, and each rank's undelivered gradient added to its next stage
-(RelayState(error_feedback=True)). The CNN trains above 65 % test accuracy on both ranks in 150
+(RelayState(error_feedback=True)). The CNN trains above 60 % test accuracy (72-77 % observed) on both ranks in 150
 stages; the residual is used (non-zero in stages with discards) and the ranks end with the same
 accuracy within 3 points (their models stay together)."""
 
@@ -14,19 +14,20 @@ import common
 STAGES = 150
 WORLD = 2
 RATE = 0.5
-THRESHOLD = 0.65
+THRESHOLD = 0.60
 
 
-def main():
+def run(name, relay_fill, check_residual, discard="priority", max_spread=0.03, **rank_cfg):
+    """The job above with `rank_cfg` for the ranks; 0 if it passes."""
     common.require_torch()
     common.require_fmnist()
     import torch.multiprocessing as mp
     from predrop import fmnist_job
-    out = common.out_dir("feedback")
-    _, r = common.start_relay("feedback", WORLD, policy="fixed", fixed_rate=RATE,
-                              missing_fill="zero")
+    out = common.out_dir(name)
+    _, r = common.start_relay(name, WORLD, policy="fixed", fixed_rate=RATE,
+                              missing_fill=relay_fill, discard=discard)
     cfg = common.rank_config(r, stages=STAGES, train_subset=6000, test_subset=1000, eval_every=0,
-                             out=out, feedback=True)
+                             out=out, **rank_cfg)
     queue = mp.get_context("spawn").Queue()
     try:
         codes = common.run_ranks(WORLD, fmnist_job.run_rank, (cfg, queue), timeout=100)
@@ -40,7 +41,7 @@ def main():
               f"error {s['error']}")
         ok &= s["error"] is None and s["final_acc"] is not None and s["final_acc"] > THRESHOLD
         accs.append(s["final_acc"] or 0.0)
-    ok &= len(accs) == WORLD and max(accs) - min(accs) < 0.03
+    ok &= len(accs) == WORLD and max(accs) - min(accs) < max_spread
     with open(os.path.join(out, "rank-0.csv")) as f:
         rows = list(csv.DictReader(f))
     rates = [float(x["R"]) for x in rows]
@@ -48,12 +49,18 @@ def main():
     used = sum(1 for x in rows if float(x.get("residual_norm") or 0) > 0)
     print(f"rank 0: mean observed R {mean_r:.3f}, residual non-zero in {used} of {len(rows)} "
           f"stages, relay exit {rc}")
-    ok &= abs(mean_r - RATE) < 0.03 and used > len(rows) // 2
+    ok &= abs(mean_r - RATE) < 0.03
+    if check_residual:
+        ok &= used > len(rows) // 2
     if not ok:
         print(f"FAIL: exit codes {codes}\n{r.log()[-3000:]}")
         return 1
     print("PASS")
     return 0
+
+
+def main():
+    return run("feedback", "zero", True, feedback=True)
 
 
 if __name__ == "__main__":
