@@ -76,7 +76,7 @@ std::optional<ClosedStage> StagePeer::poll_io(std::uint64_t now_us) {
   std::uint64_t now = now_us;
   if (const auto at = rx_.deadline_at_us(); at && now >= *at) now = *at - 1;
   while (auto r = rx_.poll(now, aggregate_, received_)) {
-    if (r->stage == stage_) return closed(std::move(r));
+    if (r->stage == stage_) return closed(r);
     // An older stage (cannot happen after begin()).
   }
   return std::nullopt;
@@ -94,7 +94,7 @@ StageCheck StagePeer::on_timer(std::uint64_t now_us, bool allow_grace) {
   grace_ = false;
   while (auto r = rx_.poll(now_us, aggregate_, received_)) {
     if (r->stage == stage_) {
-      out.closed = closed(std::move(r));
+      out.closed = closed(r);
       return out;
     }
   }
@@ -125,7 +125,7 @@ std::optional<std::uint64_t> StagePeer::timer_due_us() const {
   return at;
 }
 
-std::optional<ClosedStage> StagePeer::closed(std::optional<ClosedStage> r) {
+std::optional<ClosedStage> StagePeer::closed(const std::optional<ClosedStage>& r) {
   if (r) {
     open_ = false;
     grace_ = false;

@@ -96,7 +96,7 @@ class StagePeer {
   const StageCollector& collector() const { return rx_; }
 
  private:
-  std::optional<ClosedStage> closed(std::optional<ClosedStage> r);
+  std::optional<ClosedStage> closed(const std::optional<ClosedStage>& r);
 
   StagePeerConfig config_;
   StageCollector rx_;
