@@ -48,6 +48,11 @@ struct LightClient::Impl {
   std::unique_ptr<chain::StageReceiver> receiver;
   std::optional<net::SrtpSession> verify;  // sampled verification (srtp_verify_every > 1)
   std::optional<net::SrtpSession> feedback_out;
+  // Reads the server's sender reports until one names the session (server_number()), then no
+  // more: one unprotect per SR while unknown, none after.
+  std::optional<net::SrtpSession> sr_in;
+  std::vector<std::uint8_t> sr_buf;
+  std::string server_number;
   std::vector<std::uint8_t> verify_buf;
   std::uint64_t datagrams = 0;
   std::uint32_t reporter_ssrc = 0;
@@ -130,6 +135,7 @@ struct LightClient::Impl {
         verify_buf.resize(rc.max_datagram + net::kSrtpMaxTrailer);
       }
       feedback_out.emplace(net::SrtpDirection::Outbound, *suite, key);
+      sr_in.emplace(net::SrtpDirection::Inbound, *suite, key);
     }
     receiver = std::make_unique<chain::StageReceiver>(
         rc, std::move(srtp_in), chain::StageReceiver::OnPacket{},
@@ -171,10 +177,15 @@ struct LightClient::Impl {
                                [this](std::span<const std::uint8_t> d, const net::SocketAddress&,
                                       std::uint64_t at) { on_datagram(d, at); });
     if (!rtp) return rtp.error();
-    // RTCP: only sends (PDFB); the server's SRs are left unread in a small queue.
+    // RTCP: sends PDFB; of the server's SRs only the first that names the session is read.
     net::UdpOptions ro;
     ro.recv_buffer_bytes = 4096;
-    auto rtcp = net::UdpEndpoint::open(loop, net::SocketAddress::any_v4(0), ro, {});
+    ro.recv_batch = 1;
+    sr_buf.resize(1500 + net::kSrtpMaxTrailer);
+    auto rtcp =
+        net::UdpEndpoint::open(loop, net::SocketAddress::any_v4(0), ro,
+                               [this](std::span<const std::uint8_t> d, const net::SocketAddress&,
+                                      std::uint64_t) { on_rtcp(d); });
     if (!rtcp) return rtcp.error();
     Track t;
     t.rtp = std::move(rtp.value());
@@ -182,6 +193,16 @@ struct LightClient::Impl {
     const rtsp::PortPair ports{t.rtp->local_address().port(), t.rtcp->local_address().port()};
     tracks.push_back(std::move(t));
     return ports;
+  }
+
+  void on_rtcp(std::span<const std::uint8_t> d) {
+    if (!server_number.empty() || d.size() + net::kSrtpMaxTrailer > sr_buf.size()) return;
+    std::memcpy(sr_buf.data(), d.data(), d.size());
+    auto c = chain::decode_rtcp(sr_buf, d.size(), sr_in ? &*sr_in : nullptr);
+    constexpr std::string_view kPrefix = "predrop-";
+    if (!c || !c->sender_report || !c->cname.starts_with(kPrefix)) return;
+    server_number = std::string(c->cname.substr(kPrefix.size()));
+    if (events.on_numbered) events.on_numbered(*owner);
   }
 
   void on_playing() {
@@ -280,6 +301,10 @@ bool LightClient::playing() const {
 
 const std::string& LightClient::session_id() const {
   return impl_->session;
+}
+
+const std::string& LightClient::server_number() const {
+  return impl_->server_number;
 }
 
 const LightClientStats& LightClient::stats() const {

@@ -44,8 +44,8 @@ struct Slot {
   bool playing = false;
   bool leaving = false;
   bool done = false;
-  std::string session;
-  double confirmed = 0;                   // reports_total last seen in /metrics
+  std::string session;   // the server's public number for it (its /metrics label), once known
+  double confirmed = 0;  // reports_total last seen in /metrics
   std::deque<std::uint64_t> unconfirmed;  // send times of PDFBs not yet seen there
 };
 
@@ -188,9 +188,10 @@ struct LoadRunner::Impl {
     c.psnr_cap_db = sc.psnr_cap_db;
     c.concealed_db = sc.concealed_db;
     LightClient::Events ev;
-    ev.on_playing = [this, s](LightClient& lc) {
-      s->playing = true;
-      s->session = lc.session_id();
+    ev.on_playing = [s](LightClient&) { s->playing = true; };
+    // /metrics labels a session by its public number, which the server's SRs name.
+    ev.on_numbered = [this, s](LightClient& lc) {
+      s->session = lc.server_number();
       by_session[s->session] = s;
     };
     ev.on_block = [this, s](LightClient&, const LightBlock& b) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # predrop-load with two client threads against a real predrop-server on loopback: every client
 # plays through the hold, the summary counts both threads' clients, SRTP verifies with no failure,
-# and the exit status is 0. Usage: load_threads.sh SERVER_BINARY LOAD_BINARY SCENARIO SAMPLE WORKDIR
+# the first thread's sessions are found in /metrics (feedback round trip), and the exit status
+# is 0. Usage: load_threads.sh SERVER_BINARY LOAD_BINARY SCENARIO SAMPLE WORKDIR
 set -euo pipefail
 server="$1"
 load="$2"
@@ -25,6 +26,8 @@ cat load.out
 fail=0
 grep -qE "sessions held +12 after ramp" load.out || { echo "FAIL: not all 12 clients played"; fail=1; }
 grep -qE "SRTP +0 failed of [1-9]" load.out || { echo "FAIL: SRTP failures or nothing verified"; fail=1; }
+# The first thread matches its sessions in /metrics by the number the server's SRs name.
+grep -qE "feedback round trip +p50 [0-9]" load.out || { echo "FAIL: no feedback round trip"; fail=1; }
 grep -qE "errors +none" load.out || { echo "FAIL: errors"; fail=1; }
 [[ $(wc -l <load-summary.csv) -eq 2 ]] || { echo "FAIL: one merged summary row expected"; fail=1; }
 exit $fail

@@ -77,6 +77,8 @@ class LightClient {
     std::function<void(LightClient&, const LightBlock&)> on_block;
     std::function<void(LightClient&, const LightFailure&)> on_failed;  ///< Then it is inert.
     std::function<void(LightClient&)> on_left;  ///< leave() finished (TEARDOWN answered or not).
+    /// The server's public number for this session became known (server_number()).
+    std::function<void(LightClient&)> on_numbered;
   };
 
   LightClient(net::EventLoop& loop, LightClientConfig config, Events events);
@@ -95,6 +97,9 @@ class LightClient {
 
   bool playing() const;
   const std::string& session_id() const;
+  /// The session's public number, the label of its series in the server's /metrics, read from
+  /// the CNAME "predrop-<number>" of the server's first SRTCP sender report; empty until then.
+  const std::string& server_number() const;
   const LightClientStats& stats() const;
   const LightClientConfig& config() const;
 
