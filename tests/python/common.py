@@ -127,3 +127,28 @@ def drain(queue, n, timeout=2.0):
         except q.Empty:
             break
     return out
+
+
+def train_job(name, world, stages, relay_config, rank_cfg, threshold, timeout=100):
+    """The training job the trains_* tests share: a relay with `relay_config`, `world` ranks
+    running fmnist_job for `stages` stages (6000 training and 1000 test images) with `rank_cfg`.
+    Prints each rank's result; returns (ok, out_dir, relay, exit codes, results by rank), where
+    ok means every rank exited 0 without error above `threshold` test accuracy."""
+    import torch.multiprocessing as mp
+    from predrop import fmnist_job
+    out, r = start_relay(name, world, **relay_config)
+    cfg = rank_config(r, stages=stages, train_subset=6000, test_subset=1000, eval_every=0,
+                      out=out, **rank_cfg)
+    queue = mp.get_context("spawn").Queue()
+    try:
+        codes = run_ranks(world, fmnist_job.run_rank, (cfg, queue), timeout=timeout)
+        results = sorted(drain(queue, world), key=lambda x: x["rank"])
+    finally:
+        rc = r.stop(timeout=10)
+    print(f"relay exit {rc}")
+    ok = codes == [0] * world and len(results) == world
+    for s in results:
+        print(f"rank {s['rank']}: {s['stages']} stages, accuracy {s['final_acc']}, "
+              f"error {s['error']}")
+        ok &= s["error"] is None and s["final_acc"] is not None and s["final_acc"] > threshold
+    return ok, out, r, codes, results

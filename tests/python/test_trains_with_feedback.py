@@ -21,26 +21,10 @@ def run(name, relay_fill, check_residual, discard="priority", max_spread=0.03, *
     """The job above with `rank_cfg` for the ranks; 0 if it passes."""
     common.require_torch()
     common.require_fmnist()
-    import torch.multiprocessing as mp
-    from predrop import fmnist_job
-    out = common.out_dir(name)
-    _, r = common.start_relay(name, WORLD, policy="fixed", fixed_rate=RATE,
-                              missing_fill=relay_fill, discard=discard)
-    cfg = common.rank_config(r, stages=STAGES, train_subset=6000, test_subset=1000, eval_every=0,
-                             out=out, **rank_cfg)
-    queue = mp.get_context("spawn").Queue()
-    try:
-        codes = common.run_ranks(WORLD, fmnist_job.run_rank, (cfg, queue), timeout=100)
-        results = common.drain(queue, WORLD)
-    finally:
-        rc = r.stop(timeout=10)
-    ok = codes == [0] * WORLD and len(results) == WORLD
-    accs = []
-    for s in sorted(results, key=lambda x: x["rank"]):
-        print(f"rank {s['rank']}: {s['stages']} stages, accuracy {s['final_acc']}, "
-              f"error {s['error']}")
-        ok &= s["error"] is None and s["final_acc"] is not None and s["final_acc"] > THRESHOLD
-        accs.append(s["final_acc"] or 0.0)
+    ok, out, r, codes, results = common.train_job(
+        name, WORLD, STAGES, dict(policy="fixed", fixed_rate=RATE, missing_fill=relay_fill,
+                                  discard=discard), rank_cfg, THRESHOLD)
+    accs = [s["final_acc"] or 0.0 for s in results]
     ok &= len(accs) == WORLD and max(accs) - min(accs) < max_spread
     with open(os.path.join(out, "rank-0.csv")) as f:
         rows = list(csv.DictReader(f))
@@ -48,7 +32,7 @@ def run(name, relay_fill, check_residual, discard="priority", max_spread=0.03, *
     mean_r = sum(rates) / max(1, len(rates))
     used = sum(1 for x in rows if float(x.get("residual_norm") or 0) > 0)
     print(f"rank 0: mean observed R {mean_r:.3f}, residual non-zero in {used} of {len(rows)} "
-          f"stages, relay exit {rc}")
+          f"stages")
     ok &= abs(mean_r - RATE) < 0.03
     if check_residual:
         ok &= used > len(rows) // 2
