@@ -190,6 +190,14 @@ void Timer::start(std::uint64_t timeout_ms, std::uint64_t repeat_ms) {
                  repeat_ms);
 }
 
+void Timer::start_from_now(std::uint64_t timeout_ms) {
+  if (handle_ == nullptr) {
+    return;
+  }
+  uv_update_time(handle_->loop);
+  uv_timer_start(reinterpret_cast<uv_timer_t*>(handle_), &TimerCallbacks::on_timer, timeout_ms, 0);
+}
+
 void Timer::stop() {
   if (handle_ != nullptr) {
     uv_timer_stop(reinterpret_cast<uv_timer_t*>(handle_));

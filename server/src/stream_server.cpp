@@ -153,7 +153,9 @@ struct StreamServer::SessionEntry {
   std::unique_ptr<StreamSession> session;  // created at the first PLAY
   std::uint64_t last_request_us = 0;
   std::string base_url;
-  bool interleaved = false;  // its tracks go on connection `connection` (RTP/AVP/TCP)
+  bool interleaved = false;      // its tracks go on connection `connection` (RTP/AVP/TCP)
+  std::uint32_t slot = kNoSlot;  // its key in the pacing queue, once it was ever queued
+  static constexpr std::uint32_t kNoSlot = UINT32_MAX;
 };
 
 StreamServer::StreamServer(net::EventLoop& loop, StreamServerOptions options, OnBlock on_block)
@@ -255,6 +257,7 @@ void StreamServer::start() {
     rtcp_socket_ = std::move(rtcp.value());
   }
   if (!rtcp_socket_) throw std::runtime_error("no free RTP/RTCP port pair found");
+  rtp_socket_->set_gso(options_.gso);
   batch_ = std::make_unique<chain::SendBatch>(
       *rtp_socket_, wire::rtp_header_size(wire::RtpExtensionIds{kStageExtId, kAbsSendTimeExtId}) +
                         options_.max_payload_size + net::kSrtpMaxTrailer);
@@ -270,9 +273,18 @@ void StreamServer::start() {
   }
   listener_ = std::move(listener.value());
 
-  pacer_ = std::make_unique<net::Timer>(
-      loop_, [this] { guard_.run(CallbackKind::kTimer, [&] { tick(); }); });
-  pacer_->start(1, 1);
+  // One-shot, re-armed by every run for the next deadline; if a run throws before it re-armed,
+  // arm it here so that pacing never stops.
+  pacer_ = std::make_unique<net::Timer>(loop_, [this] {
+    guard_.run(CallbackKind::kTimer, [&] { tick(); });
+    if (!pacer_->is_active()) arm_pacer();
+  });
+  // The pacing queue's whole storage, up front: no allocation when sessions come and go.
+  const std::size_t slots = options_.max_sessions + options_.pushes.size();
+  schedule_.reserve(slots);
+  slot_entries_.reserve(slots);
+  free_slots_.reserve(slots);
+  arm_pacer();
   housekeeper_ = std::make_unique<net::Timer>(
       loop_, [this] { guard_.run(CallbackKind::kTimer, [&] { housekeeping(); }); });
   housekeeper_->start(1000, 1000);
@@ -343,6 +355,9 @@ void StreamServer::stop() {
     }
     flush_interleaved();  // the BYEs of interleaved sessions, as far as the sockets take them
   }
+  schedule_.clear();
+  slot_entries_.clear();
+  free_slots_.clear();
   sessions_.clear();
   session_by_address_.clear();
   for (auto& [id, c] : connections_) {
@@ -351,6 +366,7 @@ void StreamServer::stop() {
   connections_.clear();
   paused_.clear();
   if (pacer_) pacer_.reset();
+  armed_us_ = StreamSession::kNoDeadline;
   if (housekeeper_) housekeeper_.reset();
   if (listener_) listener_.reset();
   batch_.reset();
@@ -453,6 +469,7 @@ bool StreamServer::start_session(SessionEntry& entry, std::uint64_t now_us) {
     if (t.rtcp_destination) session_by_address_[*t.rtcp_destination] = entry.id;
   }
   entry.session->play(now_us);
+  reschedule(entry);
   return true;
 }
 
@@ -685,6 +702,7 @@ void StreamServer::serve(Connection& c) {
       c.input_used = 0;
       paused_.insert(c.id);
       ++stats_.connections_paused;
+      arm_pacer();  // it is polled every millisecond until its queue drains
       return;
     }
     ev = c.parser.next();
@@ -767,7 +785,11 @@ std::string StreamServer::handle(Connection& c, rtsp::RtspRequest& req) {
     entry->last_request_us = now;
   }
   Request q{c, req, entry, now};
-  return rtsp::serialize(dispatch(q));
+  const rtsp::RtspResponse response = dispatch(q);
+  // PLAY, PAUSE (and any later method) may have moved the session's next due time.
+  if (q.entry != nullptr) reschedule(*q.entry);
+  if (needs_polling() && armed_us_ > now + 1000) arm_pacer();  // e.g. a first interleaved SETUP
+  return rtsp::serialize(response);
 }
 
 rtsp::RtspResponse StreamServer::dispatch(Request& q) {
@@ -1038,15 +1060,19 @@ void StreamServer::on_interleaved(Connection& c, const rtsp::InterleavedFrame& f
   inject_fault(CallbackKind::kRtcp);
   std::copy(frame.payload.begin(), frame.payload.end(), rtcp_buffer_.begin());
   s->second->session->on_rtcp(rtcp_buffer_, frame.payload.size(), clock_.now_us());
+  reschedule(*s->second);
 }
 
-void StreamServer::flush_interleaved() {
+bool StreamServer::flush_interleaved() {
+  bool pending = false;
   for (std::uint64_t id : interleaved_connections_) {
     auto it = connections_.find(id);
     if (it != connections_.end() && it->second->media && it->second->is_open()) {
       it->second->media->flush();
+      pending = pending || it->second->media->queued_bytes() > 0;
     }
   }
+  return pending;
 }
 
 rtsp::RtspResponse StreamServer::handle_play(Request& q) {
@@ -1086,6 +1112,11 @@ rtsp::RtspResponse StreamServer::handle_teardown(Request& q) {
 void StreamServer::remove_session(const std::string& id) {
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return;
+  if (const std::uint32_t slot = it->second->slot; slot != SessionEntry::kNoSlot) {
+    schedule_.remove(slot);
+    slot_entries_[slot] = nullptr;
+    free_slots_.push_back(slot);
+  }
   for (auto a = session_by_address_.begin(); a != session_by_address_.end();) {
     a = a->second == id ? session_by_address_.erase(a) : std::next(a);
   }
@@ -1121,24 +1152,38 @@ void StreamServer::on_rtcp_datagram(std::span<const std::uint8_t> data,
   inject_fault(CallbackKind::kRtcp);
   std::copy(data.begin(), data.end(), rtcp_buffer_.begin());
   s->second->session->on_rtcp(rtcp_buffer_, data.size(), now_us);
+  reschedule(*s->second);
 }
 
 void StreamServer::tick() {
   const std::uint64_t now = clock_.now_us();
+  ++stats_.pacing_wakeups;
+  armed_us_ = StreamSession::kNoDeadline;  // a one-shot timer: it fired, or is re-armed below
   std::vector<std::string> failed;
   {
-    // Every session's due packets go into one shared batch: full sendmmsg calls instead of one
-    // short call per session (the scope flushes the rest when it closes).
+    // Every due session's packets go into one shared batch: full sendmmsg calls instead of one
+    // short call per session (the scope flushes the rest when it closes). Only the sessions due
+    // by `now` are visited, earliest first.
     chain::SendBatchScope scope(*batch_);
-    for (auto& [id, e] : sessions_) {
-      if (!e->session) continue;
-      StreamSession& session = *e->session;  // (a lambda may not capture a structured binding)
+    while (schedule_.next_due() <= now) {
+      const std::uint32_t slot = schedule_.top();
+      SessionEntry& e = *slot_entries_[slot];
+      StreamSession& session = *e.session;
+      ++stats_.session_pumps;
       // Each session on its own: one that throws ends, the others are paced on.
       const bool ok = guard_.run(CallbackKind::kTimer, [&] {
         inject_fault(CallbackKind::kTimer);
         session.pump(now);
       });
-      if (!ok) failed.push_back(id);
+      if (!ok) {
+        schedule_.remove(slot);
+        failed.push_back(e.id);
+        continue;
+      }
+      // Never at or before `now` again in this run (pump() sent all that was due), so the loop
+      // ends even if a session's due time were wrong.
+      const std::uint64_t next = session.next_due_us();
+      schedule_.schedule(slot, next == StreamSession::kNoDeadline ? next : std::max(next, now + 1));
     }
   }
   // Only after the scope: the batch's datagrams point into the sessions' transmitters.
@@ -1146,8 +1191,47 @@ void StreamServer::tick() {
     ++stats_.sessions_closed_by_exception;
     remove_session(id);
   }
-  flush_interleaved();
+  (void)flush_interleaved();
   if (!paused_.empty()) resume_paused();
+  arm_pacer();
+}
+
+void StreamServer::reschedule(SessionEntry& entry) {
+  const std::uint64_t due =
+      entry.session ? entry.session->next_due_us() : StreamSession::kNoDeadline;
+  if (entry.slot == SessionEntry::kNoSlot) {
+    if (due == StreamSession::kNoDeadline) return;
+    if (free_slots_.empty()) {
+      entry.slot = static_cast<std::uint32_t>(slot_entries_.size());
+      slot_entries_.push_back(&entry);
+    } else {
+      entry.slot = free_slots_.back();
+      free_slots_.pop_back();
+      slot_entries_[entry.slot] = &entry;
+    }
+  }
+  schedule_.schedule(entry.slot, due);
+  if (due < armed_us_) arm_pacer();
+}
+
+void StreamServer::arm_pacer() {
+  if (!pacer_) return;
+  // The longest sleep, also with nothing queued: a clock that is not the loop's (a test's
+  // FakeClock) is looked at again after this even if the next deadline lies far ahead on it, and
+  // the loop never blocks for long. 20 wake-ups a second visit no session and cost nothing.
+  constexpr std::uint64_t kMaxSleepMs = 50;
+  const std::uint64_t now = clock_.now_us();
+  std::uint64_t due = schedule_.next_due();
+  // Connections whose queues wait for their socket (interleaved media rings, paused RTSP
+  // replies) are polled every millisecond, as the old 1 ms tick did: the ring is written only
+  // from here. UDP-only servers never poll.
+  if (needs_polling()) due = std::min(due, now + 1000);
+  // libuv counts whole milliseconds: round up, so that the wake-up is never before `due` and
+  // the sessions due within that millisecond share it (and its sendmmsg batch).
+  const std::uint64_t wait_us = due > now ? due - now : 0;
+  const std::uint64_t wait_ms = std::min<std::uint64_t>((wait_us + 999) / 1000, kMaxSleepMs);
+  pacer_->start_from_now(wait_ms);
+  armed_us_ = now + wait_ms * 1000;
 }
 
 void StreamServer::housekeeping() {

@@ -265,6 +265,32 @@ std::size_t StreamSession::pump(std::uint64_t now_us) {
   return sent;
 }
 
+std::uint64_t StreamSession::next_due_us() const {
+  // Mirrors pump(): every branch there that acts at some time has its time here.
+  if (!playing_ || bye_sent_) return kNoDeadline;
+  std::uint64_t due = kNoDeadline;
+  if (!finished_) {
+    const std::uint64_t start = block_start_us(loops_, media_->blocks()[block_]);
+    due = start;
+    if (stage_open_ && config_.paced && cursor_ < block_size(block_)) {
+      due = start + static_cast<std::uint64_t>(block_packet(block_, cursor_).send_offset_us);
+    }
+  } else if (!end_bye_sent_) {
+    return 0;  // the BYE at the media's end is due at once
+  }
+  if (!end_bye_sent_) due = std::min(due, next_sr_us_);
+  if (config_.feedback) {
+    // check_missing_reports() waits only on the oldest unsettled stage.
+    for (std::uint32_t s = next_report_; s < stage_; ++s) {
+      const StageRecord& r = records_[s % records_.size()];
+      if (r.stage != s || r.settled) continue;
+      due = std::min(due, r.end_us + config_.report_timeout_us);
+      break;
+    }
+  }
+  return due;
+}
+
 void StreamSession::send_sender_reports(std::uint64_t now_us) {
   next_sr_us_ = now_us + kSenderReportIntervalUs;
   (void)send_rtcp(now_us, false);

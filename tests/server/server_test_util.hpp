@@ -1,8 +1,9 @@
 #pragma once
 // Helpers for the server tests in this folder: the sample clip, server options on loopback, and a
 // plain POSIX RTSP peer (it can bind any 127/8 address, so tests can speak from a second client
-// IP) whose request() pumps the server's loop until the whole response is in. The server's 1 ms
-// pacing timer keeps run_once() returning, so nothing here sleeps or waits on wall-clock time.
+// IP) whose request() pumps the server's loop until the whole response is in. The server's
+// pacing timer (at most 50 ms apart, also when idle) keeps run_once() returning, so nothing here
+// sleeps or waits on wall-clock time.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>

@@ -109,6 +109,9 @@ class Timer final : public detail::LoopHandle {
   /// a running timer restarts it. Granularity is libuv's: milliseconds against the cached loop
   /// time, so a timer may fire up to 1 ms late and never early.
   void start(std::uint64_t timeout_ms, std::uint64_t repeat_ms = 0);
+  /// Arms a one-shot timer `timeout_ms` after the current time, not after the cached loop time:
+  /// refreshes libuv's clock first, so a timer armed at the end of long work does not fire early.
+  void start_from_now(std::uint64_t timeout_ms);
   /// Disarms the timer; no-op if it is not running.
   void stop();
   /// True while armed.

@@ -1,7 +1,14 @@
 #pragma once
 // The streaming server: RTSP 1.0 over TCP (RFC 2326) in front of per-client StreamSessions, one
-// shared RTP socket and one shared RTCP socket (the server_port pair), a pacing tick that pumps
-// every playing session, and housekeeping (session timeouts, idle connections).
+// shared RTP socket and one shared RTCP socket (the server_port pair), a deadline pacer, and
+// housekeeping (session timeouts, idle connections).
+//
+// Pacing: every playing session sits in a min-heap (core::DeadlineQueue) keyed by the time it
+// next has something to send (StreamSession::next_due_us()); one one-shot timer sleeps until the
+// earliest. A wake-up pumps only the sessions due by then, all into one shared sendmmsg batch,
+// and re-queues each at its new due time; a paused, finished or idle session costs nothing. While
+// a connection carries interleaved media or a paused RTSP connection waits for its socket, the
+// pacer also wakes every millisecond to flush it (as the old 1 ms tick did).
 //
 // Time: every decision (session and report timeouts, RTSP idle limits and request deadlines,
 // the pacing "now") reads the net::Clock given at construction; the loop's timers only say
@@ -21,6 +28,7 @@
 #include <vector>
 
 #include "predrop/chain/stage_transmitter.hpp"
+#include "predrop/core/deadline_queue.hpp"
 #include "predrop/core/discard_planner.hpp"
 #include "predrop/core/policy_factory.hpp"
 #include "predrop/media/media_file.hpp"
@@ -86,6 +94,10 @@ struct StreamServerOptions {
   std::uint64_t report_timeout_us = 3'000'000;
   std::size_t max_payload_size = 1400;
   std::string block_attribute;  ///< SDP a=x-predrop-block value describing the block size.
+  /// UDP GSO on the RTP socket: the packets of one frame to one client go as one UDP_SEGMENT
+  /// message inside the shared sendmmsg (net::UdpEndpoint::set_gso); plain sendmmsg if false or
+  /// if the kernel refuses it.
+  bool gso = false;
   /// Tests only: called inside the callback boundaries (per RTSP request, per RTCP datagram of
   /// a known session, per session per pacing tick) with the callback's kind; it may throw to
   /// stand for a bug in a handler. Empty in production.
@@ -120,6 +132,8 @@ struct ServerStats {
   std::uint64_t interleaved_truncated = 0;            ///< Connection ended inside a frame.
   std::uint64_t interleaved_frames_sent = 0;          ///< Frames queued to clients.
   std::uint64_t interleaved_frames_dropped = 0;       ///< Refused: the connection's queue was full.
+  std::uint64_t pacing_wakeups = 0;                   ///< Pacer runs (timer or run_pacing()).
+  std::uint64_t session_pumps = 0;  ///< Sessions pumped, summed over the wake-ups.
 };
 
 /// The streaming server. Construct, start(), run the loop.
@@ -166,8 +180,11 @@ class StreamServer {
   /// What the 1 s housekeeping timer does, now: closes idle connections and connections whose
   /// request is overdue, expires sessions. For tests on a fake clock.
   void run_housekeeping() { housekeeping(); }
-  /// What the 1 ms pacing timer does, now: sends every playing session's due packets.
+  /// What the pacing timer does, now: pumps every session that is due by now (and only those),
+  /// re-queues them, flushes the interleaved queues and re-arms the timer.
   void run_pacing() { tick(); }
+  /// The earliest time a session is queued for (StreamSession::kNoDeadline if none). For tests.
+  std::uint64_t next_pacing_due_us() const { return schedule_.next_due(); }
 
   // Entry points for tests and fuzzing: RTSP connections without a socket, and RTCP datagrams
   // without one. They take the same paths (limits, parsing, handlers, exception boundary) as
@@ -200,7 +217,8 @@ class StreamServer {
   void drop_connection(std::uint64_t id);
   void on_rtcp_guarded(std::span<const std::uint8_t> data, const net::SocketAddress& from);
   void on_interleaved(Connection& c, const rtsp::InterleavedFrame& frame);
-  void flush_interleaved();
+  // Flushes every interleaved media queue; true if one still holds bytes for its socket.
+  bool flush_interleaved();
   void inject_fault(CallbackKind kind);
   void prune_connections();
   ConnectionMap::iterator forget_connection(ConnectionMap::iterator it);
@@ -241,6 +259,11 @@ class StreamServer {
   void on_rtcp_datagram(std::span<const std::uint8_t> data, const net::SocketAddress& from,
                         std::uint64_t now_us);
   void tick();
+  // Puts the entry's session in the pacing queue at its due time (or out of it) and, if that is
+  // earlier than the timer is armed for, re-arms the timer.
+  void reschedule(SessionEntry& entry);
+  // Arms the pacing timer for the earliest deadline (stops it if there is none).
+  void arm_pacer();
   void housekeeping();
   void remove_session(const std::string& id);
   const StreamDefinition* find_stream(std::string_view name) const;
@@ -259,6 +282,13 @@ class StreamServer {
   // socket in destruction order: it flushes into it).
   std::unique_ptr<chain::SendBatch> batch_;
   std::unique_ptr<net::Timer> pacer_;
+  // The pacing queue over session slots (SessionEntry::slot), and the entry of each slot.
+  core::DeadlineQueue schedule_;
+  std::vector<SessionEntry*> slot_entries_;
+  std::vector<std::uint32_t> free_slots_;
+  std::uint64_t armed_us_ = StreamSession::kNoDeadline;  // when pacer_ fires; kNoDeadline: off
+  // True while some connection's queue is written only by the pacer's polling.
+  bool needs_polling() const { return !interleaved_connections_.empty() || !paused_.empty(); }
   std::unique_ptr<net::Timer> housekeeper_;
   ConnectionMap connections_;
   std::uint64_t connection_ids_ = 0;

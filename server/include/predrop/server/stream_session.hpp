@@ -136,6 +136,13 @@ class StreamSession {
   void pause();
   /// Sends what is due at `now_us`; call it from the server's pacing tick. Returns packets sent.
   std::size_t pump(std::uint64_t now_us);
+  /// When pump() next has something to do: the next packet or block start, the next SR, the
+  /// oldest report deadline, or the BYE at the media's end. kNoDeadline while paused or done.
+  /// pump() at an earlier time is a no-op, so the server pumps a session only at this time.
+  /// Changes only through play(), pause(), pump() and send_bye().
+  std::uint64_t next_due_us() const;
+  /// next_due_us() of a session that has nothing left to do until play().
+  static constexpr std::uint64_t kNoDeadline = UINT64_MAX;
   /// Handles one RTCP datagram from the client (SRTCP if the session is protected); `buffer`
   /// has room for in-place decryption.
   void on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std::uint64_t now_us);
