@@ -282,6 +282,7 @@ struct Options {
   bool skip_ffmpeg = false;
   std::string csv;
   bool nss_time_tables = false;
+  bool gso = false;
 };
 
 std::optional<wire::SrtpSuite> parse_suite(const std::string& s) {
@@ -307,6 +308,7 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
   so.max_connections = sessions + 16;
   so.session_timeout_s = 3600;
   so.max_payload_size = o.payload;
+  so.gso = o.gso;
   so.block_attribute = "duration_us=1000000;payload=" + std::to_string(o.payload);
   server::StreamServer srv(loop, so);
   srv.start();
@@ -473,6 +475,7 @@ int main(int argc, char** argv) {
   app.add_option("--machine-seconds", o.machine_seconds, "CPU seconds per machine-limit figure");
   app.add_option("--ffmpeg", o.ffmpeg, "ffmpeg binary");
   app.add_flag("--skip-ffmpeg", o.skip_ffmpeg, "Do not run the ffmpeg peer");
+  app.add_flag("--gso", o.gso, "Server RTP socket with UDP GSO (StreamServerOptions::gso)");
   app.add_option("--csv", o.csv, "Append CSV rows here");
   app.add_flag("--nss-time-tables", o.nss_time_tables,
                "Experiment: initialise NSS before libsrtp without NSS_INIT_OPTIMIZESPACE, so that "
@@ -562,7 +565,7 @@ int main(int argc, char** argv) {
     const double per_core = r.cpu_s > 0 ? r.packets / r.cpu_s : 0;
     const double mbit = pps * mean_datagram * 8 / 1e6;
     char name[64];
-    std::snprintf(name, sizeof name, "predrop %s", o.pacing.c_str());
+    std::snprintf(name, sizeof name, "predrop %s%s", o.pacing.c_str(), o.gso ? " gso" : "");
     std::printf("%-30s %8zu %9.1f %9.0f %5.0f%% %11.0f %7.0f%% %4llu/%-4llu %7.1fms %9llu\n", name,
                 r.playing, mbit, pps, 100 * r.cpu_s / r.seconds, per_core,
                 100 * per_core / m.series, static_cast<unsigned long long>(r.late_stages),
@@ -577,15 +580,15 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
     if (csv != nullptr) {
-      std::fprintf(csv,
-                   "predrop,%s,%s,%zu,%.3f,%.0f,%.3f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%llu,%llu,%llu,"
-                   "%llu\n",
-                   o.suite.c_str(), o.pacing.c_str(), r.playing, r.seconds, pps, r.cpu_s, per_core,
-                   m.protect_1, m.protect_n, m.sendmmsg, m.series, m.series_meas,
-                   static_cast<unsigned long long>(r.late_stages),
-                   static_cast<unsigned long long>(r.stages),
-                   static_cast<unsigned long long>(r.max_lag_us),
-                   static_cast<unsigned long long>(r.send_drops));
+      std::fprintf(
+          csv,
+          "predrop,%s,%s,%zu,%.3f,%.0f,%.3f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%llu,%llu,%llu,"
+          "%llu\n",
+          o.suite.c_str(), o.gso ? (o.pacing + "+gso").c_str() : o.pacing.c_str(), r.playing,
+          r.seconds, pps, r.cpu_s, per_core, m.protect_1, m.protect_n, m.sendmmsg, m.series,
+          m.series_meas, static_cast<unsigned long long>(r.late_stages),
+          static_cast<unsigned long long>(r.stages), static_cast<unsigned long long>(r.max_lag_us),
+          static_cast<unsigned long long>(r.send_drops));
     }
   }
   if (!o.skip_ffmpeg && suite != wire::SrtpSuite::AeadAes128Gcm) {

@@ -40,7 +40,23 @@ struct UdpEndpoint::SendScratch {
   std::array<mmsghdr, kMaxSendBatch> msgs;
   std::array<iovec, kMaxSendBatch> iovs;
   std::array<sockaddr_storage, kMaxSendBatch> addrs;
+  // GSO: per message, its UDP_SEGMENT cmsg, its first datagram and how many it carries.
+  struct alignas(cmsghdr) Control {
+    char bytes[CMSG_SPACE(sizeof(std::uint16_t))];
+  };
+  std::array<Control, kMaxSendBatch> controls;
+  std::array<std::size_t, kMaxSendBatch> first;
+  std::array<std::size_t, kMaxSendBatch> count;
 };
+
+namespace {
+// What sendmsg says when GSO itself is refused (udp_send_skb(), udp_sendmsg() in
+// net/ipv4/udp.c): EIO without checksum offload, EINVAL for a segment size the route cannot
+// carry, ENOPROTOOPT/EOPNOTSUPP on kernels or sockets without UDP_SEGMENT.
+bool is_gso_refusal(int err) {
+  return err == EIO || err == EINVAL || err == ENOPROTOOPT || err == EOPNOTSUPP;
+}
+}  // namespace
 
 struct UdpCallbacks {
   static void on_alloc(uv_handle_t* h, std::size_t /*suggested*/, uv_buf_t* buf) {
@@ -200,6 +216,102 @@ std::size_t UdpEndpoint::send_batch(std::span<const OutDatagram> batch) {
     stats_.send_errors += batch.size();
     return 0;
   }
+  return gso_batches_ && gso_ok_ ? send_gso(batch) : send_plain(batch);
+}
+
+std::size_t UdpEndpoint::send_gso(std::span<const OutDatagram> batch) {
+  SendScratch& s = *scratch_;
+  std::size_t total = 0;
+  std::size_t base = 0;  // first datagram of this round; a round takes <= kMaxSendBatch of them
+  while (base < batch.size()) {
+    // Group: consecutive datagrams to one destination, all as long as the first but the last,
+    // which may be shorter (the kernel cuts every gso_size bytes).
+    std::size_t msgs = 0;
+    std::size_t d = base;
+    while (d < batch.size() && d - base < kMaxSendBatch) {
+      const OutDatagram& head = batch[d];
+      std::size_t n = 1;
+      std::size_t bytes = head.len;
+      while (head.to != nullptr && head.len != 0 && d + n < batch.size() &&
+             d + n - base < kMaxSendBatch && n < kMaxGsoSegments) {
+        const OutDatagram& next = batch[d + n];
+        if (next.to == nullptr || next.len == 0 || next.len > head.len ||
+            bytes + next.len > kMaxGsoBytes || (next.to != head.to && !(*next.to == *head.to))) {
+          break;
+        }
+        bytes += next.len;
+        ++n;
+        if (next.len < head.len) break;  // a shorter segment can only be the last
+      }
+      const std::size_t k = d - base;
+      for (std::size_t j = 0; j < n; ++j) {
+        s.iovs[k + j].iov_base = const_cast<std::uint8_t*>(batch[d + j].data);
+        s.iovs[k + j].iov_len = batch[d + j].len;
+      }
+      msghdr& m = s.msgs[msgs].msg_hdr;
+      m.msg_iov = &s.iovs[k];
+      m.msg_iovlen = n;
+      m.msg_flags = 0;
+      if (head.to != nullptr) {
+        m.msg_name = &s.addrs[msgs];
+        m.msg_namelen = head.to->to_sockaddr(s.addrs[msgs]);
+      } else {
+        m.msg_name = nullptr;
+        m.msg_namelen = 0;
+      }
+      if (n > 1) {
+        m.msg_control = s.controls[msgs].bytes;
+        m.msg_controllen = sizeof(s.controls[msgs].bytes);
+        cmsghdr* c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = SOL_UDP;
+        c->cmsg_type = UDP_SEGMENT;
+        c->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
+        const auto seg = static_cast<std::uint16_t>(head.len);
+        std::memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+      } else {
+        m.msg_control = nullptr;
+        m.msg_controllen = 0;
+      }
+      s.first[msgs] = d;
+      s.count[msgs] = n;
+      ++msgs;
+      d += n;
+    }
+    std::size_t off = 0;
+    while (off < msgs) {
+      const int r = ::sendmmsg(fd_, &s.msgs[off], static_cast<unsigned>(msgs - off), MSG_DONTWAIT);
+      if (r > 0) {
+        for (std::size_t k = off; k < off + static_cast<std::size_t>(r); ++k) {
+          total += s.count[k];
+          stats_.sent += s.count[k];
+          if (s.count[k] > 1) ++stats_.gso_messages;
+        }
+        off += static_cast<std::size_t>(r);
+        continue;
+      }
+      if (r < 0 && errno == EINTR) {
+        continue;
+      }
+      if (r == 0 || is_queue_full(errno)) {
+        stats_.send_drops += batch.size() - s.first[off];
+        return total;
+      }
+      if (s.count[off] > 1 && is_gso_refusal(errno)) {
+        // Refused for good: the rest of the batch, and every later one, as single datagrams.
+        gso_ok_ = false;
+        ++stats_.gso_fallbacks;
+        return total + send_plain(batch.subspan(s.first[off]));
+      }
+      // Refused for its own reason (sendmmsg reports only the first failure): skip it.
+      stats_.send_errors += s.count[off];
+      ++off;
+    }
+    base = d;
+  }
+  return total;
+}
+
+std::size_t UdpEndpoint::send_plain(std::span<const OutDatagram> batch) {
   SendScratch& s = *scratch_;
   std::size_t total = 0;
   for (std::size_t base = 0; base < batch.size(); base += kMaxSendBatch) {

@@ -40,6 +40,8 @@ struct UdpStats {
   std::uint64_t received = 0;     ///< Datagrams delivered to on_datagram.
   std::uint64_t recv_errors = 0;  ///< Failed receive calls reported by libuv.
   std::uint64_t truncated = 0;    ///< Datagrams cut short by the receive slot (then not delivered).
+  std::uint64_t gso_messages = 0;   ///< send_batch() messages that carried 2+ datagrams (GSO).
+  std::uint64_t gso_fallbacks = 0;  ///< Times the kernel refused GSO (0 or 1: then never again).
 };
 
 /// One datagram of a send_batch() call; the pointers only need to live for the call.
@@ -77,7 +79,21 @@ class UdpEndpoint final : public detail::LoopHandle {
   /// Sends the datagrams in order with sendmmsg(2); returns how many the kernel took. When the
   /// socket queue fills (EAGAIN/ENOBUFS) the rest of the batch is dropped and counted; a datagram
   /// refused for its own reason (bad address, too large) is counted and skipped.
+  ///
+  /// With set_gso(true), each run of consecutive datagrams to one destination whose lengths are
+  /// equal (the last may be shorter) goes as one UDP GSO message inside the same sendmmsg
+  /// (a UDP_SEGMENT cmsg with the run's length, at most kMaxGsoSegments datagrams and
+  /// kMaxGsoBytes bytes): one trip through the stack per run, and the receiver still gets
+  /// separate datagrams. If the kernel refuses GSO (EIO: no checksum offload on the route's
+  /// device; EINVAL; ENOPROTOOPT/EOPNOTSUPP: a kernel without it), that is counted in
+  /// UdpStats::gso_fallbacks and this and every later batch go as single datagrams.
   std::size_t send_batch(std::span<const OutDatagram> batch);
+  /// Turns GSO grouping in send_batch() on or off (off at open()).
+  void set_gso(bool on) { gso_batches_ = on; }
+  /// True while send_batch() groups datagrams with GSO (set_gso(true) and not refused).
+  bool gso_batching() const { return gso_batches_ && gso_ok_; }
+  /// Most bytes in one GSO message: room for IPv6 + UDP headers inside a 64 KiB super-packet.
+  static constexpr std::size_t kMaxGsoBytes = 65000;
 
   /// Most segments one send_segments() call takes (the kernel's UDP_MAX_SEGMENTS).
   static constexpr std::size_t kMaxGsoSegments = 64;
@@ -113,11 +129,16 @@ class UdpEndpoint final : public detail::LoopHandle {
   explicit UdpEndpoint(DatagramHandler on_datagram);
   void on_handle_closing() override { fd_ = -1; }
 
+  // send_batch() without GSO, and with it.
+  std::size_t send_plain(std::span<const OutDatagram> batch);
+  std::size_t send_gso(std::span<const OutDatagram> batch);
+
   DatagramHandler on_datagram_;
   SocketAddress local_;
   UdpStats stats_;
   int fd_ = -1;
   bool gso_ok_ = true;
+  bool gso_batches_ = false;
   std::byte* slab_ = nullptr;  // Lives in the handle's block; freed with the handle.
   std::size_t slab_len_ = 0;
   std::unique_ptr<SendScratch> scratch_;
