@@ -475,7 +475,9 @@ int main(int argc, char** argv) {
   app.add_option("--machine-seconds", o.machine_seconds, "CPU seconds per machine-limit figure");
   app.add_option("--ffmpeg", o.ffmpeg, "ffmpeg binary");
   app.add_flag("--skip-ffmpeg", o.skip_ffmpeg, "Do not run the ffmpeg peer");
-  app.add_flag("--gso", o.gso, "Server RTP socket with UDP GSO (StreamServerOptions::gso)");
+  app.add_flag("--gso", o.gso,
+               "Server RTP socket with UDP GSO (StreamServerOptions::gso, the server's default); "
+               "without it the bench measures plain sendmmsg");
   app.add_option("--csv", o.csv, "Append CSV rows here");
   app.add_flag("--nss-time-tables", o.nss_time_tables,
                "Experiment: initialise NSS before libsrtp without NSS_INIT_OPTIMIZESPACE, so that "

@@ -162,10 +162,10 @@ int run(int argc, char** argv) {
   app.add_option("--trace-csv", cli.trace_csv, "Override server.trace_csv");
   app.add_option("--metrics", cli.metrics, "Override server.metrics_listen (host:port)");
   app.add_flag("--loop", cli.loop, "Loop the media forever");
-  app.add_flag("--gso", cli.gso,
-               "Send the RTP packets of one frame to one client as one UDP GSO message "
-               "(UDP_SEGMENT) inside the shared sendmmsg; falls back to plain sendmmsg for good "
-               "if the kernel refuses it. Off by default");
+  app.add_flag("--no-gso", cli.no_gso,
+               "Send every RTP packet as its own sendmmsg message. By default the packets of one "
+               "frame to one client go as one UDP GSO message (UDP_SEGMENT), and the server falls "
+               "back to this by itself, for good, if the kernel refuses GSO");
   app.add_option("--max-stages", cli.max_stages, "Stop each session after this many blocks");
   app.add_option("--push", cli.pushes,
                  "Send STREAM to ADDR:PORT without RTSP and write an SDP file: "

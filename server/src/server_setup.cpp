@@ -87,7 +87,7 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
   o.discard_seed = c.discard.seed;
   o.paced = c.blocks.pacing == config::Pacing::kPaced;
   o.loop = cli.loop;
-  o.gso = cli.gso;
+  o.gso = !cli.no_gso;
   o.max_stages = cli.max_stages.value_or(0);
   o.max_sessions = c.server.max_sessions;
   o.max_sessions_per_address = c.server.max_sessions_per_address;

@@ -30,8 +30,8 @@ struct CliOverrides {
   std::string trace_csv;
   std::string metrics;
   bool loop = false;
-  /// UDP GSO for the RTP socket (StreamServerOptions::gso).
-  bool gso = false;
+  /// No UDP GSO on the RTP socket (StreamServerOptions::gso = false).
+  bool no_gso = false;
   std::optional<std::uint32_t> max_stages;
   std::vector<std::string> pushes;  ///< STREAM@ADDR:PORT@FILE.sdp
   std::string log_level;

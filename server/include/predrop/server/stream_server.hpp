@@ -96,8 +96,8 @@ struct StreamServerOptions {
   std::string block_attribute;  ///< SDP a=x-predrop-block value describing the block size.
   /// UDP GSO on the RTP socket: the packets of one frame to one client go as one UDP_SEGMENT
   /// message inside the shared sendmmsg (net::UdpEndpoint::set_gso); plain sendmmsg if false or
-  /// if the kernel refuses it.
-  bool gso = false;
+  /// if the kernel refuses it. On by default: it wins in bench/perf (README section 8).
+  bool gso = true;
   /// Tests only: called inside the callback boundaries (per RTSP request, per RTCP datagram of
   /// a known session, per session per pacing tick) with the callback's kind; it may throw to
   /// stand for a bug in a handler. Empty in production.
