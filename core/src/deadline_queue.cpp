@@ -87,8 +87,9 @@ void DeadlineQueue::remove(std::uint32_t key) {
 }
 
 void DeadlineQueue::clear() {
-  for (const Node& n : heap_)
+  for (const Node& n : heap_) {
     position_[n.key] = kAbsent;
+  }
   heap_.clear();
 }
 
