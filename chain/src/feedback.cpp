@@ -1,5 +1,6 @@
 #include "predrop/chain/feedback.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -33,6 +34,22 @@ core::StageReport to_stage_report(const wire::PdfbFeedback& f) {
   r.packets_received = f.packets_received;
   r.packets_announced = f.packets_announced;
   if (f.queue_delay_valid) r.queue_delay_us = f.queue_delay_growth_us;
+  return r;
+}
+
+core::StageReport rr_stage_report(const wire::RrInterval& interval, std::uint32_t stage,
+                                  double stage_duration_us, std::uint32_t announced) {
+  core::StageReport r;
+  r.stage = stage;
+  r.reception_period_us = stage_duration_us;
+  r.performance = 0.0;
+  r.packets_announced = announced;
+  const double loss = interval.expected == 0 ? 0.0
+                                             : static_cast<double>(interval.lost) /
+                                                   static_cast<double>(interval.expected);
+  const auto lost = static_cast<std::uint32_t>(std::llround(loss * announced));
+  r.packets_received = announced - std::min(lost, announced);
+  r.queue_delay_us = interval.queue_delay_us;
   return r;
 }
 

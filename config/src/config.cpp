@@ -52,6 +52,8 @@ constexpr std::array<Named<MissingChunkFill>, 2> kFills = {
 // The control policies this configuration accepts; the factory in core builds them.
 constexpr std::array<std::string_view, 5> kControlPolicies = {"basic", "history", "fixed",
                                                               "adaptive", "capacity"};
+// How sessions without PDFB are controlled (docs/rtsp.md "Adaptation from Receiver Reports").
+constexpr std::array<std::string_view, 2> kPlayerAdaptations = {"rr", "fixed"};
 constexpr std::array<std::string_view, 7> kLogLevels = {"trace", "debug",    "info", "warn",
                                                         "error", "critical", "off"};
 
@@ -173,6 +175,8 @@ std::optional<Problem> check_config(const ServerConfig& c) {
   first(range_u("server.max_rtsp_connections", s.max_rtsp_connections, 1, 10000));
   first(range_u("server.session_timeout_s", s.session_timeout_s, 2, 3600));
   first(range_u("server.rtsp_idle_timeout_s", s.rtsp_idle_timeout_s, 1, 3600));
+  first(range_u("server.interleaved_queue_bytes", s.interleaved_queue_bytes, 0,
+                kMaxInterleavedQueueBytes));
   if (s.metrics_listen && s.metrics_listen->host.empty()) {
     first(Problem{"server.metrics_listen", "host is empty"});
   }
@@ -208,6 +212,12 @@ std::optional<Problem> check_config(const ServerConfig& c) {
   first(rate("control.rmax", k.rmax));
   first(rate("control.fixed_rate", k.fixed_rate));
   first(rate("control.player_rate", k.player_rate));
+  if (std::find(kPlayerAdaptations.begin(), kPlayerAdaptations.end(), k.player_adaptation) ==
+      kPlayerAdaptations.end()) {
+    first(
+        Problem{"control.player_adaptation", "must be " + one_of(kPlayerAdaptations) + ", got " +
+                                                 core::text::quote_for_error(k.player_adaptation)});
+  }
   if (!p && k.rmax < k.rp) {
     first(Problem{"control.rmax", "must be >= control.rp (" + format_number(k.rmax) + " < " +
                                       format_number(k.rp) + ")"});
@@ -552,6 +562,13 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
        }},
       {"session_timeout_s",
        [&](const toml::node& n) { r.unsigned_into(n, c.server.session_timeout_s, 2, 3600); }},
+      {"interleaved_queue_bytes",
+       [&](const toml::node& n) {
+         if (!stream) {
+           return only_stream(n);
+         }
+         r.unsigned_into(n, c.server.interleaved_queue_bytes, 0, kMaxInterleavedQueueBytes);
+       }},
       {"rtsp_idle_timeout_s",
        [&](const toml::node& n) {
          if (!stream) {
@@ -696,6 +713,20 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
       {"rmax", rate_key(c.control.rmax)},
       {"fixed_rate", rate_key(c.control.fixed_rate)},
       {"player_rate", rate_key(c.control.player_rate)},
+      {"player_adaptation",
+       [&](const toml::node& n) {
+         const auto s = r.string(n);
+         if (!s) {
+           return;
+         }
+         if (std::find(kPlayerAdaptations.begin(), kPlayerAdaptations.end(), *s) ==
+             kPlayerAdaptations.end()) {
+           return r.fail(n.source(), "control.player_adaptation",
+                         "must be " + one_of(kPlayerAdaptations) + ", got " +
+                             core::text::quote_for_error(*s));
+         }
+         c.control.player_adaptation = *s;
+       }},
       {"t1", threshold_key(c.control.t1, false)},
       {"t2", threshold_key(c.control.t2, true)},
       {"k", [&](const toml::node& n) { r.unsigned_into(n, c.control.k, 1, 1024); }},

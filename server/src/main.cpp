@@ -151,10 +151,15 @@ int run(int argc, char** argv) {
                  "Override control.policy: basic, history, fixed, adaptive, capacity");
   app.add_option("--fixed-rate", cli.fixed_rate, "Override control.fixed_rate");
   app.add_option("--player-rate", cli.player_rate,
-                 "Fixed R for clients that send no PDFB reports (ffplay, GStreamer); default 0");
+                 "R for clients that send no PDFB reports (ffplay, GStreamer) with "
+                 "--player-adaptation fixed; default 0");
+  app.add_option("--player-adaptation", cli.player_adaptation,
+                 "Override control.player_adaptation for clients without PDFB: rr (R from "
+                 "their RTCP Receiver Reports, capacity policy; default) or fixed (--player-rate)");
   app.add_option("--interleaved-queue-bytes", cli.interleaved_queue_bytes,
                  "Media queue per RTSP-over-TCP (interleaved) connection; packets that do not "
-                 "fit are dropped; 0 refuses TCP transport (461); default 262144");
+                 "fit are dropped; 0 refuses TCP transport (461); 0..67108864; overrides "
+                 "server.interleaved_queue_bytes (default 262144)");
   app.add_option("--srtp", cli.srtp,
                  "Override server.srtp: AES_CM_128_HMAC_SHA1_80, AES_CM_128_HMAC_SHA1_32, "
                  "AEAD_AES_128_GCM or none");

@@ -1,5 +1,7 @@
 #include "predrop/server/server_setup.hpp"
 
+#include <limits>
+
 #include <cstdio>
 
 #include "predrop/core/log.hpp"
@@ -34,6 +36,21 @@ core::Status apply_overrides(config::ServerConfig& c, const CliOverrides& cli) {
   }
   if (!cli.policy.empty()) c.control.policy = cli.policy;
   if (cli.fixed_rate) c.control.fixed_rate = *cli.fixed_rate;
+  if (!cli.player_adaptation.empty()) {
+    if (cli.player_adaptation != "rr" && cli.player_adaptation != "fixed") {
+      return core::make_error("--player-adaptation must be rr or fixed, not '" +
+                              cli.player_adaptation + "'");
+    }
+    c.control.player_adaptation = cli.player_adaptation;
+  }
+  if (cli.interleaved_queue_bytes) {
+    if (*cli.interleaved_queue_bytes > config::kMaxInterleavedQueueBytes) {
+      return core::make_error("--interleaved-queue-bytes must be in [0, " +
+                              std::to_string(config::kMaxInterleavedQueueBytes) + "], got " +
+                              std::to_string(*cli.interleaved_queue_bytes));
+    }
+    c.server.interleaved_queue_bytes = static_cast<std::uint32_t>(*cli.interleaved_queue_bytes);
+  }
   if (!cli.srtp.empty()) {
     bool found = false;
     if (cli.srtp == "none") {
@@ -82,7 +99,18 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
   if (!(o.player_rate >= 0.0 && o.player_rate <= 1.0)) {
     return core::make_error("--player-rate must be in [0, 1]");
   }
-  if (cli.interleaved_queue_bytes) o.interleaved_queue_bytes = *cli.interleaved_queue_bytes;
+  o.interleaved_queue_bytes = c.server.interleaved_queue_bytes;
+  o.player_adaptation = c.control.player_adaptation == "fixed" ? PlayerAdaptation::kFixed
+                                                               : PlayerAdaptation::kReceiverReports;
+  if (o.player_adaptation == PlayerAdaptation::kReceiverReports) {
+    // Players send no picture score: the capacity policy (network signals only) with the
+    // [control] capacity keys, starting at R = 0 and never probing on quality.
+    core::PolicyConfig player = o.policy;
+    player.policy = "capacity";
+    player.capacity.initial_rate = 0.0;
+    player.capacity.quality_floor = -std::numeric_limits<double>::infinity();
+    o.player_policy = player;
+  }
   o.discard = c.discard.policy;
   o.discard_seed = c.discard.seed;
   o.paced = c.blocks.pacing == config::Pacing::kPaced;

@@ -452,8 +452,13 @@ bool StreamServer::start_session(SessionEntry& entry, std::uint64_t now_us) {
   }
   core::PolicyConfig policy = options_.policy;
   if (!entry.feedback) {
-    policy.policy = "fixed";
-    policy.fixed_rate = options_.player_rate;
+    if (options_.player_adaptation == PlayerAdaptation::kReceiverReports) {
+      policy = options_.player_policy;
+      cfg.rr_adaptation = true;
+    } else {
+      policy.policy = "fixed";
+      policy.fixed_rate = options_.player_rate;
+    }
   }
   auto controller = core::make_rate_controller(policy);
   if (!controller) return false;

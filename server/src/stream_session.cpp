@@ -61,6 +61,11 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
     }
     if (!rtcp_in_client_.empty()) rtcp_copy_.resize(4096 + net::kSrtpMaxTrailer);
   }
+  if (config_.rr_adaptation && !config_.feedback) {
+    for (const SessionTrack& st : config_.tracks) {
+      rr_trackers_.emplace_back(st.initial_sequence, streams[st.media_stream].clock_rate);
+    }
+  }
   transmitter_ = std::make_unique<chain::StageTransmitter>(
       rtp_socket, std::move(tc), std::move(srtp_out),
       core::DiscardPlanner(config_.discard, config_.discard_seed));
@@ -188,14 +193,17 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
     ++stats_.reports_missing;
   }
   const auto& b = media_->blocks()[block_];
-  r = StageRecord{stage_,
-                  block_,
-                  rate,
-                  plan.packets,
-                  plan.discarded,
-                  0,
-                  block_start_us(loops_, b) + static_cast<std::uint64_t>(b.duration_us),
-                  false};
+  r = StageRecord{};
+  r.stage = stage_;
+  r.block = block_;
+  r.rate = rate;
+  r.packets = plan.packets;
+  r.discarded = plan.discarded;
+  r.end_us = block_start_us(loops_, b) + static_cast<std::uint64_t>(b.duration_us);
+  r.duration_us = static_cast<double>(b.duration_us);
+  for (std::size_t t = 0; t < std::min(kRrTracks, config_.tracks.size()); ++t) {
+    r.first_packets[t] = transmitter_->track(t).packets;
+  }
   stage_open_ = true;
   cursor_ = 0;
   ++stats_.stages_started;
@@ -203,7 +211,13 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
 }
 
 void StreamSession::end_stage() {
-  if (StageRecord* r = record(stage_)) r->sent = transmitter_->plan().to_send;
+  if (StageRecord* r = record(stage_)) {
+    r->sent = transmitter_->plan().to_send;
+    r->ended = true;
+    for (std::size_t t = 0; t < std::min(kRrTracks, config_.tracks.size()); ++t) {
+      r->end_packets[t] = transmitter_->track(t).packets;
+    }
+  }
   stage_open_ = false;
   ++stage_;
   ++block_;
@@ -312,6 +326,9 @@ std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
   // The SR's wall-clock time moves with the session clock, so it stays in step with the RTP
   // timestamps beside it even if the system clock is stepped.
   const std::uint64_t ntp = wire::ntp_from_unix_us(wall_anchor_us_ + (now_us - clock_anchor_us_));
+  // Each SR's time is what a later RR's LSR names (RTT, forged-LSR check).
+  for (auto& tracker : rr_trackers_)
+    tracker.note_sender_report(wire::ntp_compact(ntp));
   std::size_t sent = 0;
   std::array<std::uint8_t, 512> buf{};
   const std::span<std::uint8_t> room(buf.data(), buf.size() - net::kSrtpMaxTrailer);
@@ -396,6 +413,7 @@ void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std
       stats_.last_fraction_lost = blocks[0].fraction_lost;
       stats_.last_jitter = blocks[0].jitter;
     }
+    if (!rr_trackers_.empty()) handle_receiver_report(*compound->receiver_report, now_us);
   }
   if (!config_.feedback) return;
   for (const auto& fb : compound->pdfb()) {
@@ -424,6 +442,67 @@ void StreamSession::handle_report(const wire::PdfbFeedback& feedback) {
   r->settled = true;
   if (report.stage >= next_report_) next_report_ = report.stage + 1;
   emit(*r, true, report, *d);
+}
+
+std::uint32_t StreamSession::ntp_compact_at(std::uint64_t now_us) const {
+  return wire::ntp_compact(wire::ntp_from_unix_us(wall_anchor_us_ + (now_us - clock_anchor_us_)));
+}
+
+void StreamSession::handle_receiver_report(const wire::ReceiverReport& rr, std::uint64_t now_us) {
+  // docs/rtsp.md "Adaptation from Receiver Reports": a report block about one of our tracks
+  // covers the packets since the last block used; every block it covers whole, oldest first,
+  // gets one report with its own packets and the interval's loss fraction and queueing delay.
+  for (const wire::ReportBlock& block : rr.blocks) {
+    std::size_t t = 0;
+    while (t < config_.tracks.size() && config_.tracks[t].ssrc != block.ssrc)
+      ++t;
+    if (t >= config_.tracks.size() || t >= kRrTracks) continue;  // about someone else
+    auto iv =
+        rr_trackers_[t].measure(block, transmitter_->track(t).packets, ntp_compact_at(now_us));
+    if (!iv) {
+      ++stats_.rr_rejected;
+      continue;
+    }
+    if (iv->rtt_us) stats_.last_rtt_us = *iv->rtt_us;
+    stats_.last_jitter_us = iv->jitter_us;
+    if (iv->expected == 0) continue;
+    const std::uint64_t covered_end = iv->highest_index + 1;
+    const std::uint64_t covered_begin = covered_end - iv->expected;
+    // The newest ended, unreported block all of whose packets on this track are covered.
+    std::uint32_t last = UINT32_MAX;
+    for (std::uint32_t back = 1; back <= records_.size() && back <= stage_; ++back) {
+      const StageRecord* r = record(stage_ - back);
+      if (r == nullptr || r->stage < next_report_) break;
+      if (r->ended && r->end_packets[t] <= covered_end) {
+        last = r->stage;
+        break;
+      }
+    }
+    // None yet (the RR came within a block): keep the baseline, the next RR covers both.
+    if (last == UINT32_MAX) continue;
+    rr_trackers_[t].commit(*iv);
+    ++stats_.rr_reports;
+    for (std::uint32_t s = next_report_; s <= last; ++s) {
+      StageRecord* r = record(s);
+      if (r == nullptr || r->settled) continue;
+      const std::uint64_t lo = std::max(r->first_packets[t], covered_begin);
+      const std::uint64_t hi = r->end_packets[t];
+      const auto announced = static_cast<std::uint32_t>(hi > lo ? hi - lo : 0);
+      core::StageReport report = chain::rr_stage_report(*iv, s, r->duration_us, announced);
+      report.rate_used = r->rate;
+      r->settled = true;
+      auto d = controller_->on_report(report);
+      if (!d) {
+        ++stats_.reports_rejected;
+        continue;
+      }
+      if (d->kind == core::DecisionKind::kStale) continue;
+      ++stats_.reports;
+      stats_.last_reception_period_us = report.reception_period_us;
+      emit(*r, true, report, *d);
+    }
+    next_report_ = last + 1;
+  }
 }
 
 void StreamSession::emit(const StageRecord& r, bool reported, const core::StageReport& report,

@@ -9,6 +9,7 @@
 #include "predrop/core/result.hpp"
 #include "predrop/core/stage_report.hpp"
 #include "predrop/net/srtp_session.hpp"
+#include "predrop/wire/rr_tracker.hpp"
 #include "predrop/wire/rtcp.hpp"
 
 namespace predrop::chain {
@@ -20,6 +21,16 @@ wire::PdfbFeedback make_feedback(const core::StageMeasurement& m, double perform
 /// The control unit's view of a received PDFB. Invalid P (flag clear) becomes NaN, which the
 /// controller rejects with a clear error.
 core::StageReport to_stage_report(const wire::PdfbFeedback& feedback);
+
+/// The control unit's view of one stage covered by a standard Receiver Report interval
+/// (docs/rtsp.md "Adaptation from Receiver Reports"). An RR covers several stages (players send
+/// one every 2-7 s); each stage covered gets its own report: `announced` is the stage's packets
+/// inside the interval, received applies the interval's loss fraction to them (RR loss is
+/// network loss only: sequence numbers count packets sent); L is the stage's scheduled duration
+/// (an RR says nothing about the reception period); the queueing delay is RTT minus the base RTT
+/// when the RTT is known; P is 0 (no picture score: the policy must not need one).
+core::StageReport rr_stage_report(const wire::RrInterval& interval, std::uint32_t stage,
+                                  double stage_duration_us, std::uint32_t announced);
 
 /// Writes RR (no blocks) + PDFB and protects it with `srtp` when given. `out` needs room for the
 /// SRTCP trailer. Returns the datagram length.

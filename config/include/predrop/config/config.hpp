@@ -53,6 +53,9 @@ struct StreamEntry {
   bool operator==(const StreamEntry&) const = default;
 };
 
+/// Largest server.interleaved_queue_bytes (and --interleaved-queue-bytes): 64 MiB per connection.
+inline constexpr std::uint32_t kMaxInterleavedQueueBytes = 64U * 1024U * 1024U;
+
 /// [server]: process-wide settings.
 struct ServerSettings {
   ServerMode mode = ServerMode::kStream;
@@ -68,6 +71,8 @@ struct ServerSettings {
   std::optional<Endpoint> metrics_listen;  ///< Prometheus text endpoint; none = off.
   std::string trace_csv;                   ///< Per-stage CSV trace path; empty = off.
   std::string log_level = "info";          ///< trace, debug, info, warn, error, critical, off.
+  /// Media queue per RTSP-over-TCP connection in bytes; 0 refuses TCP transport (461).
+  std::uint32_t interleaved_queue_bytes = 256U * 1024U;
 };
 
 /// [blocks]: what a stage is in streaming mode. Exactly one of duration_ms and bytes is set.
@@ -98,6 +103,9 @@ struct ControlConfig {
   std::uint32_t k = 1;              ///< Delay history length (1 = basic rule).
   double fixed_rate = 0.0;          ///< R of the "fixed" policy.
   double player_rate = 0.0;  ///< Fixed R for clients that send no PDFB (ffplay, VLC, GStreamer).
+  /// How R is set for clients without PDFB: "rr" (the capacity policy fed from their RTCP
+  /// Receiver Reports) or "fixed" (player_rate).
+  std::string player_adaptation = "rr";
   core::MissingReportAction missing_report = core::MissingReportAction::kHold;
   std::uint32_t report_timeout_stages = 2;  ///< A report is missing this many stages later.
   double psnr_cap_db = 60.0;  ///< PSNR of a lossless block is capped here (it is unbounded).

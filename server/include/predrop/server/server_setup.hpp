@@ -23,6 +23,8 @@ struct CliOverrides {
   std::string policy;
   std::optional<double> fixed_rate;
   std::optional<double> player_rate;
+  /// How clients without PDFB are controlled: "rr" or "fixed" (control.player_adaptation).
+  std::string player_adaptation;
   /// Bytes of media queue per interleaved (RTSP over TCP) connection; 0 refuses TCP transport.
   std::optional<std::size_t> interleaved_queue_bytes;
   std::string srtp;

@@ -61,6 +61,20 @@ struct PushTarget {
   std::string sdp_file;
 };
 
+/// How R is set for a session whose client sends no PDFB.
+enum class PlayerAdaptation {
+  kReceiverReports,  ///< Its RTCP Receiver Reports feed player_policy (network signals only).
+  kFixed,            ///< R = player_rate always.
+};
+
+/// The capacity policy with its defaults, started at R = 0: what players get by default.
+inline core::PolicyConfig default_player_policy() {
+  core::PolicyConfig p;
+  p.policy = "capacity";
+  p.capacity.rmax = 0.5;  // control.rmax's default
+  return p;
+}
+
 /// Settings of the streaming server (mapped from the TOML configuration by the program).
 struct StreamServerOptions {
   net::SocketAddress rtsp_listen = net::SocketAddress::any_v4(8554);
@@ -70,7 +84,11 @@ struct StreamServerOptions {
   std::vector<PushTarget> pushes;
   std::optional<wire::SrtpSuite> srtp = wire::SrtpSuite::AesCm128HmacSha1_80;  ///< Empty: plain.
   core::PolicyConfig policy;  ///< For clients that send PDFB.
-  double player_rate = 0.0;   ///< Fixed R for clients that do not (ffplay, VLC).
+  double player_rate = 0.0;   ///< Fixed R for clients that do not, with kFixed (ffplay, VLC).
+  /// How clients without PDFB are controlled (docs/rtsp.md "Adaptation from Receiver Reports").
+  PlayerAdaptation player_adaptation = PlayerAdaptation::kReceiverReports;
+  /// Policy of those clients with kReceiverReports; its `policy` should be "capacity".
+  core::PolicyConfig player_policy = default_player_policy();
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
   std::uint64_t discard_seed = 1;
   bool paced = true;

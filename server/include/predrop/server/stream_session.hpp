@@ -26,6 +26,7 @@
 #include "predrop/core/rate_controller.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/net/clock.hpp"
+#include "predrop/wire/rr_tracker.hpp"
 #include "predrop/wire/rtcp.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
@@ -78,6 +79,9 @@ struct StreamSessionConfig {
   bool loop = false;             ///< Start over at the end of the file.
   std::uint32_t max_stages = 0;  ///< Stop after this many stages (0 = file end / never with loop).
   bool feedback = true;          ///< The client sends PDFB (else R stays at the policy's start).
+  /// Without PDFB: the client's RTCP Receiver Reports feed the controller (docs/rtsp.md
+  /// "Adaptation from Receiver Reports"); ignored when `feedback` is set.
+  bool rr_adaptation = false;
   std::uint64_t report_timeout_us = 3'000'000;  ///< After a block's end, its report is missing.
   std::size_t max_payload_size = 1400;
   /// Where interleaved tracks' frames go (must outlive the session); null: every track is UDP.
@@ -114,6 +118,13 @@ struct SessionStats {
   double last_reception_period_us = 0;
   double last_performance = 0;
   std::uint64_t interleaved_drops = 0;  ///< RTP/RTCP frames the interleaved queue refused (full).
+  /// RR report blocks about this session's SSRCs refused by the RR arithmetic (forged, stale:
+  /// a packet never sent, an unknown LSR, DLSR too long, loss beyond what was sent).
+  std::uint64_t rr_rejected = 0;
+  /// RR report blocks that fed the controller (rr_adaptation; each covers one or more blocks).
+  std::uint64_t rr_reports = 0;
+  double last_rtt_us = -1;  ///< RTT from the last RR with LSR/DLSR; -1 = none yet.
+  double last_jitter_us = 0;
 };
 
 /// A streaming session. Created at SETUP, started at PLAY.
@@ -176,12 +187,21 @@ class StreamSession {
     std::size_t packets = 0, discarded = 0, sent = 0;
     std::uint64_t end_us = 0;  ///< Scheduled end of the block (monotonic).
     bool settled = false;      ///< Reported or declared missing.
+    bool ended = false;        ///< Every packet of the block was handed to the transmitter.
+    /// Per track (the first kRrTracks): packets sent on it when the block began and ended, for
+    /// mapping an RR's sequence numbers onto blocks.
+    std::array<std::uint64_t, 4> first_packets{};
+    std::array<std::uint64_t, 4> end_packets{};
+    double duration_us = 0;  ///< The block's scheduled duration.
   };
+  static constexpr std::size_t kRrTracks = 4;
 
   std::uint64_t block_start_us(std::uint32_t loops, const media::Block& block) const;
   void begin_stage(std::uint64_t now_us);
   void end_stage();
   void handle_report(const wire::PdfbFeedback& feedback);
+  void handle_receiver_report(const wire::ReceiverReport& rr, std::uint64_t now_us);
+  std::uint32_t ntp_compact_at(std::uint64_t now_us) const;
   void check_missing_reports(std::uint64_t now_us);
   void send_sender_reports(std::uint64_t now_us);
   // One SR + SDES CNAME compound per track with an RTCP destination, with BYE appended if
@@ -216,6 +236,8 @@ class StreamSession {
   // key fails; rtcp_copy_ keeps the datagram for the next try (unprotect works in place).
   std::vector<net::SrtpSession> rtcp_in_client_;
   std::vector<std::uint8_t> rtcp_copy_;
+  // The RR arithmetic per track (empty unless rr_adaptation applies).
+  std::vector<wire::RrTracker> rr_trackers_;
   // The session's own SRTCP sender (SR and BYE). The transmitter's SRTP session protects RTP
   // only; SRTCP has an index space of its own, so a second outbound session with the same key
   // never reuses an index, and it lets the session add BYE, which the transmitter cannot.
