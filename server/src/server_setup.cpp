@@ -265,7 +265,11 @@ std::string render_metrics(const StreamServer& server, const MetricsSources& mor
       "# TYPE predrop_session_receiver_reports_total counter\n"
       "# HELP predrop_session_rtcp_errors_total RTCP from the client that failed SRTCP or "
       "parsing.\n"
-      "# TYPE predrop_session_rtcp_errors_total counter\n";
+      "# TYPE predrop_session_rtcp_errors_total counter\n"
+      "# HELP predrop_session_rr_rejected_total RR report blocks refused (forged or stale).\n"
+      "# TYPE predrop_session_rr_rejected_total counter\n"
+      "# HELP predrop_session_rr_rtt_seconds RTT from the client's last RR (LSR/DLSR); -1 none.\n"
+      "# TYPE predrop_session_rr_rtt_seconds gauge\n";
   for (const StreamSession* ss : server.sessions()) {
     // Labelled by the session's public number: the id is the credential that controls the
     // session, and /metrics is often readable by more people than the RTSP port.
@@ -292,9 +296,13 @@ std::string render_metrics(const StreamServer& server, const MetricsSources& mor
     out += line;
     std::snprintf(line, sizeof line,
                   "predrop_session_receiver_reports_total{session=\"%llu\"} %llu\n"
-                  "predrop_session_rtcp_errors_total{session=\"%llu\"} %llu\n",
+                  "predrop_session_rtcp_errors_total{session=\"%llu\"} %llu\n"
+                  "predrop_session_rr_rejected_total{session=\"%llu\"} %llu\n"
+                  "predrop_session_rr_rtt_seconds{session=\"%llu\"} %.6f\n",
                   id, static_cast<unsigned long long>(st.receiver_reports), id,
-                  static_cast<unsigned long long>(st.rtcp_errors));
+                  static_cast<unsigned long long>(st.rtcp_errors), id,
+                  static_cast<unsigned long long>(st.rr_rejected), id,
+                  st.last_rtt_us < 0 ? -1.0 : st.last_rtt_us / 1e6);
     out += line;
   }
   return out;

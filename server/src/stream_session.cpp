@@ -61,7 +61,9 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
     }
     if (!rtcp_in_client_.empty()) rtcp_copy_.resize(4096 + net::kSrtpMaxTrailer);
   }
-  if (config_.rr_adaptation && !config_.feedback) {
+  // Every session without PDFB reads its RRs (RTT, jitter, refused blocks in the stats); only
+  // with rr_adaptation do they feed the controller.
+  if (!config_.feedback) {
     for (const SessionTrack& st : config_.tracks) {
       rr_trackers_.emplace_back(st.initial_sequence, streams[st.media_stream].clock_rate);
     }
@@ -465,7 +467,7 @@ void StreamSession::handle_receiver_report(const wire::ReceiverReport& rr, std::
     }
     if (iv->rtt_us) stats_.last_rtt_us = *iv->rtt_us;
     stats_.last_jitter_us = iv->jitter_us;
-    if (iv->expected == 0) continue;
+    if (!config_.rr_adaptation || iv->expected == 0) continue;
     const std::uint64_t covered_end = iv->highest_index + 1;
     const std::uint64_t covered_begin = covered_end - iv->expected;
     // The newest ended, unreported block all of whose packets on this track are covered.

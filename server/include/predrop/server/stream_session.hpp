@@ -236,7 +236,7 @@ class StreamSession {
   // key fails; rtcp_copy_ keeps the datagram for the next try (unprotect works in place).
   std::vector<net::SrtpSession> rtcp_in_client_;
   std::vector<std::uint8_t> rtcp_copy_;
-  // The RR arithmetic per track (empty unless rr_adaptation applies).
+  // The RR arithmetic per track (empty when the client sends PDFB).
   std::vector<wire::RrTracker> rr_trackers_;
   // The session's own SRTCP sender (SR and BYE). The transmitter's SRTP session protects RTP
   // only; SRTCP has an index space of its own, so a second outbound session with the same key
