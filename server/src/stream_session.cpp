@@ -59,7 +59,9 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
         rtcp_in_client_.emplace_back(net::SrtpDirection::Inbound, *st.client_suite, st.client_key);
       }
     }
-    if (!rtcp_in_client_.empty()) rtcp_copy_.resize(4096 + net::kSrtpMaxTrailer);
+    if (!rtcp_in_client_.empty() || !config_.feedback) {
+      rtcp_copy_.resize(4096 + net::kSrtpMaxTrailer);
+    }
   }
   // Every session without PDFB reads its RRs (RTT, jitter, refused blocks in the stats); only
   // with rr_adaptation do they feed the controller.
@@ -395,13 +397,28 @@ void StreamSession::check_missing_reports(std::uint64_t now_us) {
 }
 
 void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std::uint64_t now_us) {
-  const bool retry = !rtcp_in_client_.empty() && len <= rtcp_copy_.size();
+  // A player without PDFB may send its RRs as plain RTCP although the session is SRTP: ffmpeg
+  // 5.1 keys only its SRTP input from a=crypto (srtp_in_*) and writes RTCP unprotected. Those
+  // are read for the RR path only, with an LSR required (docs/rtsp.md "Adaptation from Receiver
+  // Reports": the SR times travel encrypted, so a valid LSR is what an off-path sender lacks).
+  const bool plain_rr = rtcp_in_ && !config_.feedback && !rr_trackers_.empty();
+  const bool retry = (!rtcp_in_client_.empty() || plain_rr) && len <= rtcp_copy_.size();
   if (retry) std::copy_n(buffer.begin(), len, rtcp_copy_.begin());
   auto compound = chain::decode_rtcp(buffer, len, rtcp_in_ ? &*rtcp_in_ : nullptr);
   // A client that sent its own key (KeyMgmt) protects its SRTCP with that, one key per track.
   for (std::size_t k = 0; !compound && retry && k < rtcp_in_client_.size(); ++k) {
     std::copy_n(rtcp_copy_.begin(), len, buffer.begin());
     compound = chain::decode_rtcp(buffer, len, &rtcp_in_client_[k]);
+  }
+  if (!compound && retry && plain_rr) {
+    std::copy_n(rtcp_copy_.begin(), len, buffer.begin());
+    auto plain = chain::decode_rtcp(buffer, len, nullptr);
+    if (plain && plain->receiver_report && plain->feedback_count == 0) {
+      ++stats_.receiver_reports;
+      ++stats_.rr_unprotected;
+      handle_receiver_report(*plain->receiver_report, now_us, false);
+      return;
+    }
   }
   if (!compound) {
     ++stats_.rtcp_errors;
@@ -415,7 +432,7 @@ void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std
       stats_.last_fraction_lost = blocks[0].fraction_lost;
       stats_.last_jitter = blocks[0].jitter;
     }
-    if (!rr_trackers_.empty()) handle_receiver_report(*compound->receiver_report, now_us);
+    if (!rr_trackers_.empty()) handle_receiver_report(*compound->receiver_report, now_us, true);
   }
   if (!config_.feedback) return;
   for (const auto& fb : compound->pdfb()) {
@@ -450,7 +467,8 @@ std::uint32_t StreamSession::ntp_compact_at(std::uint64_t now_us) const {
   return wire::ntp_compact(wire::ntp_from_unix_us(wall_anchor_us_ + (now_us - clock_anchor_us_)));
 }
 
-void StreamSession::handle_receiver_report(const wire::ReceiverReport& rr, std::uint64_t now_us) {
+void StreamSession::handle_receiver_report(const wire::ReceiverReport& rr, std::uint64_t now_us,
+                                           bool authenticated) {
   // docs/rtsp.md "Adaptation from Receiver Reports": a report block about one of our tracks
   // covers the packets since the last block used; every block it covers whole, oldest first,
   // gets one report with its own packets and the interval's loss fraction and queueing delay.
@@ -459,6 +477,10 @@ void StreamSession::handle_receiver_report(const wire::ReceiverReport& rr, std::
     while (t < config_.tracks.size() && config_.tracks[t].ssrc != block.ssrc)
       ++t;
     if (t >= config_.tracks.size() || t >= kRrTracks) continue;  // about someone else
+    if (!authenticated && block.last_sr == 0) {
+      ++stats_.rr_rejected;  // unprotected and naming no SR: nothing vouches for it
+      continue;
+    }
     auto iv =
         rr_trackers_[t].measure(block, transmitter_->track(t).packets, ntp_compact_at(now_us));
     if (!iv) {

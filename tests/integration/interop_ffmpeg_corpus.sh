@@ -3,8 +3,9 @@
 # clips generated here with the ffmpeg CLI (scene cuts at a very low rate, four slices per frame
 # at a very high rate, I-only MPEG-TS, a long B-pyramid GOP, 1080p; MP4, Matroska and MPEG-TS;
 # AAC, Opus and no audio) are each streamed once by predrop-server (R = 0: ffmpeg sends no PDFB,
-# so it is served at the default player_rate 0) over RTSP/UDP with SRTP to the real ffmpeg CLI,
-# which decodes them. Every decoded picture must be identical (framemd5 of the decoded frames,
+# and --player-adaptation fixed serves it at the default player_rate 0, so that nothing its RRs
+# say on a loaded CI machine can discard a picture the identity check needs) over RTSP/UDP with
+# SRTP to the real ffmpeg CLI, which decodes them. Every decoded picture must be identical (framemd5 of the decoded frames,
 # hash column only) to what ffmpeg decodes from the file itself, frame by frame, in order, and no
 # picture may be missing except the last six (see below). Checked against 00442c5 (Annex B
 # sniffing): low_rate_scene_cut differs from its 2nd picture on, long_gop_b_pyramid from its 32nd.
@@ -54,7 +55,7 @@ for entry in "${clips[@]}"; do
   ffmpeg -nostdin -v error -i "$file" -map 0:v -fps_mode passthrough -f framemd5 "$name.ref.md5"
   port=$(pick_port)
   start_server "$name.server.log" --stream "c=$file" --listen 127.0.0.1:"$port" \
-    --log-level info || { fail=1; continue; }
+    --player-adaptation fixed --log-level info || { fail=1; continue; }
   # ffmpeg decodes all but the last few pictures of the clip and exits by itself (the count does
   # not depend on how ffmpeg flushes its reordering queue and decoder at the server's BYE).
   # Every picture is passed through as decoded (no frame-rate sync).

@@ -143,17 +143,23 @@ class RrPlayer {
     ASSERT_TRUE(n.ok());
     auto m = wire::write_sdes_cname(std::span(buf).subspan(*n), 0x5EED, "player");
     ASSERT_TRUE(m.ok());
-    const net::SrtpResult r = srtcp_out_->protect_rtcp(buf, *n + *m);
-    ASSERT_TRUE(r);
+    std::size_t length = *n + *m;
+    if (!plain_) {
+      const net::SrtpResult r = srtcp_out_->protect_rtcp(buf, length);
+      ASSERT_TRUE(r);
+      length = r.length;
+    }
     sockaddr_in to{};
     to.sin_family = AF_INET;
     to.sin_port = htons(static_cast<std::uint16_t>(srv_.rtp_port() + 1));
     ::inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
-    ASSERT_EQ(::sendto(rtcp_, buf.data(), r.length, 0, reinterpret_cast<sockaddr*>(&to), sizeof to),
-              static_cast<ssize_t>(r.length));
+    ASSERT_EQ(::sendto(rtcp_, buf.data(), length, 0, reinterpret_cast<sockaddr*>(&to), sizeof to),
+              static_cast<ssize_t>(length));
   }
 
   std::uint64_t packets() const { return packets_; }
+  /// Send RRs as plain RTCP, as ffmpeg 5.1 does in an SRTP session.
+  void set_plain(bool plain) { plain_ = plain; }
   std::uint64_t srs() const { return srs_; }
 
  private:
@@ -209,6 +215,7 @@ class RrPlayer {
   std::optional<std::uint32_t> last_sr_;
   std::uint64_t last_sr_arrival_us_ = 0;
   std::uint64_t since_rr_ms_ = 0;
+  bool plain_ = false;
 };
 
 class ServerRrAdaptation : public ::testing::Test {
@@ -301,6 +308,24 @@ TEST_F(ServerRrAdaptation, ForgedReceiverReportsAreCountedAndIgnored) {
   EXPECT_EQ(session().stats().rr_rejected, 3u);
   EXPECT_EQ(session().stats().rr_reports, reports);
   EXPECT_DOUBLE_EQ(rate(), 0.0);
+}
+
+TEST_F(ServerRrAdaptation, UnprotectedReceiverReportsAsFfmpegSendsThemCountWithAnLsr) {
+  start(server::PlayerAdaptation::kReceiverReports);
+  player_->set_plain(true);
+  player_->run(4000, 0.0);
+  player_->run(8000, 0.30);
+  EXPECT_GT(rate(), 0.15);
+  EXPECT_GT(session().stats().rr_unprotected, 0u);
+  EXPECT_EQ(session().stats().rtcp_errors, 0u);
+  // Unprotected and naming no SR: refused.
+  wire::ReportBlock b = player_->make_block();
+  b.last_sr = 0;
+  const auto before = session().stats().rr_rejected;
+  player_->send_rr(b);
+  for (int i = 0; i < 5; ++i)
+    loop_.run_nowait();
+  EXPECT_EQ(session().stats().rr_rejected, before + 1);
 }
 
 TEST(ServerRrOptions, TomlAndCliMapOntoTheServerOptions) {

@@ -124,6 +124,9 @@ struct SessionStats {
   /// RR report blocks that fed the controller (rr_adaptation; each covers one or more blocks).
   std::uint64_t rr_reports = 0;
   double last_rtt_us = -1;  ///< RTT from the last RR with LSR/DLSR; -1 = none yet.
+  /// RRs that came as plain RTCP in an SRTP session (ffmpeg sends its RRs unprotected); read
+  /// for the RR path only, and only blocks with an LSR of a recent SR count.
+  std::uint64_t rr_unprotected = 0;
   double last_jitter_us = 0;
 };
 
@@ -200,7 +203,8 @@ class StreamSession {
   void begin_stage(std::uint64_t now_us);
   void end_stage();
   void handle_report(const wire::PdfbFeedback& feedback);
-  void handle_receiver_report(const wire::ReceiverReport& rr, std::uint64_t now_us);
+  void handle_receiver_report(const wire::ReceiverReport& rr, std::uint64_t now_us,
+                              bool authenticated);
   std::uint32_t ntp_compact_at(std::uint64_t now_us) const;
   void check_missing_reports(std::uint64_t now_us);
   void send_sender_reports(std::uint64_t now_us);
