@@ -41,9 +41,8 @@ def send(ip, port, seconds):
             print("%.3f %.2f" % (sent, (time.monotonic() - sent) * 1000.0), flush=True)
         except socket.timeout:
             pass
-        for k in [k for k, t in pending.items() if time.monotonic() - t > 1.0]:
-            pending.pop(k)
-            print("%.3f lost" % t, flush=True)
+        for k in [k for k, sent_at in pending.items() if time.monotonic() - sent_at > 1.0]:
+            print("%.3f lost" % pending.pop(k), flush=True)
 
 
 if __name__ == "__main__":

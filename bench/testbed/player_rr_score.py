@@ -41,14 +41,21 @@ def main():
     for b in range(len(mses) // fps):
         chunk = mses[b * fps:(b + 1) * fps]
         blocks.append(psnr_of(sum(chunk) / len(chunk)))
-    rtts, lost_probes = [], 0
+    rtts, late, lost_probes, first = [], [], 0, None
     with open(os.path.join(run, "probe.txt")) as f:
         for line in f:
             parts = line.split()
-            if len(parts) == 2 and parts[1] == "lost":
+            if len(parts) != 2:
+                continue
+            t = float(parts[0])
+            first = t if first is None else first
+            if parts[1] == "lost":
                 lost_probes += 1
-            elif len(parts) == 2:
-                rtts.append(float(parts[1]))
+                continue
+            rtts.append(float(parts[1]))
+            # Probes from 10 s after the bottleneck appeared (the RR loop has reacted by then).
+            if t - first >= congested + 10:
+                late.append(float(parts[1]))
     q = open(os.path.join(run, "qdisc.txt")).read()
     sent = re.search(r"Sent \d+ bytes (\d+) pkt \(dropped (\d+)", q)
     fwd, dropped = (int(sent.group(1)), int(sent.group(2))) if sent else (0, 0)
@@ -88,6 +95,8 @@ def main():
         "loss_pct": round(100.0 * dropped / (fwd + dropped), 2) if fwd + dropped else None,
         "probe_rtt_ms_median": round(percentile(rtts, 50), 1),
         "probe_rtt_ms_p95": round(percentile(rtts, 95), 1),
+        "probe_rtt_ms_median_late": round(percentile(late, 50), 1),
+        "probe_rtt_ms_p95_late": round(percentile(late, 95), 1),
         "probe_lost": lost_probes,
         "ffmpeg_rrs": rr_count,
         "ffmpeg_rrs_refused": rr_rejected,

@@ -131,10 +131,10 @@ done
 python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
-print("| player adaptation | mean R (congested) | network loss % | probe RTT median / p95 ms | RTT from ffmpeg's RRs, median ms | ffmpeg RRs (refused) | PSNR dB whole run | PSNR dB congested |")
-print("|---|---|---|---|---|---|---|---|")
+print("| player adaptation | mean R (congested) | network loss % | probe RTT median / p95 ms | probe RTT p95 ms, 10 s into congestion on | RTT from ffmpeg's RRs, median ms | ffmpeg RRs (refused) | PSNR dB whole run | PSNR dB congested |")
+print("|---|---|---|---|---|---|---|---|---|")
 for mode in ("rr", "fixed"):
     s = json.load(open(f"{out}/{mode}/score.json"))
     r = s["rate_mean_congested"] if mode == "rr" else 0.0
-    print(f"| {mode} | {r} | {s['loss_pct']} | {s['probe_rtt_ms_median']} / {s['probe_rtt_ms_p95']} | {s['rr_rtt_ms_median']} | {s['ffmpeg_rrs']} ({s['ffmpeg_rrs_refused']}) | {s['psnr_mean']} | {s['psnr_congested_mean']} |")
+    print(f"| {mode} | {r} | {s['loss_pct']} | {s['probe_rtt_ms_median']} / {s['probe_rtt_ms_p95']} | {s['probe_rtt_ms_p95_late']} | {s['rr_rtt_ms_median']} | {s['ffmpeg_rrs']} ({s['ffmpeg_rrs_refused']}) | {s['psnr_mean']} | {s['psnr_congested_mean']} |")
 PY
