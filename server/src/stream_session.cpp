@@ -310,7 +310,15 @@ std::uint64_t StreamSession::next_due_us() const {
 }
 
 void StreamSession::send_sender_reports(std::uint64_t now_us) {
+  // The first SR goes at PLAY (players sync on it); later ones half a block later in phase, so
+  // that an SR does not queue behind a block's first frame (its key frame) at a bottleneck: the
+  // RTT an RR derives from it (LSR/DLSR) would include that burst (docs/rtsp.md).
+  const bool first = !sr_phase_set_;
+  sr_phase_set_ = true;
   next_sr_us_ = now_us + kSenderReportIntervalUs;
+  if (first && !media_->blocks().empty()) {
+    next_sr_us_ += static_cast<std::uint64_t>(media_->blocks()[block_].duration_us / 2);
+  }
   (void)send_rtcp(now_us, false);
 }
 

@@ -270,6 +270,7 @@ class StreamSession {
   std::size_t cursor_ = 0;
   std::uint32_t next_report_ = 0;  // oldest stage not yet reported or declared missing
   std::uint64_t next_sr_us_ = 0;
+  bool sr_phase_set_ = false;  // the SRs after the first are offset by half a block
   std::uint64_t last_heard_us_ = 0;
   std::array<StageRecord, 64> records_{};
   std::array<chain::OutgoingPacket, 64> staging_{};
