@@ -132,7 +132,8 @@ TEST_F(StreamE2E, EveryBlockReportedAndRuleFollowedOverRealStack) {
 }
 
 // A client that sends no feedback (like ffplay) is served at the fixed player rate and the
-// server's controller never moves.
+// server's controller never moves, with player_adaptation fixed (the default, rr, is tested in
+// tests/server/test_server_rr_adaptation.cpp).
 TEST_F(StreamE2E, PlayerWithoutFeedbackKeepsFixedRate) {
   media::PacketizeOptions po;
   auto m = media::MediaFile::open(PREDROP_TEST_SAMPLE, po);
@@ -143,6 +144,7 @@ TEST_F(StreamE2E, PlayerWithoutFeedbackKeepsFixedRate) {
   o.streams.push_back({"sample", *m});
   o.policy.policy = "basic";
   o.player_rate = 0.1;
+  o.player_adaptation = server::PlayerAdaptation::kFixed;
   o.max_stages = 3;
   o.block_attribute = "duration_us=1000000;payload=1200";
   server::StreamServer srv(loop_, o);
