@@ -421,10 +421,12 @@ void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std
   if (!compound && retry && plain_rr) {
     std::copy_n(rtcp_copy_.begin(), len, buffer.begin());
     auto plain = chain::decode_rtcp(buffer, len, nullptr);
-    if (plain && plain->receiver_report && plain->feedback_count == 0) {
+    // It counts only if a block of it passed the RR checks; anything else is an RTCP error, as
+    // any compound that fails SRTCP.
+    if (plain && plain->receiver_report && plain->feedback_count == 0 &&
+        handle_receiver_report(*plain->receiver_report, now_us, false) > 0) {
       ++stats_.receiver_reports;
       ++stats_.rr_unprotected;
-      handle_receiver_report(*plain->receiver_report, now_us, false);
       return;
     }
   }
@@ -440,7 +442,8 @@ void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std
       stats_.last_fraction_lost = blocks[0].fraction_lost;
       stats_.last_jitter = blocks[0].jitter;
     }
-    if (!rr_trackers_.empty()) handle_receiver_report(*compound->receiver_report, now_us, true);
+    if (!rr_trackers_.empty())
+      (void)handle_receiver_report(*compound->receiver_report, now_us, true);
   }
   if (!config_.feedback) return;
   for (const auto& fb : compound->pdfb()) {
@@ -475,8 +478,9 @@ std::uint32_t StreamSession::ntp_compact_at(std::uint64_t now_us) const {
   return wire::ntp_compact(wire::ntp_from_unix_us(wall_anchor_us_ + (now_us - clock_anchor_us_)));
 }
 
-void StreamSession::handle_receiver_report(const wire::ReceiverReport& rr, std::uint64_t now_us,
-                                           bool authenticated) {
+std::size_t StreamSession::handle_receiver_report(const wire::ReceiverReport& rr,
+                                                  std::uint64_t now_us, bool authenticated) {
+  std::size_t accepted = 0;
   // docs/rtsp.md "Adaptation from Receiver Reports": a report block about one of our tracks
   // covers the packets since the last block used; every block it covers whole, oldest first,
   // gets one report with its own packets and the interval's loss fraction and queueing delay.
@@ -495,6 +499,7 @@ void StreamSession::handle_receiver_report(const wire::ReceiverReport& rr, std::
       ++stats_.rr_rejected;
       continue;
     }
+    ++accepted;
     if (iv->rtt_us) stats_.last_rtt_us = *iv->rtt_us;
     stats_.last_jitter_us = iv->jitter_us;
     if (!config_.rr_adaptation || iv->expected == 0) continue;
@@ -535,6 +540,7 @@ void StreamSession::handle_receiver_report(const wire::ReceiverReport& rr, std::
     }
     next_report_ = last + 1;
   }
+  return accepted;
 }
 
 void StreamSession::emit(const StageRecord& r, bool reported, const core::StageReport& report,

@@ -203,8 +203,9 @@ class StreamSession {
   void begin_stage(std::uint64_t now_us);
   void end_stage();
   void handle_report(const wire::PdfbFeedback& feedback);
-  void handle_receiver_report(const wire::ReceiverReport& rr, std::uint64_t now_us,
-                              bool authenticated);
+  // Returns the report blocks that passed the RR checks.
+  std::size_t handle_receiver_report(const wire::ReceiverReport& rr, std::uint64_t now_us,
+                                     bool authenticated);
   std::uint32_t ntp_compact_at(std::uint64_t now_us) const;
   void check_missing_reports(std::uint64_t now_us);
   void send_sender_reports(std::uint64_t now_us);
