@@ -339,8 +339,9 @@ std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
   // timestamps beside it even if the system clock is stepped.
   const std::uint64_t ntp = wire::ntp_from_unix_us(wall_anchor_us_ + (now_us - clock_anchor_us_));
   // Each SR's time is what a later RR's LSR names (RTT, forged-LSR check).
-  for (auto& tracker : rr_trackers_)
+  for (auto& tracker : rr_trackers_) {
     tracker.note_sender_report(wire::ntp_compact(ntp));
+  }
   std::size_t sent = 0;
   std::array<std::uint8_t, 512> buf{};
   const std::span<std::uint8_t> room(buf.data(), buf.size() - net::kSrtpMaxTrailer);
@@ -442,8 +443,9 @@ void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std
       stats_.last_fraction_lost = blocks[0].fraction_lost;
       stats_.last_jitter = blocks[0].jitter;
     }
-    if (!rr_trackers_.empty())
+    if (!rr_trackers_.empty()) {
       (void)handle_receiver_report(*compound->receiver_report, now_us, true);
+    }
   }
   if (!config_.feedback) return;
   for (const auto& fb : compound->pdfb()) {
@@ -486,8 +488,9 @@ std::size_t StreamSession::handle_receiver_report(const wire::ReceiverReport& rr
   // gets one report with its own packets and the interval's loss fraction and queueing delay.
   for (const wire::ReportBlock& block : rr.blocks) {
     std::size_t t = 0;
-    while (t < config_.tracks.size() && config_.tracks[t].ssrc != block.ssrc)
+    while (t < config_.tracks.size() && config_.tracks[t].ssrc != block.ssrc) {
       ++t;
+    }
     if (t >= config_.tracks.size() || t >= kRrTracks) continue;  // about someone else
     if (!authenticated && block.last_sr == 0) {
       ++stats_.rr_rejected;  // unprotected and naming no SR: nothing vouches for it

@@ -113,8 +113,9 @@ class RrPlayer {
         lost_ += static_cast<std::int32_t>(std::lround(loss * static_cast<double>(fresh)));
         reported_highest_ = highest_;
         send_rr(make_block());
-        for (int i = 0; i < 3; ++i)
+        for (int i = 0; i < 3; ++i) {
           loop_.run_nowait();
+        }
       }
     }
   }
@@ -303,8 +304,9 @@ TEST_F(ServerRrAdaptation, ForgedReceiverReportsAreCountedAndIgnored) {
   b = player_->make_block();
   b.cumulative_lost = 0x7FFFFF;  // more lost than sent
   player_->send_rr(b);
-  for (int i = 0; i < 5; ++i)
+  for (int i = 0; i < 5; ++i) {
     loop_.run_nowait();
+  }
   EXPECT_EQ(session().stats().rr_rejected, 3u);
   EXPECT_EQ(session().stats().rr_reports, reports);
   EXPECT_DOUBLE_EQ(rate(), 0.0);
@@ -323,8 +325,9 @@ TEST_F(ServerRrAdaptation, UnprotectedReceiverReportsAsFfmpegSendsThemCountWithA
   b.last_sr = 0;
   const auto before = session().stats().rr_rejected;
   player_->send_rr(b);
-  for (int i = 0; i < 5; ++i)
+  for (int i = 0; i < 5; ++i) {
     loop_.run_nowait();
+  }
   EXPECT_EQ(session().stats().rr_rejected, before + 1);
 }
 

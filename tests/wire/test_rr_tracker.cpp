@@ -166,8 +166,9 @@ TEST(RrTracker, ForgedAndStaleBlocksAreRefused) {
 
 TEST(RrTracker, OldSrsAgeOut) {
   RrTracker t(0, 90'000);
-  for (std::uint32_t i = 1; i <= kRrSrHistory + 1; ++i)
+  for (std::uint32_t i = 1; i <= kRrSrHistory + 1; ++i) {
     t.note_sender_report(i * kOneSecond);
+  }
   // SR 1 was pushed out by the 17th.
   EXPECT_FALSE(t.measure(block(9, 0, kOneSecond, 0), 10, 20 * kOneSecond));
   EXPECT_TRUE(t.measure(block(9, 0, 2 * kOneSecond, 0), 10, 20 * kOneSecond));
