@@ -5,9 +5,9 @@
 # AAC, Opus and no audio) are each streamed once by predrop-server (R = 0: ffmpeg sends no PDFB,
 # and --player-adaptation fixed serves it at the default player_rate 0, so that nothing its RRs
 # say on a loaded CI machine can discard a picture the identity check needs) over RTSP/UDP with
-# SRTP to the real ffmpeg CLI, which decodes them. Every decoded picture must be identical (framemd5 of the decoded frames,
-# hash column only) to what ffmpeg decodes from the file itself, frame by frame, in order, and no
-# picture may be missing except the last six (see below). Checked against 00442c5 (Annex B
+# SRTP to the real ffmpeg CLI, which decodes them. Every decoded picture must be identical
+# (framemd5 of the decoded frames, hash column only) to what ffmpeg decodes from the file
+# itself, frame by frame, in order, and no picture may be missing except the last six (see below). Checked against 00442c5 (Annex B
 # sniffing): low_rate_scene_cut differs from its 2nd picture on, long_gop_b_pyramid from its 32nd.
 #
 # Usage: interop_ffmpeg_corpus.sh SERVER_BINARY WORKDIR
