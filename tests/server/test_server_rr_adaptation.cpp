@@ -101,9 +101,9 @@ class RrPlayer {
   void run(std::uint64_t ms, double loss, std::uint64_t rr_every_ms = 2000) {
     for (std::uint64_t t = 0; t < ms; t += 10) {
       clock_.advance_ms(10);
-      // One pass with the server's pacing timer (1 ms of the loop's own clock: a hang guard, the
-      // test's time is the fake clock), then whatever I/O is ready.
-      loop_.run_once();
+      // The server's pacing at the fake clock's time (its timer runs on the loop's real clock),
+      // then whatever I/O is ready: RTSP, our RTCP to the server.
+      srv_.run_pacing();
       loop_.run_nowait();
       drain();
       since_rr_ms_ += 10;
