@@ -45,9 +45,9 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
     tc.tracks.push_back(chain::TrackConfig{st.ssrc, streams[st.media_stream].payload_type,
                                            st.initial_sequence, st.timestamp_offset,
                                            st.rtp_destination, st.rtcp_destination});
-    const auto clock = streams[st.media_stream].clock_rate;
+    const auto clock_rate = streams[st.media_stream].clock_rate;
     loop_timestamp_.push_back(static_cast<std::uint32_t>(
-        static_cast<std::uint64_t>(media_->duration_us()) * clock / 1'000'000));
+        static_cast<std::uint64_t>(media_->duration_us()) * clock_rate / 1'000'000));
   }
   std::optional<net::SrtpSession> srtp_out;
   if (config_.srtp_suite) {
