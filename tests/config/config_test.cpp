@@ -1,5 +1,6 @@
 // Server configuration (config/include/predrop/config/config.hpp).
 #include "predrop/config/config.hpp"
+#include "config_test_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,22 +9,10 @@
 namespace predrop::config {
 namespace {
 
+using test::expect_error;
+using test::stream_with;
+
 const std::string kConfigs = std::string(PREDROP_SOURCE_DIR) + "/configs/";
-
-// A minimal valid stream config plus `extra` appended (later tables and keys).
-std::string stream_with(const std::string& extra) {
-  return "[server]\nmode = \"stream\"\n[server.streams]\nsample = \"media/sample.mp4\"\n" + extra;
-}
-
-// Asserts that `text` fails and that the message mentions every string in `needles`.
-void expect_error(const std::string& text, std::initializer_list<std::string_view> needles) {
-  const auto r = parse_config(text, "test.toml");
-  ASSERT_FALSE(r.ok()) << "accepted:\n" << text;
-  for (const auto n : needles) {
-    EXPECT_NE(r.error().message.find(n), std::string::npos)
-        << "message \"" << r.error().message << "\" lacks \"" << n << "\"";
-  }
-}
 
 TEST(Config, ExampleStreamConfigLoads) {
   const auto r = load_config_file(kConfigs + "stream.toml");

@@ -3,24 +3,15 @@
 
 #include <string>
 
+#include "config_test_util.hpp"
 #include "predrop/config/config.hpp"
 #include "predrop/core/capacity_policy.hpp"
 
 namespace predrop::config {
 namespace {
 
-std::string stream_with(const std::string& extra) {
-  return "[server]\nmode = \"stream\"\n[server.streams]\nsample = \"media/sample.mp4\"\n" + extra;
-}
-
-void expect_error(const std::string& text, std::initializer_list<std::string_view> needles) {
-  const auto r = parse_config(text, "test.toml");
-  ASSERT_FALSE(r.ok()) << "accepted:\n" << text;
-  for (const auto n : needles) {
-    EXPECT_NE(r.error().message.find(n), std::string::npos)
-        << "message \"" << r.error().message << "\" lacks \"" << n << "\"";
-  }
-}
+using test::expect_error;
+using test::stream_with;
 
 TEST(CapacityConfig, SelectableByNameWithItsParameters) {
   const auto r = parse_config(stream_with("[control]\npolicy = \"capacity\"\nrmax = 0.9\nr0 = 0.1\n"

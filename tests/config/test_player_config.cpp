@@ -4,24 +4,14 @@
 
 #include <string>
 
+#include "config_test_util.hpp"
 #include "predrop/config/config.hpp"
 
 namespace predrop::config {
 namespace {
 
-std::string stream_with(const std::string& server, const std::string& rest = {}) {
-  return "[server]\nmode = \"stream\"\n" + server +
-         "[server.streams]\nsample = \"media/sample.mp4\"\n" + rest;
-}
-
-void expect_error(const std::string& text, std::initializer_list<std::string_view> needles) {
-  const auto r = parse_config(text, "test.toml");
-  ASSERT_FALSE(r.ok()) << "accepted:\n" << text;
-  for (const auto n : needles) {
-    EXPECT_NE(r.error().message.find(n), std::string::npos)
-        << "message \"" << r.error().message << "\" lacks \"" << n << "\"";
-  }
-}
+using test::expect_error;
+using test::stream_with;
 
 TEST(PlayerConfig, Defaults) {
   const auto r = parse_config(stream_with(""), "test.toml");
@@ -33,7 +23,7 @@ TEST(PlayerConfig, Defaults) {
 TEST(PlayerConfig, BothValuesOfTheSwitch) {
   for (const std::string v : {"rr", "fixed"}) {
     const auto r = parse_config(
-        stream_with("", "[control]\nplayer_adaptation = \"" + v + "\"\nplayer_rate = 0.2\n"),
+        stream_with("[control]\nplayer_adaptation = \"" + v + "\"\nplayer_rate = 0.2\n"),
         "test.toml");
     ASSERT_TRUE(r.ok()) << r.error().message;
     EXPECT_EQ(r->control.player_adaptation, v);
@@ -42,23 +32,23 @@ TEST(PlayerConfig, BothValuesOfTheSwitch) {
 }
 
 TEST(PlayerConfig, BadSwitchIsNamed) {
-  expect_error(stream_with("", "[control]\nplayer_adaptation = \"pdfb\"\n"),
+  expect_error(stream_with("[control]\nplayer_adaptation = \"pdfb\"\n"),
                {"control.player_adaptation", "rr", "fixed", "pdfb", "test.toml"});
-  expect_error(stream_with("", "[control]\nplayer_adaptation = 1\n"),
-               {"control.player_adaptation"});
+  expect_error(stream_with("[control]\nplayer_adaptation = 1\n"), {"control.player_adaptation"});
 }
 
 TEST(PlayerConfig, InterleavedQueueBytes) {
-  const auto r = parse_config(stream_with("interleaved_queue_bytes = 65536\n"), "test.toml");
+  const auto r = parse_config(stream_with("", "interleaved_queue_bytes = 65536\n"), "test.toml");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->server.interleaved_queue_bytes, 65536U);
-  const auto off = parse_config(stream_with("interleaved_queue_bytes = 0\n"), "test.toml");
+  const auto off = parse_config(stream_with("", "interleaved_queue_bytes = 0\n"), "test.toml");
   ASSERT_TRUE(off.ok()) << off.error().message;
   EXPECT_EQ(off->server.interleaved_queue_bytes, 0U);
-  expect_error(stream_with("interleaved_queue_bytes = -1\n"), {"server.interleaved_queue_bytes"});
-  expect_error(stream_with("interleaved_queue_bytes = 67108865\n"),
+  expect_error(stream_with("", "interleaved_queue_bytes = -1\n"),
                {"server.interleaved_queue_bytes"});
-  expect_error(stream_with("interleaved_queue_bytes = \"big\"\n"),
+  expect_error(stream_with("", "interleaved_queue_bytes = 67108865\n"),
+               {"server.interleaved_queue_bytes"});
+  expect_error(stream_with("", "interleaved_queue_bytes = \"big\"\n"),
                {"server.interleaved_queue_bytes"});
   expect_error("[server]\nmode = \"ddl\"\ninterleaved_queue_bytes = 1024\n",
                {"server.interleaved_queue_bytes"});
