@@ -11,6 +11,11 @@ namespace predrop::server {
 
 namespace {
 constexpr std::uint64_t kSenderReportIntervalUs = 1'000'000;
+// The first SR follows PLAY by this much, after the first media: GStreamer's srtpdec failed to
+// unprotect an SR that reached it with the PLAY response (1 run in ~10 of interop_gstreamer,
+// "unprotect failed code 13", no stream context yet), and an SR for a stream not yet sent tells
+// a player nothing.
+constexpr std::uint64_t kFirstSenderReportDelayUs = 100'000;
 
 std::uint64_t wall_clock_unix_us() {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
@@ -165,7 +170,7 @@ void StreamSession::play(std::uint64_t now_us) {
   const std::uint64_t media_offset =
       block_start_us(loops_, media_->blocks()[block_]) - play_start_us_;
   play_start_us_ = now_us - media_offset;
-  next_sr_us_ = now_us;
+  next_sr_us_ = now_us + kFirstSenderReportDelayUs;
   if (last_heard_us_ == 0) last_heard_us_ = now_us;
 }
 
@@ -310,8 +315,8 @@ std::uint64_t StreamSession::next_due_us() const {
 }
 
 void StreamSession::send_sender_reports(std::uint64_t now_us) {
-  // The first SR goes at PLAY (players sync on it); later ones half a block later in phase, so
-  // that an SR does not queue behind a block's first frame (its key frame) at a bottleneck: the
+  // The first SR goes just after PLAY (players sync on it); later ones half a block later in phase,
+  // so that an SR does not queue behind a block's first frame (its key frame) at a bottleneck: the
   // RTT an RR derives from it (LSR/DLSR) would include that burst (docs/rtsp.md).
   const bool first = !sr_phase_set_;
   sr_phase_set_ = true;
