@@ -28,7 +28,7 @@ trap stop_server EXIT
 clips=(
   "low_rate_scene_cut|low.mp4|testsrc2=s=320x240:r=30:d=1[a];mandelbrot=s=320x240:r=30,trim=duration=1[b];[a][b]concat=n=2:v=1:a=0|-b:v 40k -bf 3 -x264-params b-pyramid=normal|aac"
   "slices_high_rate|slices.mkv|smptehdbars=s=480x270:r=25:d=1[a];life=s=480x270:r=25:mold=10:ratio=0.3:seed=7,trim=duration=1,format=yuv420p[b];[a][b]concat=n=2:v=1:a=0|-crf 8 -x264-params slices=4|libopus"
-  "intra_only_ts|intra.ts|cellauto=s=320x240:r=30:rule=110,trim=duration=2,format=yuv420p|-g 1 -b:v 300k|aac"
+  "intra_only_ts|intra.ts|cellauto=s=320x240:r=30:rule=110:seed=7,trim=duration=2,format=yuv420p|-g 1 -b:v 300k|aac"
   "long_gop_b_pyramid|longgop.mp4|rgbtestsrc=s=352x288:r=30:d=1[a];testsrc2=s=352x288:r=30:d=1[b];[a][b]concat=n=2:v=1:a=0|-g 250 -bf 4 -x264-params b-pyramid=normal -crf 30|"
   "large_1080p|large.mp4|testsrc2=s=1920x1080:r=25:d=1|-crf 16 -bf 2|"
 )
