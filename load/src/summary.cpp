@@ -75,9 +75,9 @@ void print_summary(std::FILE* out, const LoadScenario& sc, const LoadSummary& s)
   std::fprintf(out, "  %-28s %s %%\n", "network loss per block", ms(s.loss_pct).c_str());
   std::fprintf(out, "  %-28s %s dB\n", "quality (loss-derived)", ms(s.quality_db).c_str());
   std::fprintf(out, "  %-28s %s ms\n", "report delay", ms(s.report_delay_ms).c_str());
-  std::fprintf(
-      out, "  %-28s %s ms\n", "feedback round trip",
-      s.feedback_rtt_ms.count ? ms(s.feedback_rtt_ms).c_str() : "n/a (no metrics, or no report seen there)");
+  std::fprintf(out, "  %-28s %s ms\n", "feedback round trip",
+               s.feedback_rtt_ms.count ? ms(s.feedback_rtt_ms).c_str()
+                                       : "n/a (no metrics, or no report seen there)");
   std::fprintf(out, "  %-28s %llu blocks, %llu reports sent\n", "blocks",
                static_cast<unsigned long long>(s.blocks),
                static_cast<unsigned long long>(s.reports));
