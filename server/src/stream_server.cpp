@@ -463,8 +463,9 @@ bool StreamServer::start_session(SessionEntry& entry, std::uint64_t now_us) {
   auto controller = core::make_rate_controller(policy);
   if (!controller) return false;
   try {
-    entry.session = std::make_unique<StreamSession>(entry.stream->media, *rtp_socket_, clock_, cfg,
-                                                    std::move(controller.value()), on_block_);
+    entry.session =
+        std::make_unique<StreamSession>(entry.stream->media, *rtp_socket_, *rtcp_socket_, clock_,
+                                        cfg, std::move(controller.value()), on_block_);
   } catch (const std::exception&) {
     return false;
   }

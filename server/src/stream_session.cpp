@@ -25,8 +25,8 @@ std::uint64_t wall_clock_unix_us() {
 }  // namespace
 
 StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
-                             net::UdpEndpoint& rtp_socket, const net::Clock& clock,
-                             StreamSessionConfig config,
+                             net::UdpEndpoint& rtp_socket, net::UdpEndpoint& rtcp_socket,
+                             const net::Clock& clock, StreamSessionConfig config,
                              std::unique_ptr<core::RateController> controller, OnBlock on_block)
     : media_(std::move(media)),
       wall_anchor_us_(wall_clock_unix_us()),
@@ -34,7 +34,7 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
       config_(std::move(config)),
       controller_(std::move(controller)),
       on_block_(std::move(on_block)),
-      socket_(rtp_socket) {
+      rtcp_socket_(rtcp_socket) {
   const auto streams = media_->streams();
   track_of_stream_.assign(streams.size(), -1);
   chain::TransmitterConfig tc;
@@ -387,7 +387,7 @@ std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
       } else {
         ++stats_.interleaved_drops;
       }
-    } else if (socket_.send(packet, *track.rtcp_destination)) {
+    } else if (rtcp_socket_.send(packet, *track.rtcp_destination)) {
       ++sent;
     }
   }

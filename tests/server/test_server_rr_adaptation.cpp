@@ -162,6 +162,8 @@ class RrPlayer {
   /// Send RRs as plain RTCP, as ffmpeg 5.1 does in an SRTP session.
   void set_plain(bool plain) { plain_ = plain; }
   std::uint64_t srs() const { return srs_; }
+  /// RTCP datagrams that came from a port other than the server's RTCP port (server_port + 1).
+  std::uint64_t srs_from_other_port() const { return srs_from_other_port_; }
 
  private:
   void drain() {
@@ -184,8 +186,13 @@ class RrPlayer {
       }
     }
     for (;;) {
-      const ssize_t n = ::recv(rtcp_, buf.data(), buf.size(), 0);
+      sockaddr_in from{};
+      socklen_t from_len = sizeof from;
+      const ssize_t n = ::recvfrom(rtcp_, buf.data(), buf.size(), 0,
+                                   reinterpret_cast<sockaddr*>(&from), &from_len);
       if (n <= 0) break;
+      // RFC 3550 §11 / RFC 2326 server_port: RTCP comes from the RTCP port of the pair.
+      if (ntohs(from.sin_port) != srv_.rtp_port() + 1) ++srs_from_other_port_;
       const net::SrtpResult r = srtcp_in_->unprotect_rtcp(buf, static_cast<std::size_t>(n));
       if (!r) continue;
       auto c = wire::parse_rtcp_compound(std::span<const std::uint8_t>(buf.data(), r.length));
@@ -213,6 +220,7 @@ class RrPlayer {
   std::int32_t lost_ = 0;
   std::uint64_t packets_ = 0;
   std::uint64_t srs_ = 0;
+  std::uint64_t srs_from_other_port_ = 0;
   std::optional<std::uint32_t> last_sr_;
   std::uint64_t last_sr_arrival_us_ = 0;
   std::uint64_t since_rr_ms_ = 0;
@@ -252,6 +260,7 @@ TEST_F(ServerRrAdaptation, LossInReceiverReportsRaisesRAndCleanReportsBringItBac
   player_->run(4000, 0.0);
   EXPECT_GT(player_->packets(), 100u);
   EXPECT_GE(player_->srs(), 3u) << "an SR per second";
+  EXPECT_EQ(player_->srs_from_other_port(), 0u) << "SRs leave from server_port + 1";
   EXPECT_DOUBLE_EQ(rate(), 0.0) << "no loss, no bottleneck: R stays 0";
   EXPECT_GT(session().stats().rr_reports, 0u);
   // Loss rising from 10 % to 30 %: R goes up.

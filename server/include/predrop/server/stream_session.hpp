@@ -136,9 +136,11 @@ class StreamSession {
   using OnBlock = std::function<void(const BlockTrace&)>;
 
   /// Throws std::runtime_error when SRTP cannot be set up (setup time only). `clock` must
-  /// outlive the session; every now_us passed in is its time.
+  /// outlive the session; every now_us passed in is its time. SRs and BYEs leave from
+  /// `rtcp_socket` (the server_port pair's RTCP port: players that check the source, and NATs,
+  /// expect RTCP from there); RTP leaves from `rtp_socket`.
   StreamSession(std::shared_ptr<const media::MediaFile> media, net::UdpEndpoint& rtp_socket,
-                const net::Clock& clock, StreamSessionConfig config,
+                net::UdpEndpoint& rtcp_socket, const net::Clock& clock, StreamSessionConfig config,
                 std::unique_ptr<core::RateController> controller, OnBlock on_block);
   ~StreamSession();
   StreamSession(const StreamSession&) = delete;
@@ -223,7 +225,7 @@ class StreamSession {
   StreamSessionConfig config_;
   std::unique_ptr<core::RateController> controller_;
   OnBlock on_block_;
-  net::UdpEndpoint& socket_;
+  net::UdpEndpoint& rtcp_socket_;
   // The transmitter's last step for interleaved tracks: frames into config_.interleaved_output.
   class InterleavedSink final : public chain::PacketSink {
    public:
