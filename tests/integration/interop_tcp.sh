@@ -51,11 +51,9 @@ case "$player" in
     ;;
   *) echo "unknown player $player"; exit 2 ;;
 esac
-# The server's view, while it still runs: an interleaved session, frames sent, no UDP RTCP.
-python3 - "$metrics_port" >metrics.txt <<'PY' || true
-import sys, urllib.request
-print(urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode())
-PY
+# The server's view, while it still runs: an interleaved session, frames sent, no UDP RTCP. Read
+# with curl, the client README.md names for /metrics.
+curl -sf --max-time 5 "http://127.0.0.1:$metrics_port/metrics" >metrics.txt || true
 metric() { awk -v n="$1" '$1 == n { print $2 }' metrics.txt; }
 sessions=$(metric predrop_interleaved_sessions_total)
 sent=$(metric predrop_interleaved_frames_sent_total)
