@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Interop with the real ffplay, the player README.md names first, over RTSP/UDP and RTSP/TCP with
-# SRTP (default suite, key from the SDP's a=crypto). ffplay runs headless on SDL's dummy video and
+# SRTP (default suite, key from the SDP's a=crypto), and from the SDP file of a push session
+# (`--push`, no RTSP: `ffplay -protocol_whitelist file,udp,rtp,srtp,crypto -i FILE.sdp`). ffplay runs headless on SDL's dummy video and
 # audio drivers, which still decode and present every frame on ffplay's clocks, and is stopped
 # with SIGINT after a fixed time. Its -stats line then shows the master clock and the A-V
 # difference: "A-V" appears only while both an audio and a video stream play, and a finite
@@ -8,7 +9,7 @@
 # were found, the clock passed 3 s with a finite A-V difference below 0.5 s, no SRTP error in
 # ffplay's log, and (UDP) the server read ffplay's RTCP Receiver Reports (a round trip on
 # /metrics, read with curl).
-#   interop_ffplay.sh udp|tcp SERVER_BINARY SAMPLE WORKDIR
+#   interop_ffplay.sh udp|tcp|sdp SERVER_BINARY SAMPLE WORKDIR
 set -euo pipefail
 transport="$1"
 server="$2"
@@ -16,7 +17,7 @@ sample="$3"
 work="$4/$transport"
 mkdir -p "$work"
 cd "$work"
-rm -f server.log player.log metrics.txt
+rm -f server.log player.log metrics.txt push.sdp
 command -v ffplay >/dev/null || { echo "ffplay missing (Debian package ffmpeg; scripts/setup-deps.sh)"; exit 1; }
 
 # shellcheck source=lib.sh
@@ -24,12 +25,21 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rtsp_port=$(pick_port)
 metrics_port=$(pick_port)
 trap stop_server EXIT
-start_server server.log --stream sample="$sample" --listen 127.0.0.1:"$rtsp_port" --loop \
-  --metrics 127.0.0.1:"$metrics_port" --log-level info
-url="rtsp://127.0.0.1:$rtsp_port/sample"
+if [[ "$transport" == sdp ]]; then
+  push_port=$((40000 + (RANDOM % 10000) * 2))
+  start_server server.log --stream sample="$sample" --listen 127.0.0.1:"$rtsp_port" --loop \
+    --metrics 127.0.0.1:"$metrics_port" --push sample@127.0.0.1:"$push_port"@push.sdp \
+    --log-level info
+  [[ -s push.sdp ]] || { echo "FAIL: no SDP file written"; exit 1; }
+  input=(-protocol_whitelist file,udp,rtp,srtp,crypto -i push.sdp)
+else
+  start_server server.log --stream sample="$sample" --listen 127.0.0.1:"$rtsp_port" --loop \
+    --metrics 127.0.0.1:"$metrics_port" --log-level info
+  input=(-rtsp_transport "$transport" "rtsp://127.0.0.1:$rtsp_port/sample")
+fi
 
 SDL_VIDEODRIVER=dummy SDL_AUDIODRIVER=dummy timeout -s INT 9 \
-  ffplay -stats -loglevel info -rtsp_transport "$transport" "$url" </dev/null >player.log 2>&1 || true
+  ffplay -stats -loglevel info "${input[@]}" </dev/null >player.log 2>&1 || true
 curl -sf --max-time 5 "http://127.0.0.1:$metrics_port/metrics" >metrics.txt || true
 
 fail=0
@@ -39,7 +49,7 @@ clock=$(awk '{print $1}' <<<"$last")
 av=$(awk '{print $3}' <<<"$last")
 errors=$(grep -ciE "hmac|authentication|srtp.*(fail|error)|decrypt" player.log || true)
 rtt=$(awk '$1 ~ /^predrop_session_rr_rtt_seconds/ { print $2 }' metrics.txt | head -1)
-echo "ffplay over RTSP/$transport: clock ${clock:-?} s, A-V ${av:-?} s, $errors SRTP errors;" \
+echo "ffplay ($transport): clock ${clock:-?} s, A-V ${av:-?} s, $errors SRTP errors;" \
   "server: RR round trip ${rtt:-none} s"
 grep -q "Video: h264" player.log || { echo "FAIL: no H.264 stream"; fail=1; }
 grep -q "Audio: aac" player.log || { echo "FAIL: no AAC stream"; fail=1; }
