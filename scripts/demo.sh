@@ -3,7 +3,7 @@
 # generates a sample clip (testsrc2 + sine, offline), starts predrop-server on loopback and plays
 # the stream with the measuring client, which prints one line per block (R, L, PSNR, packets).
 #
-#   scripts/demo.sh [--policy basic|history|adaptive|fixed] [--seconds N] [--serve]
+#   scripts/demo.sh [--policy basic|history|adaptive|capacity|fixed] [--seconds N] [--serve]
 #
 # --serve keeps the server running afterwards (looping the clip) so that a standard player can
 # play it too:  ffplay -rtsp_transport udp rtsp://127.0.0.1:8554/sample
