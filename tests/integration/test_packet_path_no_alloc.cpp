@@ -1,0 +1,242 @@
+// The per-packet path allocates nothing (docs/design.md §5), checked on the real chain rather
+// than on the codecs alone: this binary replaces the global operator new with one that counts
+// while armed, and arms it around the steady state of
+//   egress:  StageTransmitter::send -> header template -> SRTP protect (libsrtp) -> sendmmsg,
+//            with its private batch, and with a shared SendBatch under a scope, GSO on and off;
+//            begin_stage of a stage no larger than an earlier one is counted too;
+//   ingress: UdpEndpoint receive (libuv recvmmsg) -> StageReceiver: SRTP unprotect -> RTP parse
+//            -> stage accounting, for every packet of a stage after its first (the first closes
+//            the previous stage, whose report is allowed to allocate).
+// A first stage warms everything up (libsrtp creates a stream per SSRC on its first packet; the
+// discard mask and the private batch slab are sized on first use). Real UDP on loopback, real
+// libsrtp, one libuv loop, no sleeps.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <optional>
+#include <vector>
+
+#include "predrop/chain/stage_receiver.hpp"
+#include "predrop/chain/stage_transmitter.hpp"
+#include "predrop/net/event_loop.hpp"
+#include "predrop/net/srtp_session.hpp"
+#include "predrop/net/udp_endpoint.hpp"
+#include "predrop/wire/sdes_key.hpp"
+
+namespace {
+std::atomic<bool> g_armed{false};
+std::atomic<std::size_t> g_allocations{0};
+
+// Counts the allocations made while alive.
+class AllocationCounter {
+ public:
+  AllocationCounter() {
+    g_allocations.store(0);
+    g_armed.store(true);
+  }
+  ~AllocationCounter() { g_armed.store(false); }
+  AllocationCounter(const AllocationCounter&) = delete;
+  AllocationCounter& operator=(const AllocationCounter&) = delete;
+  std::size_t count() const { return g_allocations.load(); }
+};
+}  // namespace
+
+// GCC pairs the inlined std::free below with this file's operator new, which it cannot see is
+// malloc, and warns about a mismatch that is not one.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+void* operator new(std::size_t size) {
+  if (g_armed.load(std::memory_order_relaxed)) g_allocations.fetch_add(1);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t size) {
+  return operator new(size);
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+
+namespace predrop {
+namespace {
+
+constexpr wire::RtpExtensionIds kIds{1, 2};
+constexpr auto kSuite = wire::SrtpSuite::AesCm128HmacSha1_80;
+constexpr std::size_t kPackets = 120;  // one stage: frames of 6 packets, the last one shorter
+
+class PacketPathNoAlloc : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    key_ = wire::generate_key(kSuite);
+    auto rx = net::UdpEndpoint::open(loop_, net::SocketAddress::loopback_v4(0), {},
+                                     [this](auto data, const auto&, std::uint64_t arrival_us) {
+                                       on_datagram(data, arrival_us);
+                                     });
+    ASSERT_TRUE(rx.ok());
+    rx_ = std::move(rx.value());
+    auto tx = net::UdpEndpoint::open(loop_, net::SocketAddress::loopback_v4(0), {}, {});
+    ASSERT_TRUE(tx.ok());
+    tx_ = std::move(tx.value());
+    for (std::size_t i = 0; i < payload_.size(); ++i) {
+      payload_[i] = static_cast<std::uint8_t>(i * 7);
+    }
+    for (std::size_t i = 0; i < kPackets; ++i) {
+      const bool last_of_frame = i % 6 == 5;
+      packets_.push_back(chain::OutgoingPacket{
+          0, last_of_frame, static_cast<std::uint32_t>(i / 6 * 3000),
+          std::span<const std::uint8_t>(payload_.data(), last_of_frame ? 400 : 1200), 0});
+    }
+    importance_.assign(kPackets, 1);
+
+    chain::TransmitterConfig tc;
+    tc.extension_ids = kIds;
+    tc.max_payload_size = 1200;
+    tc.tracks.push_back(chain::TrackConfig{0xABCD, 96, 0, 0, rx_->local_address(), {}});
+    transmitter_ = std::make_unique<chain::StageTransmitter>(
+        *tx_, tc, net::SrtpSession(net::SrtpDirection::Outbound, kSuite, key_),
+        core::DiscardPlanner(core::DiscardPolicy::kUniform));
+
+    chain::ReceiverConfig rc;
+    rc.extension_ids = kIds;
+    receiver_ = std::make_unique<chain::StageReceiver>(
+        rc, net::SrtpSession(net::SrtpDirection::Inbound, kSuite, key_),
+        [this](const wire::RtpPacketView& p, std::uint64_t) {
+          ++delivered_;
+          if (p.stage) current_stage_ = p.stage->stage_id;
+        },
+        [](const core::StageMeasurement&) {});
+  }
+
+  void TearDown() override {
+    transmitter_.reset();
+    receiver_.reset();
+    rx_.reset();
+    tx_.reset();
+    EXPECT_TRUE(loop_.close().ok());
+  }
+
+  void on_datagram(std::span<const std::uint8_t> data, std::uint64_t arrival_us) {
+    receiver_->on_datagram(data, arrival_us);
+    // Armed from the second packet of the measured stage on: the first closed the stage before.
+    if (measure_stage_ && current_stage_ == *measure_stage_ && !rx_counter_) {
+      rx_counter_.emplace();
+    }
+    if (delivered_ >= want_) loop_.stop();
+  }
+
+  // Runs the loop until `n` packets in all were delivered (ctest's timeout is the real bound).
+  void receive(std::size_t n) {
+    want_ = n;
+    net::Timer guard(loop_, [this] { loop_.stop(); });
+    guard.start(3000);
+    if (delivered_ < want_) loop_.run();
+    ASSERT_EQ(delivered_, want_) << receiver_->stats().datagrams << " datagrams arrived";
+  }
+
+  // One stage sent frame by frame, as the server's pacer sends it; returns the allocations made
+  // by begin_stage and the sends. With `batch`, each frame goes into the shared batch.
+  std::size_t send_stage(std::uint32_t stage, double rate, chain::SendBatch* batch) {
+    AllocationCounter counter;
+    const chain::StagePlan plan = transmitter_->begin_stage(stage, rate, importance_);
+    for (std::size_t first = 0; first < kPackets; first += 6) {
+      const std::span<const chain::OutgoingPacket> frame(packets_.data() + first, 6);
+      if (batch != nullptr) {
+        chain::SendBatchScope scope(*batch);
+        transmitter_->send(frame, first, 1'000'000 + first * 1000);
+      } else {
+        transmitter_->send(frame, first, 1'000'000 + first * 1000);
+      }
+    }
+    sent_ += plan.to_send;
+    return counter.count();
+  }
+
+  // One stage sent frame by frame, each frame received before the next is sent (a burst of a
+  // whole stage would overflow the receiving socket's default buffer on loopback).
+  void send_and_receive_stage(std::uint32_t stage) {
+    const chain::StagePlan plan = transmitter_->begin_stage(stage, 0.0, importance_);
+    ASSERT_EQ(plan.to_send, kPackets);
+    for (std::size_t first = 0; first < kPackets; first += 6) {
+      const std::span<const chain::OutgoingPacket> frame(packets_.data() + first, 6);
+      transmitter_->send(frame, first, 1'000'000 + first * 1000);
+      sent_ += frame.size();
+      receive(sent_);
+    }
+  }
+
+  net::EventLoop loop_;
+  wire::SrtpKeyMaterial key_;
+  std::unique_ptr<net::UdpEndpoint> rx_;
+  std::unique_ptr<net::UdpEndpoint> tx_;
+  std::array<std::uint8_t, 1300> payload_{};
+  std::vector<chain::OutgoingPacket> packets_;
+  std::vector<std::uint8_t> importance_;
+  std::unique_ptr<chain::StageTransmitter> transmitter_;
+  std::unique_ptr<chain::StageReceiver> receiver_;
+  std::size_t delivered_ = 0;
+  std::size_t want_ = 0;
+  std::size_t sent_ = 0;
+  std::uint32_t current_stage_ = 0;
+  std::optional<std::uint32_t> measure_stage_;
+  std::optional<AllocationCounter> rx_counter_;
+};
+
+TEST_F(PacketPathNoAlloc, CounterSeesAllocations) {
+  AllocationCounter counter;
+  auto p = std::make_unique<int>(1);
+  EXPECT_GE(counter.count(), 1u);
+}
+
+TEST_F(PacketPathNoAlloc, EgressWithItsPrivateBatchAllocatesNothing) {
+  (void)send_stage(0, 0.0, nullptr);  // warm-up
+  EXPECT_EQ(send_stage(1, 0.0, nullptr), 0u);
+  EXPECT_EQ(send_stage(2, 0.3, nullptr), 0u) << "a stage with pre-discard";
+  EXPECT_EQ(transmitter_->stats().send_drops + transmitter_->stats().protect_errors, 0u);
+}
+
+TEST_F(PacketPathNoAlloc, EgressIntoASharedBatchAllocatesNothingWithAndWithoutGso) {
+  chain::SendBatch batch(*tx_, 2048);
+  for (const bool gso : {false, true}) {
+    SCOPED_TRACE(gso ? "GSO" : "plain sendmmsg");
+    tx_->set_gso(gso);
+    const auto base = static_cast<std::uint32_t>(gso ? 10 : 0);
+    (void)send_stage(base, 0.0, &batch);  // warm-up (GSO builds its control messages once)
+    EXPECT_EQ(send_stage(base + 1, 0.0, &batch), 0u);
+    EXPECT_EQ(send_stage(base + 2, 0.3, &batch), 0u);
+  }
+  EXPECT_EQ(transmitter_->stats().send_drops + transmitter_->stats().protect_errors, 0u);
+}
+
+// Counted from the second packet of stage 1 to its last: receiving (and, in between, sending)
+// the rest of the stage.
+TEST_F(PacketPathNoAlloc, IngressAllocatesNothingAfterAStagesFirstPacket) {
+  send_and_receive_stage(0);
+  ASSERT_EQ(receiver_->stats().srtp_auth_failed, 0u);
+  measure_stage_ = 1;
+  send_and_receive_stage(1);
+  ASSERT_TRUE(rx_counter_.has_value()) << "no packet of stage 1 arrived";
+  const std::size_t allocations = rx_counter_->count();
+  rx_counter_.reset();
+  EXPECT_EQ(delivered_, 2 * kPackets);
+  EXPECT_EQ(receiver_->stats().srtp_auth_failed + receiver_->stats().malformed, 0u);
+  EXPECT_EQ(allocations, 0u) << "the receive path of " << kPackets - 1 << " packets allocated";
+}
+
+}  // namespace
+}  // namespace predrop
