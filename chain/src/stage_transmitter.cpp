@@ -274,33 +274,4 @@ void StageTransmitter::set_sink(PacketSink* sink) {
   sink_ = sink;
 }
 
-void StageTransmitter::send_sender_reports(std::uint64_t ntp,
-                                           std::span<const std::uint32_t> rtp_now) {
-  flush();
-  std::uint8_t buf[512];
-  for (std::size_t i = 0; i < config_.tracks.size() && i < rtp_now.size(); ++i) {
-    const TrackConfig& track = config_.tracks[i];
-    if (!track.rtcp_destination) continue;
-    wire::SenderReport sr;
-    sr.ssrc = track.ssrc;
-    sr.ntp_timestamp = ntp;
-    sr.rtp_timestamp = rtp_now[i];
-    sr.packet_count = static_cast<std::uint32_t>(counters_[i].packets);
-    sr.octet_count = static_cast<std::uint32_t>(counters_[i].octets);
-    auto n = wire::write_sender_report_compound(
-        std::span<std::uint8_t>(buf, sizeof buf - net::kSrtpMaxTrailer), sr, config_.cname);
-    if (!n) continue;
-    std::size_t len = *n;
-    if (srtp_) {
-      const net::SrtpResult r = srtp_->protect_rtcp(std::span<std::uint8_t>(buf, sizeof buf), len);
-      if (!r) {
-        ++stats_.protect_errors;
-        continue;
-      }
-      len = r.length;
-    }
-    socket_.send(std::span<const std::uint8_t>(buf, len), *track.rtcp_destination);
-  }
-}
-
 }  // namespace predrop::chain

@@ -38,9 +38,10 @@ struct TrackConfig {
   std::uint32_t ssrc = 0;
   std::uint8_t payload_type = 96;
   std::uint16_t initial_sequence = 0;
-  std::uint32_t timestamp_offset = 0;                  ///< Added to every packet's media timestamp.
-  net::SocketAddress destination;                      ///< Where RTP goes.
-  std::optional<net::SocketAddress> rtcp_destination;  ///< Where SRs go (usually RTP port + 1).
+  std::uint32_t timestamp_offset = 0;  ///< Added to every packet's media timestamp.
+  net::SocketAddress destination;      ///< Where RTP goes.
+  /// The peer's RTCP port; the transmitter's owner sends the SRs (server::StreamSession).
+  std::optional<net::SocketAddress> rtcp_destination;
 };
 
 /// Static settings of a transmitter.
@@ -178,10 +179,6 @@ class StageTransmitter {
   /// Without a scope the private batch is flushed before returning.
   std::size_t send(std::span<const OutgoingPacket> packets, std::size_t first,
                    std::uint64_t now_us);
-  /// Sends an RTCP SR (+ SDES CNAME) for every track that has an RTCP destination.
-  /// `ntp` is the wall-clock NTP time, `rtp_timestamp_now(track)` the media clock now.
-  void send_sender_reports(std::uint64_t ntp, std::span<const std::uint32_t> rtp_now);
-
   /// Sends every later packet to `sink` instead of the socket (nullptr: the socket again); the
   /// sink must outlive its use. A transmitter with a sink never joins a shared SendBatch.
   void set_sink(PacketSink* sink);
