@@ -1,54 +1,20 @@
-// The packet path must not allocate (docs/design.md §5): this binary replaces the global operator new
-// with a counting one and checks that successful parses and writes of every codec allocate
-// nothing. Errors may allocate (they carry a message) and are not checked here.
+// The packet path must not allocate (docs/design.md §5): this binary links the counting operator
+// new of tests/support/allocation_counter.cpp and checks that successful parses and writes of
+// every codec allocate nothing. Errors may allocate (they carry a message) and are not checked
+// here.
 #include <gtest/gtest.h>
 
 #include <array>
-#include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <new>
 
+#include "allocation_counter.hpp"
 #include "predrop/wire/rtcp.hpp"
 #include "predrop/wire/rtp.hpp"
-
-namespace {
-std::atomic<std::size_t> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) {
-  return operator new(size);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
 
 namespace predrop::wire {
 namespace {
 
-// Counts allocations made while it is alive.
-class AllocationScope {
- public:
-  AllocationScope() : start_(g_allocations.load()) {}
-  std::size_t count() const { return g_allocations.load() - start_; }
-
- private:
-  std::size_t start_;
-};
+using test::AllocationScope;
 
 TEST(CodecNoAlloc, CounterSeesAllocations) {
   // An error carries a heap-allocated message: proof that the counter is wired up.
