@@ -232,6 +232,7 @@ ClosedStage StageCollector::close(CloseReason reason, std::uint64_t now_us,
       ++counters_.stages_deadline;
       break;
     case CloseReason::kForced:
+    case CloseReason::kEnded:
       ++counters_.stages_forced;
       break;
   }

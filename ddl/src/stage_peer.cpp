@@ -26,6 +26,10 @@ std::uint32_t StagePeer::begin(std::uint32_t s, std::uint64_t now_us) {
       s = *relay_closed_ + 1;
     }
   }
+  // Past the job's end (skipped there, or an earlier skip shifted this peer's stage ids beyond
+  // it): nobody will run the stage, so it closes at the next poll instead of waiting for the
+  // relay's silence.
+  ended_ = last_stage_ && static_cast<std::int32_t>(s - *last_stage_) > 0;
   stage_ = s;
   open_ = true;
   started_us_ = now_us;
@@ -73,6 +77,7 @@ std::optional<ClosedStage> StagePeer::on_stage_closed(const StageClosed& c, std:
 
 std::optional<ClosedStage> StagePeer::poll_io(std::uint64_t now_us) {
   if (!open_) return std::nullopt;
+  if (ended_) return close_ended(now_us);
   std::uint64_t now = now_us;
   if (const auto at = rx_.deadline_at_us(); at && now >= *at) now = *at - 1;
   while (auto r = rx_.poll(now, aggregate_, received_)) {
@@ -85,6 +90,10 @@ std::optional<ClosedStage> StagePeer::poll_io(std::uint64_t now_us) {
 StageCheck StagePeer::on_timer(std::uint64_t now_us, bool allow_grace) {
   StageCheck out;
   if (!open_) return out;
+  if (ended_) {
+    out.closed = close_ended(now_us);
+    return out;
+  }
   const auto at = rx_.deadline_at_us();
   if (allow_grace && at && now_us >= *at && !grace_) {
     grace_ = true;
@@ -115,6 +124,7 @@ StageCheck StagePeer::on_timer(std::uint64_t now_us, bool allow_grace) {
 
 std::optional<std::uint64_t> StagePeer::timer_due_us() const {
   if (!open_) return std::nullopt;
+  if (ended_) return started_us_;
   if (grace_) return grace_due_us_;
   std::uint64_t at = progress_us_ + config_.relay_silence_us;
   if (const auto d = rx_.deadline_at_us()) {
@@ -123,6 +133,12 @@ std::optional<std::uint64_t> StagePeer::timer_due_us() const {
     at = std::min(at, closed_info_at_us_ + rx_.deadline_budget_us() + kNoChunkSlackUs);
   }
   return at;
+}
+
+std::optional<ClosedStage> StagePeer::close_ended(std::uint64_t now_us) {
+  auto r = rx_.force_close(now_us, aggregate_, received_);
+  if (r) r->reason = CloseReason::kEnded;
+  return closed(r);
 }
 
 std::optional<ClosedStage> StagePeer::closed(const std::optional<ClosedStage>& r) {

@@ -9,7 +9,7 @@ import ctypes
 
 from . import _build
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 
 class StageInfo(ctypes.Structure):
@@ -52,6 +52,7 @@ class Options(ctypes.Structure):
         ("relay_silence_ms", ctypes.c_uint32),
         ("on_stage", STAGE_CALLBACK),
         ("user", ctypes.c_void_p),
+        ("stages", ctypes.c_uint32),
     ]
 
 
@@ -114,7 +115,7 @@ class Peer:
 
     def __init__(self, relay, tensor_elements, on_stage, key=None, rank=-1, model_seed=1,
                  bind=None, join_timeout_ms=0, start_timeout_ms=0, relay_silence_ms=0,
-                 library=None):
+                 library=None, stages=0):
         self._lib = load(library)
         self._user_cb = on_stage
 
@@ -140,6 +141,7 @@ class Peer:
         o.relay_silence_ms = relay_silence_ms
         o.on_stage = self._cb
         o.user = None
+        o.stages = stages
         err = ctypes.create_string_buffer(1024)
         self._h = self._lib.predrop_ddl_open(ctypes.byref(o), err, len(err))
         if not self._h:

@@ -1,7 +1,8 @@
 // ddl::StagePeer, the stage engine of both worker kinds (the C++ trainer and the external
 // trainer's peer), on plain numbers as the clock: completion on I/O, the deadline's one grace
 // pass, the PDSC without packets and the PDSC whose chunks never come, the relay's silence judged
-// per stage, an aggregate that waited in the window, and skipping ahead when too far behind.
+// per stage, an aggregate that waited in the window, skipping ahead when too far behind, and
+// stopping at the job's last stage.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -205,6 +206,54 @@ TEST(StagePeer, SkipsToTheRelaysStageWhenAWindowBehind) {
   EXPECT_EQ(h.chunk(10, 0, 7 * kMs), ChunkOutcome::kAccepted);
   EXPECT_EQ(h.chunk(10, 1, 8 * kMs), ChunkOutcome::kAccepted);
   ASSERT_TRUE(p.poll_io(8 * kMs));
+}
+
+// The job runs stages 0..9. The peer fell behind after stage 0 while the relay closed every stage
+// to the last one without it (the others then leave). Skipping ahead lands past the job's end:
+// that stage, and every later one the trainer's loop still submits, closes at once with nothing
+// received, instead of waiting for aggregates nobody will send until the relay's silence.
+TEST(StagePeer, StopsAtTheJobsLastStageAfterSkippingAhead) {
+  Harness h(100, 1000 * kMs);
+  StagePeer& p = h.peer();
+  p.set_last_stage(9);
+  p.begin(0, 0);
+  ASSERT_TRUE(p.on_stage_closed(StageClosed{0, 0, 0, 2}, 1 * kMs));
+  for (std::uint32_t s = 1; s <= 9; ++s) {
+    EXPECT_FALSE(p.on_stage_closed(StageClosed{s, 1, 2, 2}, (1 + s) * kMs));
+  }
+  EXPECT_EQ(p.begin(1, 20 * kMs), 10U);  // 8 behind: skipped to the stage after 9
+  EXPECT_EQ(p.skipped(), 9U);
+  EXPECT_TRUE(p.ended());
+  EXPECT_EQ(*p.timer_due_us(), 20 * kMs);  // due now, not at the silence
+  const auto r = p.poll_io(20 * kMs);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->stage, 10U);
+  EXPECT_EQ(r->reason, CloseReason::kEnded);
+  EXPECT_EQ(r->received, 0U);
+  EXPECT_FALSE(p.open());
+  // The loop's remaining iterations: each closes at once, on I/O or on the timer.
+  EXPECT_EQ(p.begin(11, 21 * kMs), 11U);
+  const StageCheck c = p.on_timer(2000 * kMs, true);
+  EXPECT_FALSE(c.silent);
+  ASSERT_TRUE(c.closed);
+  EXPECT_EQ(c.closed->reason, CloseReason::kEnded);
+}
+
+TEST(StagePeer, RunsTheLastStageItselfAndNoFurther) {
+  Harness h;
+  StagePeer& p = h.peer();
+  p.set_last_stage(1);
+  EXPECT_EQ(p.begin(1, 0), 1U);
+  EXPECT_FALSE(p.ended());
+  EXPECT_FALSE(p.poll_io(0));  // the last stage waits for its aggregate as any other
+  h.chunk(1, 0, 1 * kMs);
+  h.chunk(1, 1, 2 * kMs);
+  const auto r = p.poll_io(2 * kMs);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->reason, CloseReason::kComplete);
+  EXPECT_EQ(p.begin(2, 3 * kMs), 2U);
+  EXPECT_TRUE(p.ended());
+  ASSERT_TRUE(p.poll_io(3 * kMs));
 }
 
 TEST(StagePeer, RejectsAWindowOfOne) {

@@ -1,8 +1,10 @@
 // GradientPeer (ddl/capi) with a real DdlRelay on one loop, real UDP on 127.0.0.1 and SRTP:
 // two peers get the exact mean of their gradients at R = 0 and report P for every stage; a peer
-// without a relay ends with the "no answer" error.
+// that fell behind stops at the job's last stage; a peer without a relay ends with the "no
+// answer" error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -121,6 +123,118 @@ TEST(GradientPeer, TwoPeersGetTheExactMeanAndReportEveryStage) {
   }
   EXPECT_EQ(reports.reported, 2 * static_cast<int>(kStages));
   ASSERT_TRUE(reports.finished.has_value());
+}
+
+class StagesClosed final : public ddl::DdlRelayListener {
+ public:
+  void on_stage(const ddl::DdlRelayStageRow& row) override {
+    newest = std::max(newest, row.stage);
+    ++closed;
+  }
+  std::uint32_t newest = 0;
+  int closed = 0;
+};
+
+// A job of kJobStages stages. Peer 1 submits stage 0 and then falls behind: it submits its next
+// stage only after peer 0 ran the whole job (the relay closed stages 1.. at the deadline without
+// peer 1) and left. Peer 1 skips ahead, past the job's last stage; it and every stage its loop
+// still submits close at once (close_reason 3, nothing received, own fill), nothing of them goes
+// to the relay, and the relay runs no stage past the last one. Without the stage count the
+// peer would run stages 20.. alone with the relay (the job longer for it than for the others),
+// or wait for a relay that has gone.
+TEST(GradientPeer, ALaggingPeerStopsAtTheJobsLastStage) {
+  constexpr std::uint32_t kJobStages = 20;
+  net::SrtpLibraryGuard srtp;
+  net::EventLoop loop;
+  const net::MonotonicClock clock;
+  const ddl::JobKey key = ddl::generate_job_key(wire::SrtpSuite::AeadAes128Gcm);
+  ddl::DdlRelayOptions ro;
+  ro.listen = net::SocketAddress::loopback_v4(0);
+  ro.workers = 2;
+  ro.policy.policy = "fixed";
+  ro.policy.fixed_rate = 0.0;
+  ro.stage_deadline_ms = 20;
+  ro.missing_fill = ddl::MissingPolicy::kOwn;
+  ro.key = key;
+  StagesClosed relay_stages;
+  ddl::DdlRelay relay(loop, clock, ro, &relay_stages);
+  ASSERT_TRUE(relay.start().ok());
+
+  struct Peer {
+    std::unique_ptr<ddl::capi::GradientPeer> peer;
+    std::vector<float> gradient = std::vector<float>(kElements, 1.0F);
+    std::vector<ddl::capi::GradientStage> rows;
+    std::optional<core::Status> done;
+  };
+  std::vector<Peer> peers(2);
+  auto submit = [&peers](std::uint32_t p) {
+    auto s = peers[p].peer->submit(peers[p].gradient);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+  };
+  // Peer 1's next step, from the loop rather than inside its stage callback: a stage past the
+  // end closes within submit() itself.
+  net::Timer resume(loop, [&peers, &submit] {
+    if (peers[1].rows.size() == kJobStages) {
+      peers[1].peer->close();
+    } else {
+      submit(1);
+    }
+  });
+  for (std::uint32_t p = 0; p < 2; ++p) {
+    ddl::capi::GradientPeerOptions o;
+    o.relay = relay.local_address();
+    o.bind = net::SocketAddress::loopback_v4(0);
+    o.key = key;
+    o.rank = static_cast<std::uint16_t>(p);
+    o.tensor_elements = kElements;
+    o.relay_silence_ms = 3000;
+    o.stages = kJobStages;
+    Peer& me = peers[p];
+    me.peer = std::make_unique<ddl::capi::GradientPeer>(
+        loop, clock, o, [&submit, p](const ddl::capi::GradientJob&) { submit(p); },
+        [&peers, &submit, &resume, p](const ddl::capi::GradientStage& st,
+                                      std::span<const float> avg) {
+          Peer& self = peers[p];
+          self.rows.push_back(st);
+          if (st.close_reason == 3) {
+            // Nothing received: the own-fill gives back this peer's own gradient.
+            EXPECT_EQ(avg[0], 1.0F);
+          }
+          if (p == 1) {
+            // After stage 0 peer 1 waits for peer 0 to leave (below).
+            if (self.rows.size() > 1) resume.start(0);
+          } else if (self.rows.size() == kJobStages) {
+            self.peer->close();
+          } else {
+            submit(p);
+          }
+        },
+        [&peers, &resume, p](const core::Status& st) {
+          peers[p].done = st;
+          // Late enough that peer 1 has read the relay's PDSCs up to the last stage.
+          if (p == 0) resume.start(100);
+        });
+    ASSERT_TRUE(me.peer->start().ok());
+  }
+  loop.run();
+  for (const Peer& me : peers) {
+    ASSERT_TRUE(me.done.has_value());
+    EXPECT_TRUE(me.done->ok()) << me.done->error().message;
+    EXPECT_EQ(me.rows.size(), kJobStages);
+  }
+  ASSERT_EQ(peers[1].rows.size(), kJobStages);
+  EXPECT_EQ(peers[1].rows[0].stage, 0U);
+  EXPECT_EQ(peers[1].rows[0].close_reason, 0);
+  for (std::size_t i = 1; i < peers[1].rows.size(); ++i) {
+    const ddl::capi::GradientStage& st = peers[1].rows[i];
+    EXPECT_GE(st.stage, kJobStages) << "row " << i;
+    EXPECT_EQ(st.close_reason, 3) << "stage " << st.stage;
+    EXPECT_EQ(st.received, 0U);
+    EXPECT_EQ(st.filled, 4U);
+  }
+  EXPECT_EQ(peers[0].rows.back().stage, kJobStages - 1);
+  EXPECT_EQ(relay_stages.newest, kJobStages - 1);
+  EXPECT_EQ(relay_stages.closed, static_cast<int>(kJobStages));
 }
 
 TEST(GradientPeer, NoRelayEndsWithNoAnswer) {

@@ -141,6 +141,10 @@ class GradientPeer::Impl {
     }
     if (e.sent) return core::make_error("stage " + std::to_string(stage) + " was already reported");
     e.sent = true;
+    // The relay never ran a stage past the job's end; it has no use for its report.
+    if (const auto last = sp_->last_stage(); last && static_cast<std::int32_t>(stage - *last) > 0) {
+      return core::Ok{};
+    }
     ddl::ControlMessage msg;
     msg.sender_ssrc = ssrc_;
     msg.feedback = chain::make_feedback(e.measurement, performance, wire::PdfbMetric::kLossDelta,
@@ -327,6 +331,7 @@ class GradientPeer::Impl {
       keepalive_timer_->start(kKeepAliveMs, kKeepAliveMs);
       next_stage_ = a.start_stage;
       job_.start_stage = a.start_stage;
+      if (o_.stages != 0) sp_->set_last_stage(a.start_stage + o_.stages - 1);
       if (on_start_) on_start_(job_);
     }
     return true;
@@ -398,6 +403,17 @@ class GradientPeer::Impl {
                 sp_->skipped(), opened - 1, opened);
     }
     s = opened;
+    if (sp_->ended()) {
+      // The job is over for everyone else: nothing to send, nothing to wait for.
+      if (!warned_ended_) {
+        warned_ended_ = true;
+        core::log(core::LogLevel::kWarn, kLog,
+                  "stage %u is past the job's last stage %u: closed at once, nothing received", s,
+                  *sp_->last_stage());
+      }
+      after_io(clock_.now_us());
+      return;
+    }
     for (std::size_t c = 0; c < plan_.size(); ++c) {
       const ddl::ChunkRange r = plan_[c];
       const std::span<std::uint8_t> slot(up_payloads_.data() + c * payload_size_, payload_size_);
@@ -571,6 +587,7 @@ class GradientPeer::Impl {
   ddl::ChunkPlan plan_;
   ddl::MissingPolicy fill_ = ddl::MissingPolicy::kZero;
   bool paced_ = false;
+  bool warned_ended_ = false;
   std::uint64_t join_started_us_ = 0;
   std::uint64_t last_join_sent_us_ = 0;
   std::uint64_t last_from_relay_us_ = 0;

@@ -89,6 +89,7 @@ enum class CloseReason : std::uint8_t {
   kComplete,  ///< All announced chunks arrived.
   kDeadline,  ///< base + D passed.
   kForced,    ///< force_close() was called.
+  kEnded,     ///< Past the job's last stage: closed at once, nothing awaited (StagePeer).
 };
 
 /// Per-contributor view of a closed stage.

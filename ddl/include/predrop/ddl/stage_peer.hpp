@@ -49,7 +49,13 @@ class StagePeer {
   /// Opens stage `s` at `now_us` and returns the stage opened: `s`, or the stage after the
   /// relay's newest closed one when `s` is window - 1 or more stages behind it (the aggregates
   /// in between came and went; the model misses their updates). skipped() says how many.
+  /// A stage past set_last_stage()'s is ended(): poll_io() closes it at once (CloseReason::
+  /// kEnded, nothing received), since the relay and the other workers will never run it.
   std::uint32_t begin(std::uint32_t s, std::uint64_t now_us);
+
+  /// The job's last stage (the trainer knows how many it runs; the relay does not say). Without
+  /// it a peer that skipped ahead near the end waits for stages nobody runs.
+  void set_last_stage(std::uint32_t last) { last_stage_ = last; }
 
   /// Any authenticated datagram from the relay at `now_us` (only for the silence message).
   void heard(std::uint64_t now_us);
@@ -80,6 +86,10 @@ class StagePeer {
   std::uint32_t stage() const { return stage_; }
   /// Stages the last begin() skipped.
   std::uint32_t skipped() const { return skipped_; }
+  /// Whether the open (or last) stage is past the job's last stage.
+  bool ended() const { return ended_; }
+  /// The job's last stage, if set.
+  std::optional<std::uint32_t> last_stage() const { return last_stage_; }
   /// When the open stage began (us).
   std::uint64_t stage_started_us() const { return started_us_; }
   /// The closed stage's average (zero where chunks are missing), valid after a close.
@@ -97,6 +107,7 @@ class StagePeer {
 
  private:
   std::optional<ClosedStage> closed(const std::optional<ClosedStage>& r);
+  std::optional<ClosedStage> close_ended(std::uint64_t now_us);
 
   StagePeerConfig config_;
   StageCollector rx_;
@@ -105,6 +116,8 @@ class StagePeer {
   bool open_ = false;
   std::uint32_t stage_ = 0;
   std::uint32_t skipped_ = 0;
+  std::optional<std::uint32_t> last_stage_;
+  bool ended_ = false;
   std::uint64_t started_us_ = 0;
   std::uint64_t progress_us_ = 0;  // the open stage's last chunk or PDSC, or its start
   std::uint64_t heard_us_ = 0;

@@ -28,7 +28,8 @@ extern "C" {
 #define PREDROP_DDL_API __attribute__((visibility("default")))
 
 /* Version of this ABI; predrop_ddl_open() refuses options of another. */
-#define PREDROP_DDL_ABI_VERSION 1
+/* 2: predrop_ddl_options.stages, close_reason 3. */
+#define PREDROP_DDL_ABI_VERSION 2
 
 /* One closed stage, passed to the stage callback. */
 typedef struct predrop_ddl_stage_info {
@@ -42,7 +43,7 @@ typedef struct predrop_ddl_stage_info {
   uint32_t partial;           /* chunks the relay averaged over fewer than all workers */
   uint32_t contributors;      /* workers the relay's aggregate averages */
   uint32_t chunks;            /* chunks of the whole gradient */
-  uint32_t close_reason;      /* 0 complete, 1 deadline, 2 forced */
+  uint32_t close_reason;      /* 0 complete, 1 deadline, 2 forced, 3 past the job's last stage */
   uint64_t deadline_us;       /* the stage deadline D that applied */
   double reception_period_us; /* L of the aggregate */
   uint64_t stage_us;          /* from submit to close */
@@ -65,6 +66,10 @@ typedef struct predrop_ddl_options {
   uint32_t relay_silence_ms; /* nothing from the relay in an open stage: fail (5000) */
   predrop_ddl_stage_callback on_stage;
   void* user;
+  /* Stages the job runs (the same on every worker; 0 = not known). A stage past the last one
+   * (after skipping ahead) closes at once with close_reason 3 and nothing received, instead of
+   * waiting for a relay whose other workers have left. */
+  uint32_t stages;
 } predrop_ddl_options;
 
 /* The job, as the relay described it. */
