@@ -229,6 +229,7 @@ ClosedStage StageCollector::close(CloseReason reason, std::uint64_t now_us,
       ++counters_.stages_complete;
       break;
     case CloseReason::kDeadline:
+    case CloseReason::kIdle:
       ++counters_.stages_deadline;
       break;
     case CloseReason::kForced:

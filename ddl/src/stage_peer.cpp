@@ -95,7 +95,9 @@ StageCheck StagePeer::on_timer(std::uint64_t now_us, bool allow_grace) {
     return out;
   }
   const auto at = rx_.deadline_at_us();
-  if (allow_grace && at && now_us >= *at && !grace_) {
+  const auto idle = idle_at_us();
+  const bool over = (at && now_us >= *at) || (idle && now_us >= *idle);
+  if (allow_grace && over && !grace_) {
     grace_ = true;
     grace_due_us_ = now_us + kGraceUs;
     return out;
@@ -106,6 +108,12 @@ StageCheck StagePeer::on_timer(std::uint64_t now_us, bool allow_grace) {
       out.closed = closed(r);
       return out;
     }
+  }
+  if (idle && now_us >= *idle) {
+    auto r = rx_.force_close(now_us, aggregate_, received_);
+    if (r) r->reason = CloseReason::kIdle;
+    out.closed = closed(r);
+    return out;
   }
   if (!rx_.deadline_at_us() && closed_info_ &&
       now_us >= closed_info_at_us_ + rx_.deadline_budget_us() + kNoChunkSlackUs) {
@@ -127,12 +135,22 @@ std::optional<std::uint64_t> StagePeer::timer_due_us() const {
   if (ended_) return started_us_;
   if (grace_) return grace_due_us_;
   std::uint64_t at = progress_us_ + config_.relay_silence_us;
+  if (const auto idle = idle_at_us()) at = std::min(at, *idle);
   if (const auto d = rx_.deadline_at_us()) {
     at = std::min(at, *d);
   } else if (closed_info_) {
     at = std::min(at, closed_info_at_us_ + rx_.deadline_budget_us() + kNoChunkSlackUs);
   }
   return at;
+}
+
+std::optional<std::uint64_t> StagePeer::idle_at_us() const {
+  if (config_.idle_close_us == 0 || !open_) return std::nullopt;
+  const auto last = rx_.last_arrival_us();
+  if (!last) return std::nullopt;
+  // From the later of the last chunk and the stage's start: chunks that waited in the window
+  // before begin() say nothing about whether the rest is still on its way.
+  return std::max(*last, started_us_) + config_.idle_close_us;
 }
 
 std::optional<ClosedStage> StagePeer::close_ended(std::uint64_t now_us) {

@@ -53,6 +53,7 @@ class Options(ctypes.Structure):
         ("on_stage", STAGE_CALLBACK),
         ("user", ctypes.c_void_p),
         ("stages", ctypes.c_uint32),
+        ("idle_close_ms", ctypes.c_uint32),
     ]
 
 
@@ -115,7 +116,7 @@ class Peer:
 
     def __init__(self, relay, tensor_elements, on_stage, key=None, rank=-1, model_seed=1,
                  bind=None, join_timeout_ms=0, start_timeout_ms=0, relay_silence_ms=0,
-                 library=None, stages=0):
+                 library=None, stages=0, idle_close_ms=0):
         self._lib = load(library)
         self._user_cb = on_stage
 
@@ -142,6 +143,7 @@ class Peer:
         o.on_stage = self._cb
         o.user = None
         o.stages = stages
+        o.idle_close_ms = idle_close_ms
         err = ctypes.create_string_buffer(1024)
         self._h = self._lib.predrop_ddl_open(ctypes.byref(o), err, len(err))
         if not self._h:

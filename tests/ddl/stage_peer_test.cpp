@@ -1,8 +1,8 @@
 // ddl::StagePeer, the stage engine of both worker kinds (the C++ trainer and the external
 // trainer's peer), on plain numbers as the clock: completion on I/O, the deadline's one grace
 // pass, the PDSC without packets and the PDSC whose chunks never come, the relay's silence judged
-// per stage, an aggregate that waited in the window, skipping ahead when too far behind, and
-// stopping at the job's last stage.
+// per stage, an aggregate that waited in the window, skipping ahead when too far behind,
+// stopping at the job's last stage, and the idle close of a stage whose tail was lost.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -19,9 +19,10 @@ constexpr std::uint64_t kMs = 1000;
 // A 4-element tensor in 2 chunks of 2; the aggregate's chunk c of stage s holds s + c + 1.
 class Harness {
  public:
-  explicit Harness(std::uint32_t deadline_ms = 100, std::uint64_t silence_us = 1000 * kMs)
+  explicit Harness(std::uint32_t deadline_ms = 100, std::uint64_t silence_us = 1000 * kMs,
+                   std::uint64_t idle_us = 0)
       : plan_(chunk_tensor(4, 2).value()),
-        peer_(plan_, StagePeerConfig{deadline_ms, 8, silence_us}) {}
+        peer_(plan_, StagePeerConfig{deadline_ms, 8, silence_us, idle_us}) {}
 
   StagePeer& peer() { return peer_; }
 
@@ -254,6 +255,46 @@ TEST(StagePeer, RunsTheLastStageItselfAndNoFurther) {
   EXPECT_EQ(p.begin(2, 3 * kMs), 2U);
   EXPECT_TRUE(p.ended());
   ASSERT_TRUE(p.poll_io(3 * kMs));
+}
+
+// Behind a queue that overflowed, the end of the aggregate's burst never comes: with an idle time
+// the stage closes that long after its last chunk (one I/O pass of grace first, as at D), not at
+// D; a chunk within the idle time moves the close.
+TEST(StagePeer, IdleTimeClosesBeforeTheDeadlineWhenTheRestIsLost) {
+  Harness h(400, 1000 * kMs, 30 * kMs);
+  StagePeer& p = h.peer();
+  p.begin(0, 0);
+  EXPECT_EQ(*p.timer_due_us(), 1000 * kMs);  // no chunk yet: only the silence
+  h.chunk(0, 0, 10 * kMs);
+  EXPECT_FALSE(p.poll_io(10 * kMs));
+  EXPECT_EQ(*p.timer_due_us(), 40 * kMs);  // 30 ms after the last chunk, before D (410 ms)
+  EXPECT_FALSE(p.on_timer(39 * kMs, true).closed);
+  EXPECT_FALSE(p.on_timer(40 * kMs, true).closed);  // the grace pass
+  EXPECT_EQ(*p.timer_due_us(), 41 * kMs);
+  const StageCheck c = p.on_timer(41 * kMs, true);
+  ASSERT_TRUE(c.closed);
+  EXPECT_EQ(c.closed->reason, CloseReason::kIdle);
+  EXPECT_EQ(c.closed->received, 1U);
+  EXPECT_EQ(p.received()[0], 1U);
+  EXPECT_EQ(p.received()[1], 0U);
+
+  // Stage 1: its second chunk comes within the idle time of the first and completes it.
+  p.begin(1, 50 * kMs);
+  h.chunk(1, 0, 60 * kMs);
+  EXPECT_FALSE(p.on_timer(85 * kMs, true).closed);
+  h.chunk(1, 1, 89 * kMs);
+  const auto r = p.poll_io(89 * kMs);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->reason, CloseReason::kComplete);
+}
+
+TEST(StagePeer, WithoutAnIdleTimeALostTailWaitsForTheDeadline) {
+  Harness h(400);
+  StagePeer& p = h.peer();
+  p.begin(0, 0);
+  h.chunk(0, 0, 10 * kMs);
+  EXPECT_EQ(*p.timer_due_us(), 410 * kMs);
+  EXPECT_FALSE(p.on_timer(200 * kMs, false).closed);
 }
 
 TEST(StagePeer, RejectsAWindowOfOne) {

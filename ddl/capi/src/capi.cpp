@@ -295,6 +295,7 @@ predrop_ddl_peer* predrop_ddl_open(const predrop_ddl_options* o, char* error, si
     if (o->start_timeout_ms != 0) po.start_timeout_ms = o->start_timeout_ms;
     if (o->relay_silence_ms != 0) po.relay_silence_ms = o->relay_silence_ms;
     po.stages = o->stages;
+    po.idle_close_ms = o->idle_close_ms;
     init_srtp_once();
 
     auto* p = new predrop_ddl_peer;

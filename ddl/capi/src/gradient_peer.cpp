@@ -372,7 +372,8 @@ class GradientPeer::Impl {
         [this](const core::StageMeasurement& m) { measurements_[m.stage % 4] = m; });
     sp_ = std::make_unique<ddl::StagePeer>(
         plan_, ddl::StagePeerConfig{a.stage_deadline_ms, kCollectorWindow,
-                                    std::uint64_t{o_.relay_silence_ms} * 1000});
+                                    std::uint64_t{o_.relay_silence_ms} * 1000,
+                                    std::uint64_t{o_.idle_close_ms} * 1000});
 
     payload_size_ = ddl::chunk_payload_size(plan_.chunk_elements());
     up_payloads_.assign(payload_size_ * plan_.size(), 0);

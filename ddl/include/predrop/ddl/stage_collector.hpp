@@ -90,6 +90,7 @@ enum class CloseReason : std::uint8_t {
   kDeadline,  ///< base + D passed.
   kForced,    ///< force_close() was called.
   kEnded,     ///< Past the job's last stage: closed at once, nothing awaited (StagePeer).
+  kIdle,      ///< Nothing more arrived for the idle time: the rest was lost (StagePeer).
 };
 
 /// Per-contributor view of a closed stage.
@@ -175,6 +176,12 @@ class StageCollector {
   /// arrives at all); same outputs as poll(). Nullopt only if no stage is current.
   std::optional<ClosedStage> force_close(std::uint64_t now_us, std::span<float> average,
                                          std::span<std::uint16_t> chunk_contributors);
+
+  /// The last chunk arrival of the current stage (us), or nullopt while none has arrived.
+  std::optional<std::uint64_t> last_arrival_us() const {
+    if (!current_ || !slot_ahead(0).any) return std::nullopt;
+    return slot_ahead(0).last_us;
+  }
 
   /// The D that applies to the current stage (us).
   std::uint64_t deadline_budget_us() const { return estimator_.deadline_us(); }

@@ -23,6 +23,10 @@ struct StagePeerConfig {
   std::uint32_t stage_deadline_ms = 0;  ///< The job's D (0: adaptive), from the join answer.
   std::uint32_t window = 8;             ///< Stages of aggregate held ahead of the open one (2..8).
   std::uint64_t relay_silence_us = 5'000'000;  ///< Nothing for the open stage this long: fail.
+  /// Once a chunk of the open stage came, nothing more of it for this long closes the stage
+  /// (CloseReason::kIdle) before D: the rest was lost on the way (a queue that overflowed drops
+  /// the end of the burst) and will not come. 0: off (wait for D).
+  std::uint64_t idle_close_us = 0;
 };
 
 /// What StagePeer::on_timer() decided.
@@ -108,6 +112,7 @@ class StagePeer {
  private:
   std::optional<ClosedStage> closed(const std::optional<ClosedStage>& r);
   std::optional<ClosedStage> close_ended(std::uint64_t now_us);
+  std::optional<std::uint64_t> idle_at_us() const;
 
   StagePeerConfig config_;
   StageCollector rx_;

@@ -45,6 +45,9 @@ struct GradientPeerOptions {
   /// Stages of the job from its start stage (0: not known). Stages past the last close at once
   /// (close_reason 3), so a peer that skipped ahead near the end does not wait for them.
   std::uint32_t stages = 0;
+  /// Once a chunk of the aggregate came, nothing more for this long closes the stage before D
+  /// (close_reason 4; ddl::StagePeerConfig::idle_close_us). 0: off.
+  std::uint32_t idle_close_ms = 0;
 };
 
 /// The job as the relay described it when this peer joined.
@@ -67,7 +70,7 @@ struct GradientStage {
   std::uint32_t filled = 0;          ///< Chunks filled by the missing-chunk policy.
   std::uint32_t partial = 0;         ///< Chunks the relay averaged over fewer than all peers.
   std::uint32_t contributors = 0;    ///< Peers the relay's aggregate averages (from PDSC).
-  std::uint8_t close_reason = 0;     ///< 0 complete, 1 deadline, 2 forced, 3 past the end.
+  std::uint8_t close_reason = 0;     ///< 0 complete, 1 deadline, 2 forced, 3 past the end, 4 idle.
   std::uint64_t deadline_us = 0;     ///< The D that applied.
   double reception_period_us = 0.0;  ///< L of the aggregate (reported with P).
   std::uint64_t stage_us = 0;        ///< From submit() to the close.

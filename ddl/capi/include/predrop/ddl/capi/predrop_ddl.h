@@ -28,7 +28,7 @@ extern "C" {
 #define PREDROP_DDL_API __attribute__((visibility("default")))
 
 /* Version of this ABI; predrop_ddl_open() refuses options of another. */
-/* 2: predrop_ddl_options.stages, close_reason 3. */
+/* 2: predrop_ddl_options.stages and idle_close_ms, close_reasons 3 and 4. */
 #define PREDROP_DDL_ABI_VERSION 2
 
 /* One closed stage, passed to the stage callback. */
@@ -43,7 +43,7 @@ typedef struct predrop_ddl_stage_info {
   uint32_t partial;           /* chunks the relay averaged over fewer than all workers */
   uint32_t contributors;      /* workers the relay's aggregate averages */
   uint32_t chunks;            /* chunks of the whole gradient */
-  uint32_t close_reason;      /* 0 complete, 1 deadline, 2 forced, 3 past the job's last stage */
+  uint32_t close_reason;      /* 0 complete, 1 deadline, 2 forced, 3 past the job's end, 4 idle */
   uint64_t deadline_us;       /* the stage deadline D that applied */
   double reception_period_us; /* L of the aggregate */
   uint64_t stage_us;          /* from submit to close */
@@ -70,6 +70,9 @@ typedef struct predrop_ddl_options {
    * (after skipping ahead) closes at once with close_reason 3 and nothing received, instead of
    * waiting for a relay whose other workers have left. */
   uint32_t stages;
+  /* Once a chunk of the open stage's aggregate came, nothing more of it for this long closes the
+   * stage (close_reason 4) before the deadline: the rest was lost on the way. 0 = off. */
+  uint32_t idle_close_ms;
 } predrop_ddl_options;
 
 /* The job, as the relay described it. */
