@@ -5,53 +5,60 @@
 # (run-ddl-torch.sh), with a bottleneck and without one. Prints a markdown table of rank 1 (the
 # rank behind the bottleneck); the runs stay in OUT.
 #
-#   ddl-torch-compare.sh [--out DIR] [--rate RATE] [--stages S] [--target-acc A]
+#   ddl-torch-compare.sh [--out DIR] [--rate RATE] [--stages S] [--target-acc A] [--deadline D]
 #   DDL_TORCH_RUNS="4mbit gloo - -,4mbit relay history feedback" ddl-torch-compare.sh  (a subset)
+#
+# The relay's stage deadline is --deadline (ms, default 400, or adaptive); the final accuracy is
+# taken on the full test set (10 000 images) after the final model synchronisation of
+# model-averaging runs (DDL_TORCH_RANK_ARGS, default "--final-sync 1 --final-test-subset 10000";
+# docs/ddl-torch.md "Final accuracy"). A sixth field of a run repeats it: "4mbit relay history
+# model 2".
 #
 # Needs PREDROP_BIN and PREDROP_DDL_CAPI (see run-ddl-torch.sh).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-out=build/ddl-torch-bed rate=4mbit stages=150 target=0.65
+out=build/ddl-torch-bed rate=4mbit stages=150 target=0.65 deadline=400
+export DDL_TORCH_RANK_ARGS="${DDL_TORCH_RANK_ARGS---final-sync 1 --final-test-subset 10000}"
 while (($#)); do
   case "$1" in
     --out) out="$2"; shift 2 ;;
     --rate) rate="$2"; shift 2 ;;
     --stages) stages="$2"; shift 2 ;;
     --target-acc) target="$2"; shift 2 ;;
+    --deadline) deadline="$2"; shift 2 ;;
     *) echo "ddl-torch-compare: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$out"
 runs=(
   "$rate gloo - -"
-  "$rate relay fixed zero"
-  "$rate relay history zero"
-  "$rate relay adaptive zero"
-  "$rate relay capacity zero"
-  "$rate relay fixed own"
-  "$rate relay history own"
-  "$rate relay adaptive own"
-  "$rate relay capacity own"
-  "$rate relay fixed feedback"
-  "$rate relay history feedback"
-  "$rate relay adaptive feedback"
-  "$rate relay capacity feedback"
+  "$rate relay fixed gradient"
+  "$rate relay fixed model"
+  "$rate relay history model"
+  "$rate relay adaptive model"
+  "$rate relay capacity model"
   "200mbit gloo - -"
-  "200mbit relay fixed zero"
-  "200mbit relay history feedback"
+  "200mbit relay fixed gradient"
+  "200mbit relay fixed model"
+  "200mbit relay history model"
 )
 [[ -n "${DDL_TORCH_RUNS:-}" ]] && mapfile -t runs < <(tr ',' '\n' <<<"$DDL_TORCH_RUNS")
-echo "| bottleneck | backend | policy | fill | stages | wall s | rank 1: s to ${target} | rank 1 final acc | rank 0: s to ${target} | rank 0 final acc | rank 1 mean R | rank 1 chunks received | tbf drops |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| bottleneck | backend | policy | fill | run | load avg | wall s | rank 1: s to ${target} | rank 1 final acc | rank 0: s to ${target} | rank 0 final acc | rank 1 mean R | rank 1 chunks received | uplink chunks late at the relay | tbf drops |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for run in "${runs[@]}"; do
-  read -r r backend policy fill <<<"$run"
-  dir="$out/$r-$backend-$policy-$fill"
+  read -r r backend policy fill rep <<<"$run"
+  rep="${rep:-1}"
+  dir="$out/$r-$backend-$policy-$fill-$rep"
   args=(--out "$dir" --rate "$r" --backend "$backend" --stages "$stages" --target-acc "$target")
-  [[ "$policy" != - ]] && args+=(--policy "$policy" --fill "$fill")
+  # fill "gradient": gradient averaging with zero fill (the R = 0 reference).
+  [[ "$fill" == gradient ]] && fill=zero
+  [[ "$policy" != - ]] && args+=(--policy "$policy" --fill "$fill" --deadline "$deadline")
+  load="$(cut -d' ' -f1 /proc/loadavg)"
   "$here/run-ddl-torch.sh" "${args[@]}" >"$dir.log" 2>&1
-  /usr/bin/python3 - "$dir" "$r" "$backend" "$policy" "$fill" <<'PY'
+  load="$load-$(cut -d' ' -f1 /proc/loadavg)"
+  /usr/bin/python3 - "$dir" "$r" "$backend" "$policy" "$fill" "$rep" "$load" <<'PY'
 import csv, json, os, re, sys
-d, rate, backend, policy, fill = sys.argv[1:]
+d, rate, backend, policy, fill, rep, load = sys.argv[1:]
 def summary(k):
     s = {}
     p = os.path.join(d, f"rank-{k}.out")
@@ -75,11 +82,16 @@ q = os.path.join(d, "qdisc.txt")
 if os.path.exists(q):
     m = re.findall(r"dropped (\d+)", open(q).read())
     drops = str(max(int(x) for x in m)) if m else "-"
+late = "-"
+lg = os.path.join(d, "relay.log")
+if os.path.exists(lg):
+    m = re.search(r"chunks (\d+) received, (\d+) late", open(lg, errors="replace").read())
+    late = f"{m.group(2)} of {int(m.group(1))}" if m else "-"
 err = s1.get("error") or s0.get("error")
-print(f"| {rate} | {backend} | {policy} | {fill} | {s1.get('stages', '-')} | "
-      f"{s1.get('wall_s', 0):.1f} | {f(s1.get('time_to_target'), '.1f')} | "
+print(f"| {rate} | {backend} | {policy} | {fill} | {rep} | {load} | {s1.get('wall_s', 0):.1f} | "
+      f"{f(s1.get('time_to_target'), '.1f')} | "
       f"{f(s1.get('final_acc'), '.4f')} | {f(s0.get('time_to_target'), '.1f')} | "
-      f"{f(s0.get('final_acc'), '.4f')} | {mean(rs, '.3f')} | {mean(rx, '.1f')} | {drops} |"
-      + (f" error: {err}" if err else ""), flush=True)
+      f"{f(s0.get('final_acc'), '.4f')} | {mean(rs, '.3f')} | {mean(rx, '.1f')} | {late} | "
+      f"{drops} |" + (f" error: {err}" if err else ""), flush=True)
 PY
 done

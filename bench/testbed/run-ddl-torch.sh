@@ -26,6 +26,7 @@ repo="$(cd "$here/../.." && pwd)"
 source "$here/bed.sh"
 
 out="" rate="" backend="" policy="history" fixed_rate=0 stages=300 target=0.7 fill=zero
+deadline=adaptive
 while (($#)); do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -36,6 +37,7 @@ while (($#)); do
     --stages) stages="$2"; shift 2 ;;
     --fill) fill="$2"; shift 2 ;;
     --target-acc) target="$2"; shift 2 ;;
+    --deadline) deadline="$2"; shift 2 ;;
     *) echo "run-ddl-torch: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -48,11 +50,11 @@ lib="$(readlink -f "${PREDROP_DDL_CAPI:?set PREDROP_DDL_CAPI}")"
 py=/usr/bin/python3
 mkdir -p "$out"
 out="$(readlink -f "$out")"
-rm -f "$out"/*.csv "$out"/*.log "$out"/*.out
+rm -f "$out"/*.csv "$out"/*.log "$out"/*.out "$out"/params-*.pt
 relay_port=9300
 gloo_port=29500
 
-exec 9>/tmp/predrop-testbed.lock
+exec 9>"${BED_LOCK:-/tmp/predrop-testbed.lock}"
 flock 9
 bed_up "$rate" || exit 1
 
@@ -67,7 +69,8 @@ if [[ "$backend" == relay ]]; then
 import sys; from predrop import relay
 sys.stdout.write(relay.job_config(2, listen='$BED_SND_IP:$relay_port', policy='$policy',
     fixed_rate=$fixed_rate, rmax=max(0.5, $fixed_rate), missing_fill='$relay_fill',
-    trace_csv='$out/relay-trace.csv', discard='$discard'))" \
+    trace_csv='$out/relay-trace.csv', discard='$discard',
+    stage_deadline_ms='$deadline' if '$deadline' == 'adaptive' else int('$deadline')))" \
     >"$out/job.toml"
   bed_spawn snd env -u PREDROP_DDL_KEY "$bin/predrop-server" -c "$out/job.toml" \
     >"$out/relay.out" 2>"$out/relay.log"
@@ -84,6 +87,9 @@ fi
 common=(--world 2 --backend "$backend" --gloo-addr "$BED_SND_IP" --gloo-port "$gloo_port"
         --relay "$BED_SND_IP:$relay_port" --stages "$stages" --target-acc "$target"
         --out "$out" --eval-every 25 --feedback "$feedback" --average "$average")
+# More fmnist_job options for both ranks, e.g. "--final-sync 1 --final-test-subset 10000".
+read -r -a extra <<<"${DDL_TORCH_RANK_ARGS:-}"
+common+=("${extra[@]}")
 pids=()
 for r in 0 1; do
   if ((r == 0)); then where=snd ifname=s0; else where=rcv ifname=c0; fi

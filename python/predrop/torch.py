@@ -55,12 +55,18 @@ class RelayState:
     ``model`` is the module (or an int: the number of gradient elements). Every rank must use the
     same ``model_seed``. The constructor blocks until every worker has joined and the job starts;
     it raises RelayError with the reason if the relay does not answer (not running, another key)
-    or refuses.
+    or refuses. ``stages``: how many stages (iterations) the job runs, the same on every rank
+    (0: not known); a rank that skipped ahead past the job's last stage then closes the stages
+    its loop still runs at once (nothing received: the fill applies, ``close_reason`` 3) instead
+    of waiting for a relay whose other ranks have left. ``idle_close_ms``: once a chunk of the
+    stage's average came, nothing more for this long closes the stage before the deadline (the
+    rest was lost on the way; ``close_reason`` 4); 0: wait for the deadline.
     """
 
     def __init__(self, model, relay, key=None, rank=-1, model_seed=1, bind=None,
                  join_timeout_ms=10000, start_timeout_ms=60000, relay_silence_ms=5000,
-                 history=1000, library=None, error_feedback=False, average="gradient"):
+                 history=1000, library=None, error_feedback=False, average="gradient",
+                 stages=0, idle_close_ms=0):
         if average not in ("gradient", "model"):
             raise ValueError(f"average must be 'gradient' or 'model', not {average!r}")
         if average == "model" and isinstance(model, int):
@@ -86,7 +92,8 @@ class RelayState:
                                model_seed=model_seed, bind=bind,
                                join_timeout_ms=join_timeout_ms,
                                start_timeout_ms=start_timeout_ms,
-                               relay_silence_ms=relay_silence_ms, library=library)
+                               relay_silence_ms=relay_silence_ms, library=library,
+                               stages=stages, idle_close_ms=idle_close_ms)
         self.job = self._peer.job
         self.error_feedback = bool(error_feedback)
         if self.error_feedback and self.job.fill_own:
@@ -254,6 +261,24 @@ class RelayState:
     def close(self):
         """Leaves the job (BYE). Idempotent."""
         self._peer.close()
+
+
+def average_models(model, group=None):
+    """Replaces every rank's parameters by their exact mean over the torch.distributed process
+    group (gloo, TCP: lossless), in one all-reduce of the flat parameters. For the end of a job
+    trained with ``average="model"``, whose ranks' models differ where chunks were missing (or
+    every so many stages): docs/ddl-torch.md "Final accuracy"."""
+    import torch.distributed as dist
+    params = [p for p in model.parameters() if p.requires_grad]
+    with torch.no_grad():
+        flat = torch.cat([p.reshape(-1) for p in params])
+        dist.all_reduce(flat, group=group)
+        flat /= dist.get_world_size(group)
+        off = 0
+        for p in params:
+            k = p.numel()
+            p.copy_(flat[off:off + k].view_as(p))
+            off += k
 
 
 def _unwrap(fut):
