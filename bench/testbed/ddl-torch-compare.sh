@@ -10,7 +10,9 @@
 #
 # The relay's stage deadline is --deadline (ms, default 400, or adaptive); the final accuracy is
 # taken on the full test set (10 000 images) after the final model synchronisation of
-# model-averaging runs (DDL_TORCH_RANK_ARGS, default "--final-sync 1 --final-test-subset 10000";
+# model-averaging runs (DDL_TORCH_RANK_ARGS, default "--final-sync 1 --final-test-subset 10000
+# --idle-close-ms 30 --eval-every 10"; the time to the target leaves out the time spent
+# evaluating;
 # docs/ddl-torch.md "Final accuracy"). A sixth field of a run repeats it: "4mbit relay history
 # model 2".
 #
@@ -18,7 +20,7 @@
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out=build/ddl-torch-bed rate=4mbit stages=150 target=0.65 deadline=400
-export DDL_TORCH_RANK_ARGS="${DDL_TORCH_RANK_ARGS---final-sync 1 --final-test-subset 10000}"
+export DDL_TORCH_RANK_ARGS="${DDL_TORCH_RANK_ARGS---final-sync 1 --final-test-subset 10000 --idle-close-ms 30 --eval-every 10}"
 while (($#)); do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -43,7 +45,7 @@ runs=(
   "200mbit relay history model"
 )
 [[ -n "${DDL_TORCH_RUNS:-}" ]] && mapfile -t runs < <(tr ',' '\n' <<<"$DDL_TORCH_RUNS")
-echo "| bottleneck | backend | policy | fill | run | load avg | wall s | rank 1: s to ${target} | rank 1 final acc | rank 0: s to ${target} | rank 0 final acc | rank 1 mean R | rank 1 chunks received | uplink chunks late at the relay | tbf drops |"
+echo "| bottleneck | backend | policy | fill | run | load avg | wall s | rank 1: stage, s to ${target} | rank 1 final acc | rank 0: s to ${target} | rank 0 final acc | rank 1 mean R | rank 1 chunks received | uplink chunks late at the relay | tbf drops |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for run in "${runs[@]}"; do
   read -r r backend policy fill rep <<<"$run"
@@ -89,8 +91,8 @@ if os.path.exists(lg):
     late = f"{m.group(2)} of {int(m.group(1))}" if m else "-"
 err = s1.get("error") or s0.get("error")
 print(f"| {rate} | {backend} | {policy} | {fill} | {rep} | {load} | {s1.get('wall_s', 0):.1f} | "
-      f"{f(s1.get('time_to_target'), '.1f')} | "
-      f"{f(s1.get('final_acc'), '.4f')} | {f(s0.get('time_to_target'), '.1f')} | "
+      f"{s1.get('stage_at_target', '-')}, {f(s1.get('time_to_target_train'), '.1f')} | "
+      f"{f(s1.get('final_acc'), '.4f')} | {f(s0.get('time_to_target_train'), '.1f')} | "
       f"{f(s0.get('final_acc'), '.4f')} | {mean(rs, '.3f')} | {mean(rx, '.1f')} | {late} | "
       f"{drops} |" + (f" error: {err}" if err else ""), flush=True)
 PY

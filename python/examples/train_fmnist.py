@@ -39,6 +39,13 @@ def main():
                     help="missing chunks: zeros, the rank's own gradient, zeros with error "
                          "feedback (the rank's undelivered gradient goes into its next stage), or "
                          "model: average the parameters instead, keeping own where missing")
+    ap.add_argument("--idle-close-ms", type=int, default=0,
+                    help="close a stage this long after its last chunk came (the rest was lost "
+                         "on the way) instead of at the deadline; 0: off")
+    ap.add_argument("--final-sync", action="store_true",
+                    help="average the ranks' models exactly (over gloo) after the last stage")
+    ap.add_argument("--final-test-subset", type=int, default=0,
+                    help="test images for the final accuracy (default: --test-subset)")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=1)
@@ -65,7 +72,9 @@ def main():
                train_subset=a.train_subset, test_subset=a.test_subset, eval_every=a.eval_every,
                out=a.out, gloo_port=relay.free_port(), library=a.lib, target_acc=a.target_acc,
                feedback=a.fill == "feedback",
-               average="model" if a.fill == "model" else "gradient")
+               average="model" if a.fill == "model" else "gradient",
+               idle_close_ms=a.idle_close_ms, final_sync=a.final_sync,
+               final_test_subset=a.final_test_subset)
     if a.backend == "relay":
         if a.relay:
             cfg.update(relay=a.relay, key=os.environ.get("PREDROP_DDL_KEY"))

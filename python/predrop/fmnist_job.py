@@ -99,6 +99,9 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
     rows = []
     summary = {"rank": rank, "stages": 0, "final_acc": None, "error": None, "time_to_target": None}
     t0 = time.monotonic()
+    # Time spent measuring the test accuracy: the same stages on every rank and backend, but not
+    # training; time_to_target_train leaves it out (wall time at the target minus it).
+    eval_s = 0.0
     writer = None
     fcsv = None
     if c["out"]:
@@ -143,8 +146,11 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
                 t_sync = time.monotonic()
                 pt.average_models(model)
                 summary["sync_s"] = summary.get("sync_s", 0.0) + time.monotonic() - t_sync
+            t_eval = time.monotonic()
             acc = accuracy() if (last or (c["eval_every"] and (s + 1) % c["eval_every"] == 0)) \
                 else None
+            if acc is not None:
+                eval_s += time.monotonic() - t_eval
             if acc is not None:
                 save_params(s)
             info = state.last() if state else None
@@ -170,6 +176,9 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
                 if (c["target_acc"] is not None and summary["time_to_target"] is None
                         and acc >= c["target_acc"]):
                     summary["time_to_target"] = row["wall_s"]
+                    summary["time_to_target_train"] = round(
+                        time.monotonic() - t0 - eval_s, 3)
+                    summary["stage_at_target"] = s
             summary["stages"] = s + 1
             if progress is not None and s in progress:
                 progress[s].set()
@@ -182,6 +191,7 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
                       f"{close:>8}", flush=True)
     finally:
         summary["wall_s"] = time.monotonic() - t0
+        summary["eval_s"] = eval_s
         if fcsv:
             fcsv.close()
         if state:
