@@ -10,6 +10,9 @@
 #
 #   run-ddl-torch.sh --out DIR --rate RATE --backend gloo|relay [--policy fixed|history|adaptive]
 #                    [--fixed-rate R] [--fill zero|own|feedback|model] [--stages S] [--target-acc A]
+#                    [--deadline MS|adaptive]   (the relay's stage deadline, default 400 ms: the
+#                    adaptive rule never waits for the rank behind the bottleneck,
+#                    docs/ddl-torch.md "Final accuracy behind the bottleneck")
 #
 # --fill feedback: the relay fills missing chunks with zeros and each rank keeps what it did not
 # get back for its next stage (error feedback, RelayState(error_feedback=True)). --fill model:
@@ -26,7 +29,7 @@ repo="$(cd "$here/../.." && pwd)"
 source "$here/bed.sh"
 
 out="" rate="" backend="" policy="history" fixed_rate=0 stages=300 target=0.7 fill=zero
-deadline=adaptive
+deadline=400
 while (($#)); do
   case "$1" in
     --out) out="$2"; shift 2 ;;
