@@ -177,6 +177,7 @@ std::optional<Problem> check_config(const ServerConfig& c) {
   first(range_u("server.rtsp_idle_timeout_s", s.rtsp_idle_timeout_s, 1, 3600));
   first(range_u("server.interleaved_queue_bytes", s.interleaved_queue_bytes, 0,
                 kMaxInterleavedQueueBytes));
+  first(range_u("server.workers", s.workers, 0, kMaxWorkers));
   if (s.metrics_listen && s.metrics_listen->host.empty()) {
     first(Problem{"server.metrics_listen", "host is empty"});
   }
@@ -569,6 +570,24 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
          }
          r.unsigned_into(n, c.server.interleaved_queue_bytes, 0, kMaxInterleavedQueueBytes);
        }},
+      {"workers",
+       [&](const toml::node& n) {
+         if (!stream) {
+           return only_stream(n);
+         }
+         if (n.is_string()) {
+           auto w = parse_workers(n.as_string()->get());
+           if (!w) {
+             return r.fail(n.source(), r.current(), w.error().message);
+           }
+           c.server.workers = *w;
+           return;
+         }
+         if (!n.is_integer()) {
+           return r.fail_type(n, r.current(), "an integer or \"auto\"");
+         }
+         r.unsigned_into(n, c.server.workers, 0, kMaxWorkers);
+       }},
       {"rtsp_idle_timeout_s",
        [&](const toml::node& n) {
          if (!stream) {
@@ -891,6 +910,28 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
 }  // namespace
 
 // ---- public ---------------------------------------------------------------------------------
+
+core::Result<std::uint32_t> parse_workers(std::string_view text) {
+  const std::string wanted =
+      "\"auto\" or an integer in [0, " + std::to_string(kMaxWorkers) + "] (0 = auto, one per core)";
+  if (text == "auto") {
+    return std::uint32_t{0};
+  }
+  std::uint32_t v = 0;
+  if (text.empty() || text.size() > 3) {
+    return core::make_error("must be " + wanted + ", got " + core::text::quote_for_error(text));
+  }
+  for (const char ch : text) {
+    if (ch < '0' || ch > '9') {
+      return core::make_error("must be " + wanted + ", got " + core::text::quote_for_error(text));
+    }
+    v = v * 10 + static_cast<std::uint32_t>(ch - '0');
+  }
+  if (v > kMaxWorkers) {
+    return core::make_error("must be " + wanted + ", got " + std::string(text));
+  }
+  return v;
+}
 
 core::Result<Endpoint> parse_endpoint(std::string_view text, bool allow_port_zero) {
   std::string_view host;

@@ -1,9 +1,13 @@
 #include "predrop/net/tcp.hpp"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <array>
+#include <cerrno>
+#include <utility>
 
 #include "callback_guard.hpp"
 #include "uv_util.hpp"
@@ -159,6 +163,69 @@ TcpConnection::TcpConnection(EventLoop& loop) : loop_(loop) {
 }
 
 TcpConnection::~TcpConnection() = default;
+
+// ---------------------------------------------------------------------------------------------
+// DetachedTcpSocket
+
+DetachedTcpSocket::~DetachedTcpSocket() {
+  reset();
+}
+
+DetachedTcpSocket::DetachedTcpSocket(DetachedTcpSocket&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), peer_(other.peer_) {}
+
+DetachedTcpSocket& DetachedTcpSocket::operator=(DetachedTcpSocket&& other) noexcept {
+  if (this != &other) {
+    reset();
+    fd_ = std::exchange(other.fd_, -1);
+    peer_ = other.peer_;
+  }
+  return *this;
+}
+
+void DetachedTcpSocket::reset() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+core::Result<DetachedTcpSocket> TcpConnection::detach() {
+  if (handle_ == nullptr) {
+    return core::make_error("detach: connection is closed");
+  }
+  if (on_data_) {
+    return core::make_error("detach: connection already started");
+  }
+  uv_os_fd_t fd = -1;
+  if (const int rc = uv_fileno(handle_, &fd); rc != 0) {
+    return detail::uv_error("uv_fileno", rc);
+  }
+  // libuv has no way to let go of a handle's descriptor without closing it: a duplicate keeps the
+  // socket open (it shares O_NONBLOCK and TCP_NODELAY with the original) while the handle closes.
+  const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) {
+    return detail::uv_error("dup", -errno);
+  }
+  DetachedTcpSocket out(copy, peer_);
+  close();
+  return out;
+}
+
+core::Result<std::unique_ptr<TcpConnection>> TcpConnection::adopt(EventLoop& loop,
+                                                                  DetachedTcpSocket socket) {
+  if (!socket.valid()) {
+    return core::make_error("adopt: no socket");
+  }
+  std::unique_ptr<TcpConnection> c(new TcpConnection(loop));
+  if (const int rc = uv_tcp_open(as_tcp(c->handle_), socket.fd_); rc != 0) {
+    return detail::uv_error("uv_tcp_open", rc);  // `socket` still owns the descriptor: closed
+  }
+  socket.fd_ = -1;          // the handle owns it now
+  c->peer_ = socket.peer_;  // kept if getpeername fails (the peer already reset)
+  c->read_addresses();
+  return c;
+}
 
 core::Result<std::unique_ptr<TcpConnection>> TcpConnection::connect(EventLoop& loop,
                                                                     const SocketAddress& to,

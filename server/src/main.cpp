@@ -7,7 +7,9 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "predrop/config/config.hpp"
 #include "predrop/core/log.hpp"
@@ -20,6 +22,7 @@
 #include "predrop/server/metrics_endpoint.hpp"
 #include "predrop/server/server_setup.hpp"
 #include "predrop/server/stream_server.hpp"
+#include "predrop/server/stream_workers.hpp"
 
 using namespace predrop;
 
@@ -55,14 +58,23 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
     }
     trace = std::move(t.value());
   }
+  // The trace is written by every worker thread (one row per block, not per packet) and flushed,
+  // reopened and read for /metrics on the main thread: one mutex around it.
+  std::mutex trace_mutex;
   // libsrtp's init runs its self-tests (~50-100 ms): once per process, not per session.
   net::SrtpLibraryGuard srtp_library;
+  // The main loop accepts RTSP and hands each connection to a worker, serves /metrics and
+  // watches the signals; the workers stream (server/include/predrop/server/stream_workers.hpp).
   net::EventLoop loop;
-  auto on_block = [&trace](const server::BlockTrace& t) {
-    if (trace) trace->write(t);
+  auto on_block = [&trace, &trace_mutex](const server::BlockTrace& t) {
+    if (trace) {
+      std::lock_guard lock(trace_mutex);
+      trace->write(t);
+    }
     core::log(core::LogLevel::kDebug, "block", "%s", server::BlockTraceCsv::format(t).c_str());
   };
-  server::StreamServer srv(loop, std::move(options.value()), on_block);
+  const std::size_t workers = server::resolve_workers(config.server.workers);
+  server::StreamWorkers srv(loop, std::move(options.value()), workers, on_block);
   try {
     srv.start();
   } catch (const std::exception& e) {
@@ -79,9 +91,14 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
       return 2;
     }
     try {
-      metrics = std::make_unique<server::MetricsEndpoint>(loop, *addr, [&srv, &metrics, &trace] {
-        return server::render_metrics(srv, {metrics.get(), trace.get()});
-      });
+      metrics = std::make_unique<server::MetricsEndpoint>(
+          loop, *addr, [&srv, &metrics, &trace, &trace_mutex] {
+            // Each worker copies its counters and sessions on its own thread (a short wait on
+            // the main loop, off the packet path); the sum is rendered here.
+            const std::vector<server::ServerSnapshot> snaps = srv.snapshots();
+            std::lock_guard lock(trace_mutex);
+            return server::render_metrics(snaps, {metrics.get(), trace.get()});
+          });
       core::log(core::LogLevel::kInfo, "server", "metrics at http://%s/metrics",
                 metrics->address().to_string().c_str());
     } catch (const std::exception& e) {
@@ -89,41 +106,56 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
       return 1;
     }
   }
+  std::string ports;
+  for (std::size_t k = 0; k < srv.worker_count(); ++k) {
+    if (!ports.empty()) ports += ", ";
+    ports += std::to_string(srv.rtp_port(k)) + "/" + std::to_string(srv.rtp_port(k) + 1);
+  }
+  core::log(
+      core::LogLevel::kInfo, "server", "%zu worker loop%s%s, RTP/RTCP ports %s, SRTP %s, policy %s",
+      srv.worker_count(), srv.worker_count() == 1 ? "" : "s",
+      config.server.workers == 0 ? " (auto: one per core)" : "", ports.c_str(),
+      std::string(config::srtp_name(config.server.srtp)).c_str(), config.control.policy.c_str());
+  // Logged last: scripts wait for this line (tests/integration/lib.sh), so that everything
+  // above is in place once it appears.
   for (const auto& s : config.server.streams) {
     core::log(core::LogLevel::kInfo, "server", "serving rtsp://%s/%s (%s)",
               srv.rtsp_address().to_string().c_str(), s.name.c_str(), s.path.c_str());
   }
-  core::log(core::LogLevel::kInfo, "server", "RTP/RTCP ports %u/%u, SRTP %s, policy %s",
-            srv.rtp_port(), srv.rtp_port() + 1,
-            std::string(config::srtp_name(config.server.srtp)).c_str(),
-            config.control.policy.c_str());
-  // Every callback of the program runs inside the server's exception boundary.
+  // Every callback of the program runs inside the acceptor loop's exception boundary.
   server::CallbackGuard& guard = srv.callback_guard();
-  // SIGTERM/SIGINT: an orderly end. Every client gets an RTCP BYE (in srv.stop()), the trace
-  // is flushed, and run() returns after this loop iteration, so the process exits 0 at once.
+  auto flush_trace = [&trace, &trace_mutex] {
+    if (!trace) return;
+    std::lock_guard lock(trace_mutex);
+    trace->flush();
+  };
+  // SIGTERM/SIGINT: an orderly end. Every worker sends each of its clients an RTCP BYE and
+  // closes its handles, the threads are joined (in srv.stop()), the trace is flushed, and run()
+  // returns after this loop iteration, so the process exits 0 at once.
   net::SignalWatcher signals(loop, {SIGINT, SIGTERM}, [&](int signum) {
     core::log(core::LogLevel::kInfo, "server", "signal %d (%s): shutting down", signum,
               signum == SIGTERM ? "SIGTERM" : "SIGINT");
     guard.run(server::CallbackKind::kTimer, [&] { srv.stop(); });
     guard.run(server::CallbackKind::kTimer, [&] { metrics.reset(); });
-    if (trace) trace->flush();
+    flush_trace();
     loop.stop();
   });
   // SIGHUP: the trace is reopened (reopen_trace()), the server goes on.
   net::SignalWatcher hangup(loop, {SIGHUP}, [&](int) {
-    guard.run(server::CallbackKind::kTimer, [&] { reopen_trace(trace.get(), config); });
+    guard.run(server::CallbackKind::kTimer, [&] {
+      std::lock_guard lock(trace_mutex);
+      reopen_trace(trace.get(), config);
+    });
   });
   hangup.keep_loop_alive(false);
   // The trace is buffered: written once a second (and on SIGTERM and at exit), not per row.
-  net::Timer trace_flush(loop, [&trace] {
-    if (trace) trace->flush();
-  });
+  net::Timer trace_flush(loop, flush_trace);
   trace_flush.start(1000, 1000);
   trace_flush.keep_loop_alive(false);
   loop.run();
   srv.stop();
   metrics.reset();
-  if (trace) trace->flush();
+  flush_trace();
   return 0;
 }
 
@@ -163,7 +195,9 @@ int run(int argc, char** argv) {
   app.add_option("--srtp", cli.srtp,
                  "Override server.srtp: AES_CM_128_HMAC_SHA1_80, AES_CM_128_HMAC_SHA1_32, "
                  "AEAD_AES_128_GCM or none");
-  app.add_option("--rtp-port", cli.rtp_port, "Server RTP port (RTCP is +1); default: a free pair");
+  app.add_option("--rtp-port", cli.rtp_port,
+                 "Server RTP port of worker 0 (RTCP is +1; worker k uses +2k); default: a free "
+                 "pair per worker");
   app.add_option("--trace-csv", cli.trace_csv, "Override server.trace_csv");
   app.add_option("--metrics", cli.metrics, "Override server.metrics_listen (host:port)");
   app.add_flag("--loop", cli.loop, "Loop the media forever");
@@ -175,6 +209,10 @@ int run(int argc, char** argv) {
   app.add_option("--push", cli.pushes,
                  "Send STREAM to ADDR:PORT without RTSP and write an SDP file: "
                  "STREAM@ADDR:PORT@FILE.sdp (repeatable)");
+  app.add_option("--workers", cli.workers,
+                 "Override server.workers: streaming worker loops (threads), each with its own "
+                 "sessions and RTP/RTCP port pair (--rtp-port P: worker k uses P+2k); 1..64, or "
+                 "auto/0 = one per core (the default)");
   app.add_option("--log-level", cli.log_level, "trace, debug, info, warn, error, off");
   CLI11_PARSE(app, argc, argv);
 

@@ -1,6 +1,8 @@
 #include "predrop/server/server_setup.hpp"
 
+#include <algorithm>
 #include <limits>
+#include <thread>
 
 #include <cstdio>
 
@@ -69,11 +71,22 @@ core::Status apply_overrides(config::ServerConfig& c, const CliOverrides& cli) {
     c.server.metrics_listen = *e;
   }
   if (!cli.log_level.empty()) c.server.log_level = cli.log_level;
+  if (!cli.workers.empty()) {
+    auto w = config::parse_workers(cli.workers);
+    if (!w) return core::make_error("--workers " + w.error().message);
+    c.server.workers = *w;
+  }
   if (auto st = config::validate_config(c); !st) return st;
   if (c.server.mode == config::ServerMode::kStream && c.server.streams.empty()) {
     return core::make_error("no streams: add [server.streams] to the config or --stream NAME=PATH");
   }
   return core::Ok{};
+}
+
+std::size_t resolve_workers(std::uint32_t configured) {
+  if (configured != 0) return configured;
+  const unsigned cores = std::thread::hardware_concurrency();
+  return std::clamp<std::size_t>(cores, 1, config::kMaxWorkers);
 }
 
 core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig& c,
@@ -164,9 +177,19 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
 }
 
 std::string render_metrics(const StreamServer& server, const MetricsSources& more) {
+  const ServerSnapshot one = snapshot_of(server);
+  return render_metrics(std::span<const ServerSnapshot>(&one, 1), more);
+}
+
+std::string render_metrics(std::span<const ServerSnapshot> workers, const MetricsSources& more) {
   std::string out;
   char line[1024];
-  const ServerStats& s = server.stats();
+  ServerStats s;
+  std::size_t session_count = 0;
+  for (const ServerSnapshot& w : workers) {
+    add_stats(s, w.stats);
+    session_count += w.sessions;
+  }
   auto counter = [&](const char* name, const char* help, std::uint64_t v) {
     std::snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name,
                   name, static_cast<unsigned long long>(v));
@@ -238,7 +261,10 @@ std::string render_metrics(const StreamServer& server, const MetricsSources& mor
       "# TYPE predrop_callback_exceptions_total counter\n";
   for (std::size_t k = 0; k < kCallbackKinds; ++k) {
     const auto kind = static_cast<CallbackKind>(k);
-    std::uint64_t n = server.callback_guard().count(kind);
+    std::uint64_t n = 0;
+    for (const ServerSnapshot& w : workers) {
+      n += w.callback_exceptions[k];
+    }
     if (more.endpoint != nullptr) n += more.endpoint->callback_guard().count(kind);
     const std::string_view name = to_string(kind);
     std::snprintf(line, sizeof line, "predrop_callback_exceptions_total{kind=\"%.*s\"} %llu\n",
@@ -246,8 +272,24 @@ std::string render_metrics(const StreamServer& server, const MetricsSources& mor
     out += line;
   }
   std::snprintf(line, sizeof line, "# TYPE predrop_sessions gauge\npredrop_sessions %zu\n",
-                server.session_count());
+                session_count);
   out += line;
+  counter("predrop_rtsp_other_worker_session_requests_total",
+          "Requests naming a session of another worker (answered 454; a session is bound to "
+          "the worker of the connection that set it up).",
+          s.session_requests_other_worker);
+  std::snprintf(line, sizeof line,
+                "# HELP predrop_workers Worker loops answering this scrape.\n"
+                "# TYPE predrop_workers gauge\npredrop_workers %zu\n"
+                "# HELP predrop_worker_sessions Live sessions per worker loop.\n"
+                "# TYPE predrop_worker_sessions gauge\n",
+                workers.size());
+  out += line;
+  for (const ServerSnapshot& w : workers) {
+    std::snprintf(line, sizeof line, "predrop_worker_sessions{worker=\"%u\"} %zu\n", w.worker,
+                  w.sessions);
+    out += line;
+  }
   out +=
       "# HELP predrop_session_rate Discard rate R for the next block.\n"
       "# TYPE predrop_session_rate gauge\n"
@@ -270,12 +312,21 @@ std::string render_metrics(const StreamServer& server, const MetricsSources& mor
       "# TYPE predrop_session_rr_rejected_total counter\n"
       "# HELP predrop_session_rr_rtt_seconds RTT from the client's last RR (LSR/DLSR); -1 none.\n"
       "# TYPE predrop_session_rr_rtt_seconds gauge\n";
-  for (const StreamSession* ss : server.sessions()) {
+  std::vector<const SessionMetrics*> rows;
+  for (const ServerSnapshot& w : workers) {
+    for (const SessionMetrics& m : w.session_rows) {
+      rows.push_back(&m);
+    }
+  }
+  // By number, as a single server lists them (its sessions are ordered by id, not number).
+  std::sort(rows.begin(), rows.end(),
+            [](const SessionMetrics* x, const SessionMetrics* y) { return x->number < y->number; });
+  for (const SessionMetrics* ss : rows) {
     // Labelled by the session's public number: the id is the credential that controls the
     // session, and /metrics is often readable by more people than the RTSP port.
-    const auto id = static_cast<unsigned long long>(ss->config().number);
-    const auto& st = ss->stats();
-    const auto& tx = ss->transmitter_stats();
+    const auto id = static_cast<unsigned long long>(ss->number);
+    const auto& st = ss->stats;
+    const auto& tx = ss->transmitter;
     std::snprintf(line, sizeof line,
                   "predrop_session_rate{session=\"%llu\",policy=\"%.*s\"} %.4f\n"
                   "predrop_session_reception_period_seconds{session=\"%llu\"} %.6f\n"
@@ -285,8 +336,7 @@ std::string render_metrics(const StreamServer& server, const MetricsSources& mor
                   "predrop_session_reports_total{session=\"%llu\"} %llu\n"
                   "predrop_session_reports_missing_total{session=\"%llu\"} %llu\n"
                   "predrop_session_late_blocks_total{session=\"%llu\"} %llu\n",
-                  id, static_cast<int>(ss->controller().name().size()),
-                  ss->controller().name().data(), ss->controller().rate(), id,
+                  id, static_cast<int>(ss->policy.size()), ss->policy.data(), ss->rate, id,
                   st.last_reception_period_us / 1e6, id, st.last_performance, id,
                   static_cast<unsigned long long>(tx.packets_sent), id,
                   static_cast<unsigned long long>(tx.packets_discarded), id,

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "predrop/core/log.hpp"
 #include "predrop/rtsp/rtsp_headers.hpp"
 #include "predrop/rtsp/rtsp_message.hpp"
 #include "predrop/rtsp/rtsp_transport.hpp"
@@ -174,7 +175,11 @@ StreamServer::~StreamServer() {
 }
 
 const net::SocketAddress& StreamServer::rtsp_address() const {
-  return listener_->local_address();
+  return listener_ ? listener_->local_address() : options_.rtsp_listen;
+}
+
+void StreamServer::adopt_connection(std::unique_ptr<net::TcpConnection> tcp) {
+  guard_.run(CallbackKind::kRtsp, [&] { on_connection(std::move(tcp)); });
 }
 
 std::uint16_t StreamServer::rtp_port() const {
@@ -213,6 +218,13 @@ std::uint32_t StreamServer::new_ssrc(const SessionEntry& entry) {
       return ssrc;
     }
   }
+}
+
+std::uint64_t StreamServer::next_session_number() {
+  // Worker k of n numbers its sessions k+1, k+1+n, ...: unique in the process, so that the
+  // metrics gathered from all workers never show one number twice.
+  const std::uint64_t n = std::max<std::uint32_t>(1, options_.worker_count);
+  return session_numbers_++ * n + options_.worker + 1;
 }
 
 std::string StreamServer::new_session_id() {
@@ -262,16 +274,18 @@ void StreamServer::start() {
       *rtp_socket_, wire::rtp_header_size(wire::RtpExtensionIds{kStageExtId, kAbsSendTimeExtId}) +
                         options_.max_payload_size + net::kSrtpMaxTrailer);
 
-  auto listener = net::TcpListener::listen(
-      loop_, options_.rtsp_listen, [this](std::unique_ptr<net::TcpConnection> c) {
-        // On an exception the connection, owned by the handler, is closed with it.
-        guard_.run(CallbackKind::kRtsp, [&] { on_connection(std::move(c)); });
-      });
-  if (!listener) {
-    throw std::runtime_error("RTSP listen on " + options_.rtsp_listen.to_string() + ": " +
-                             listener.error().message);
+  if (options_.listen) {
+    auto listener = net::TcpListener::listen(
+        loop_, options_.rtsp_listen, [this](std::unique_ptr<net::TcpConnection> c) {
+          // On an exception the connection, owned by the handler, is closed with it.
+          guard_.run(CallbackKind::kRtsp, [&] { on_connection(std::move(c)); });
+        });
+    if (!listener) {
+      throw std::runtime_error("RTSP listen on " + options_.rtsp_listen.to_string() + ": " +
+                               listener.error().message);
+    }
+    listener_ = std::move(listener.value());
   }
-  listener_ = std::move(listener.value());
 
   // One-shot, re-armed by every run for the next deadline; if a run throws before it re-armed,
   // arm it here so that pacing never stops.
@@ -294,7 +308,7 @@ void StreamServer::start() {
     if (stream == nullptr) throw std::runtime_error("push of unknown stream " + push.stream);
     auto entry = std::make_unique<SessionEntry>();
     entry->id = new_session_id();
-    entry->number = ++session_numbers_;
+    entry->number = next_session_number();
     entry->stream = stream;
     if (options_.srtp) entry->key = wire::generate_key(*options_.srtp);
     const auto streams = stream->media->streams();
@@ -338,6 +352,8 @@ void StreamServer::start() {
     }
     const std::string id = entry->id;
     auto& ref = *entry;
+    // Counted against max_sessions like any session, but never refused (configured, not asked).
+    if (options_.directory) options_.directory->try_add(id, options_.worker, {}, 0, 0);
     sessions_.emplace(id, std::move(entry));
     if (!start_session(ref, clock_.now_us())) {
       throw std::runtime_error("push session for " + push.stream + " could not start");
@@ -358,6 +374,11 @@ void StreamServer::stop() {
   schedule_.clear();
   slot_entries_.clear();
   free_slots_.clear();
+  if (options_.directory) {
+    for (const auto& [id, e] : sessions_) {
+      options_.directory->remove(id);
+    }
+  }
   sessions_.clear();
   session_by_address_.clear();
   for (auto& [id, c] : connections_) {
@@ -780,6 +801,23 @@ std::string StreamServer::handle(Connection& c, rtsp::RtspRequest& req) {
     auto parsed = rtsp::parse_session(*sh);
     if (!parsed) return rtsp::serialize(error_response(454, req.cseq, "malformed Session header"));
     auto it = sessions_.find(parsed->id);
+    if (it == sessions_.end() && options_.directory) {
+      if (auto other = options_.directory->find(parsed->id);
+          other && other->worker != options_.worker && other->owner_ip == c.peer.ip_string()) {
+        // Its owner, on a connection that went to another worker (a reconnect): a session is
+        // bound to the worker of the connection that set it up (docs/rtsp.md "Workers").
+        ++stats_.session_requests_other_worker;
+        core::log(core::LogLevel::kWarn, "rtsp",
+                  "worker %u: %s from %s names a session of worker %u: answered 454 (a session "
+                  "is controlled on the worker of the connection that set it up)",
+                  options_.worker, std::string(rtsp::to_string(req.method)).c_str(),
+                  c.peer.to_string().c_str(), other->worker);
+        return rtsp::serialize(error_response(454, req.cseq,
+                                              "session " + parsed->id +
+                                                  " is held by another worker of this server; "
+                                                  "control it on the connection that set it up"));
+      }
+    }
     // A session answers only to the address that set it up; to anyone else it does not exist
     // (the same 454 as an unknown id, so the answer tells nothing about other clients).
     const bool foreign = it != sessions_.end() && !same_ip(it->second->owner, c.peer);
@@ -875,25 +913,40 @@ rtsp::RtspResponse StreamServer::handle_describe(Request& q) {
 
 StreamServer::SessionEntry* StreamServer::create_session(Request& q, const StreamDefinition& stream,
                                                          std::optional<rtsp::RtspResponse>& error) {
-  if (sessions_.size() >= options_.max_sessions) {
+  auto refuse_total = [&] {
     ++stats_.sessions_refused;
     error = error_response(453, q.req.cseq, "session limit reached");
     return nullptr;
-  }
-  if (options_.max_sessions_per_address != 0) {
-    // One address must not take every session (max_sessions is shared by all clients).
-    const auto mine = static_cast<std::size_t>(
-        std::count_if(sessions_.begin(), sessions_.end(),
-                      [&](const auto& s) { return same_ip(s.second->owner, q.c.peer); }));
-    if (mine >= options_.max_sessions_per_address) {
-      ++stats_.sessions_refused_per_address;
-      error = error_response(453, q.req.cseq, "session limit for this address reached");
-      return nullptr;
-    }
-  }
+  };
+  auto refuse_address = [&] {
+    ++stats_.sessions_refused_per_address;
+    error = error_response(453, q.req.cseq, "session limit for this address reached");
+    return nullptr;
+  };
   auto fresh = std::make_unique<SessionEntry>();
   fresh->id = new_session_id();
-  fresh->number = ++session_numbers_;
+  if (options_.directory) {
+    // Several workers: the limits hold for the process, counted in the shared directory.
+    switch (options_.directory->try_add(fresh->id, options_.worker, q.c.peer.ip_string(),
+                                        options_.max_sessions, options_.max_sessions_per_address)) {
+      case SessionDirectory::Admit::kAdded:
+        break;
+      case SessionDirectory::Admit::kFull:
+        return refuse_total();
+      case SessionDirectory::Admit::kAddressFull:
+        return refuse_address();
+    }
+  } else {
+    if (sessions_.size() >= options_.max_sessions) return refuse_total();
+    if (options_.max_sessions_per_address != 0) {
+      // One address must not take every session (max_sessions is shared by all clients).
+      const auto mine = static_cast<std::size_t>(
+          std::count_if(sessions_.begin(), sessions_.end(),
+                        [&](const auto& s) { return same_ip(s.second->owner, q.c.peer); }));
+      if (mine >= options_.max_sessions_per_address) return refuse_address();
+    }
+  }
+  fresh->number = next_session_number();
   fresh->owner = q.c.peer;
   fresh->connection = q.c.id;
   fresh->stream = &stream;
@@ -903,6 +956,7 @@ StreamServer::SessionEntry* StreamServer::create_session(Request& q, const Strea
     // A client that skipped DESCRIBE on this connection gets a key it cannot know; it must
     // DESCRIBE first (every RTSP player does).
     if (it == q.c.keys.end()) {
+      if (options_.directory) options_.directory->remove(fresh->id);
       error = error_response(455, q.req.cseq, "DESCRIBE first: the keys are in the SDP");
       return nullptr;
     }
@@ -1126,6 +1180,7 @@ void StreamServer::remove_session(const std::string& id) {
   for (auto a = session_by_address_.begin(); a != session_by_address_.end();) {
     a = a->second == id ? session_by_address_.erase(a) : std::next(a);
   }
+  if (options_.directory) options_.directory->remove(id);
   // The connection it was set up on no longer carries it.
   if (auto c = connections_.find(it->second->connection); c != connections_.end()) {
     Connection& conn = *c->second;

@@ -56,6 +56,13 @@ struct StreamEntry {
 /// Largest server.interleaved_queue_bytes (and --interleaved-queue-bytes): 64 MiB per connection.
 inline constexpr std::uint32_t kMaxInterleavedQueueBytes = 64U * 1024U * 1024U;
 
+/// Largest server.workers (and --workers).
+inline constexpr std::uint32_t kMaxWorkers = 64;
+
+/// Parses a server.workers value given as text (--workers): "auto" or "0" (one per core) or
+/// 1..kMaxWorkers; 0 stands for auto.
+core::Result<std::uint32_t> parse_workers(std::string_view text);
+
 /// [server]: process-wide settings.
 struct ServerSettings {
   ServerMode mode = ServerMode::kStream;
@@ -73,6 +80,8 @@ struct ServerSettings {
   std::string log_level = "info";          ///< trace, debug, info, warn, error, critical, off.
   /// Media queue per RTSP-over-TCP connection in bytes; 0 refuses TCP transport (461).
   std::uint32_t interleaved_queue_bytes = 256U * 1024U;
+  /// Streaming worker loops (threads); 0 = "auto", one per core (hardware_concurrency).
+  std::uint32_t workers = 0;
 };
 
 /// [blocks]: what a stage is in streaming mode. Exactly one of duration_ms and bytes is set.

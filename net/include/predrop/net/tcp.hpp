@@ -6,8 +6,10 @@
 // connects) them. Destroying a connection closes it at once; libuv finishes the close later, and
 // pending writes are cancelled and free their own buffers, so destroying a connection at any time
 // -- mid-write, inside its own callbacks, after the peer vanished -- is safe.
-// Threading: loop thread only. Errors: setup returns core::Result; runtime failures of a
-// connection (reset, write error, idle timeout) close it and are reported once through on_close.
+// Threading: loop thread only. A connection may move to another loop (another thread) only as a
+// DetachedTcpSocket: detach() on the accepting loop, adopt() on the serving one.
+// Errors: setup returns core::Result; runtime failures of a connection (reset, write error,
+// idle timeout) close it and are reported once through on_close.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -20,6 +22,32 @@
 #include "predrop/net/socket_address.hpp"
 
 namespace predrop::net {
+
+/// A connected TCP socket on no loop, between TcpConnection::detach() on one loop and
+/// TcpConnection::adopt() on another (one thread accepts, another serves). Move-only; the socket
+/// is closed if it is never adopted. Any thread may move or destroy it.
+class DetachedTcpSocket {
+ public:
+  DetachedTcpSocket() = default;
+  ~DetachedTcpSocket();
+  DetachedTcpSocket(DetachedTcpSocket&& other) noexcept;
+  DetachedTcpSocket& operator=(DetachedTcpSocket&& other) noexcept;
+  DetachedTcpSocket(const DetachedTcpSocket&) = delete;
+  DetachedTcpSocket& operator=(const DetachedTcpSocket&) = delete;
+
+  /// True while it holds a socket.
+  bool valid() const { return fd_ >= 0; }
+  /// Remote address, as the connection it was detached from knew it.
+  const SocketAddress& peer_address() const { return peer_; }
+
+ private:
+  friend class TcpConnection;
+  DetachedTcpSocket(int fd, const SocketAddress& peer) : fd_(fd), peer_(peer) {}
+  void reset();
+
+  int fd_ = -1;
+  SocketAddress peer_;
+};
 
 /// One TCP connection. Created by TcpListener (accepted) or TcpConnection::connect().
 class TcpConnection final : public detail::LoopHandle {
@@ -41,6 +69,9 @@ class TcpConnection final : public detail::LoopHandle {
   static core::Result<std::unique_ptr<TcpConnection>> connect(EventLoop& loop,
                                                               const SocketAddress& to,
                                                               ConnectHandler on_connected);
+  /// A connection on `loop` for a socket detached from another loop; call start() next.
+  static core::Result<std::unique_ptr<TcpConnection>> adopt(EventLoop& loop,
+                                                            DetachedTcpSocket socket);
   ~TcpConnection() override;
   TcpConnection(const TcpConnection&) = delete;
   TcpConnection& operator=(const TcpConnection&) = delete;
@@ -62,6 +93,9 @@ class TcpConnection final : public detail::LoopHandle {
   void close_after_writes();
   /// Closes now, cancelling queued writes; on_close does not run. Idempotent.
   void close();
+  /// Takes the socket off this loop for adopt() on another: this connection closes (no callback
+  /// runs) while the socket stays open in the result. Before start() only (nothing read yet).
+  core::Result<DetachedTcpSocket> detach();
 
   /// Closes the connection with an error if no bytes arrive for `timeout_ms` (0 disables).
   void set_idle_timeout(std::uint64_t timeout_ms);

@@ -2,7 +2,9 @@
 // Glue between the configuration file, the command line and the running server: applies CLI
 // overrides, maps config::ServerConfig onto StreamServerOptions (loading and packetizing the
 // media), and renders the Prometheus metrics.
+#include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,7 @@
 #include "predrop/server/block_trace_csv.hpp"
 #include "predrop/server/metrics_endpoint.hpp"
 #include "predrop/server/stream_server.hpp"
+#include "predrop/server/stream_workers.hpp"
 
 namespace predrop::server {
 
@@ -37,7 +40,13 @@ struct CliOverrides {
   std::optional<std::uint32_t> max_stages;
   std::vector<std::string> pushes;  ///< STREAM@ADDR:PORT@FILE.sdp
   std::string log_level;
+  /// Worker loops: "auto", 0 (= auto) or 1..64 (server.workers).
+  std::string workers;
 };
+
+/// The number of worker loops for server.workers = `configured`: itself, or for 0 ("auto") one
+/// per core as std::thread::hardware_concurrency() reports them (1 if it reports none).
+std::size_t resolve_workers(std::uint32_t configured);
 
 /// Applies the overrides to `config` and validates the result.
 core::Status apply_overrides(config::ServerConfig& config, const CliOverrides& cli);
@@ -54,5 +63,9 @@ struct MetricsSources {
 
 /// Prometheus text exposition of the server's and its sessions' state.
 std::string render_metrics(const StreamServer& server, const MetricsSources& more = {});
+/// The same gathered from every worker: counters summed, sessions of all workers, and per
+/// worker predrop_worker_sessions{worker="k"}.
+std::string render_metrics(std::span<const ServerSnapshot> workers,
+                           const MetricsSources& more = {});
 
 }  // namespace predrop::server

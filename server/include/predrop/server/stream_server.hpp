@@ -14,7 +14,11 @@
 // the pacing "now") reads the net::Clock given at construction; the loop's timers only say
 // when to look. Tests pass a FakeClock and call run_housekeeping() / run_pacing().
 //
-// Threading: everything runs on the one loop given at construction.
+// Threading: everything runs on the one loop given at construction. A process with several
+// cores runs several StreamServers, one per worker thread and loop (StreamWorkers,
+// stream_workers.hpp): each holds its own sessions, RTP/RTCP socket pair and pacer, so the
+// packet path takes no lock; only the SessionDirectory they share (SETUP, TEARDOWN, expiry, a
+// request naming a session of another worker) and the metrics snapshots cross threads.
 // Errors: start() throws on bad set-up (ports taken); requests get RTSP status codes; bad
 // datagrams are counted in ServerStats.
 #include <cstdint>
@@ -41,6 +45,7 @@
 #include "predrop/rtsp/rtsp_message.hpp"
 #include "predrop/rtsp/rtsp_transport.hpp"
 #include "predrop/server/callback_guard.hpp"
+#include "predrop/server/session_directory.hpp"
 #include "predrop/server/stream_session.hpp"
 #include "predrop/wire/mikey.hpp"
 #include "predrop/wire/sdes_key.hpp"
@@ -116,6 +121,16 @@ struct StreamServerOptions {
   /// message inside the shared sendmmsg (net::UdpEndpoint::set_gso); plain sendmmsg if false or
   /// if the kernel refuses it. On by default: it wins in bench/perf (README section 8).
   bool gso = true;
+  /// Open the RTSP listener in start(). False for a worker of StreamWorkers, whose connections
+  /// are accepted on another loop and handed over with adopt_connection().
+  bool listen = true;
+  /// Shared by the workers of one process: global session limits and the worker of each session
+  /// id (a request naming a session of another worker gets 454). Empty: this server alone.
+  std::shared_ptr<SessionDirectory> directory;
+  /// This server's worker index (logs, 454 replies) and the number of workers; session numbers
+  /// (the metrics label) are worker + 1 + k * worker_count, unique across the workers.
+  std::uint32_t worker = 0;
+  std::uint32_t worker_count = 1;
   /// Tests only: called inside the callback boundaries (per RTSP request, per RTCP datagram of
   /// a known session, per session per pacing tick) with the callback's kind; it may throw to
   /// stand for a bug in a handler. Empty in production.
@@ -137,6 +152,9 @@ struct ServerStats {
   std::uint64_t connections_timed_out = 0;  ///< Idle, or a request not complete in time.
   std::uint64_t rtsp_bytes_received = 0;
   std::uint64_t session_requests_foreign = 0;  ///< Named a session from another IP (454).
+  /// Named a session that another worker holds (454): the client reconnected and its new
+  /// connection went to another worker (a session is bound to its connection's worker).
+  std::uint64_t session_requests_other_worker = 0;
   std::uint64_t rtcp_datagrams = 0;
   std::uint64_t rtcp_unknown_source = 0;
   std::uint64_t rtp_port_datagrams = 0;  ///< NAT-punch packets and strays on the RTP port.
@@ -174,8 +192,11 @@ class StreamServer {
   /// down and closes every handle. Idempotent.
   void stop();
 
-  /// The RTSP address actually bound.
+  /// The RTSP address actually bound (options.rtsp_listen when this server does not listen).
   const net::SocketAddress& rtsp_address() const;
+  /// Serves a connection accepted elsewhere and moved onto this server's loop (StreamWorkers);
+  /// it is admitted like one from the server's own listener. Loop thread only.
+  void adopt_connection(std::unique_ptr<net::TcpConnection> tcp);
   /// The server's RTP port (RTCP is +1).
   std::uint16_t rtp_port() const;
   /// The SDP a DESCRIBE of `stream` returns, with `key` in its a=crypto lines (when SRTP is on).
@@ -286,6 +307,7 @@ class StreamServer {
   void remove_session(const std::string& id);
   const StreamDefinition* find_stream(std::string_view name) const;
   std::string new_session_id();
+  std::uint64_t next_session_number();
   static std::uint32_t new_ssrc(const SessionEntry& entry);
   bool start_session(SessionEntry& entry, std::uint64_t now_us);
 

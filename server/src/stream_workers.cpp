@@ -1,0 +1,301 @@
+#include "predrop/server/stream_workers.hpp"
+
+#include <chrono>
+#include <deque>
+#include <exception>
+#include <future>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+#include "predrop/core/log.hpp"
+
+namespace predrop::server {
+
+ServerSnapshot snapshot_of(const StreamServer& server) {
+  ServerSnapshot s;
+  s.stats = server.stats();
+  for (std::size_t k = 0; k < kCallbackKinds; ++k) {
+    s.callback_exceptions[k] = server.callback_guard().count(static_cast<CallbackKind>(k));
+  }
+  s.sessions = server.session_count();
+  s.connections = server.connection_count();
+  for (const StreamSession* ss : server.sessions()) {
+    s.session_rows.push_back(
+        SessionMetrics{ss->config().number, std::string(ss->controller().name()),
+                       ss->controller().rate(), ss->stats(), ss->transmitter_stats()});
+  }
+  return s;
+}
+
+void add_stats(ServerStats& a, const ServerStats& b) {
+  // Every field of ServerStats (stream_server.hpp); a new counter must be added here too.
+  a.connections_accepted += b.connections_accepted;
+  a.connections_refused += b.connections_refused;
+  a.requests += b.requests;
+  a.bad_requests += b.bad_requests;
+  a.sessions_created += b.sessions_created;
+  a.sessions_refused += b.sessions_refused;
+  a.sessions_refused_per_address += b.sessions_refused_per_address;
+  a.connections_closed_backlog += b.connections_closed_backlog;
+  a.connections_paused += b.connections_paused;
+  a.sessions_timed_out += b.sessions_timed_out;
+  a.connections_timed_out += b.connections_timed_out;
+  a.rtsp_bytes_received += b.rtsp_bytes_received;
+  a.session_requests_foreign += b.session_requests_foreign;
+  a.session_requests_other_worker += b.session_requests_other_worker;
+  a.rtcp_datagrams += b.rtcp_datagrams;
+  a.rtcp_unknown_source += b.rtcp_unknown_source;
+  a.rtp_port_datagrams += b.rtp_port_datagrams;
+  a.rtcp_byes_sent += b.rtcp_byes_sent;
+  a.connections_closed_by_exception += b.connections_closed_by_exception;
+  a.sessions_closed_by_exception += b.sessions_closed_by_exception;
+  a.interleaved_sessions += b.interleaved_sessions;
+  a.interleaved_frames_received += b.interleaved_frames_received;
+  a.interleaved_unknown_channel += b.interleaved_unknown_channel;
+  a.interleaved_bad_length += b.interleaved_bad_length;
+  a.interleaved_truncated += b.interleaved_truncated;
+  a.interleaved_frames_sent += b.interleaved_frames_sent;
+  a.interleaved_frames_dropped += b.interleaved_frames_dropped;
+  a.pacing_wakeups += b.pacing_wakeups;
+  a.session_pumps += b.session_pumps;
+}
+
+// A job for a worker's loop: a connection to adopt, or a function to run with its server.
+struct WorkerTask {
+  net::DetachedTcpSocket socket;
+  std::function<void(StreamServer&, net::EventLoop&)> fn;
+};
+
+struct StreamWorkers::Worker {
+  std::uint32_t index = 0;
+  StreamServerOptions options;
+  std::thread thread;
+  std::uint16_t rtp_port = 0;
+
+  std::mutex mutex;
+  std::deque<WorkerTask> tasks;
+  // Set while the worker's loop runs and takes tasks; reset under the mutex before the handle
+  // goes, so that post() never wakes a destroyed handle.
+  net::AsyncWake* wake = nullptr;
+
+  // Queues `task` and wakes the loop; false (the task left with the caller) if not running.
+  bool post(WorkerTask& task) {
+    std::lock_guard lock(mutex);
+    if (wake == nullptr) return false;
+    tasks.push_back(std::move(task));
+    wake->send();
+    return true;
+  }
+
+  // On the worker's thread: runs what was posted since the last wake-up.
+  void drain(StreamServer& server, net::EventLoop& loop) {
+    std::deque<WorkerTask> batch;
+    {
+      std::lock_guard lock(mutex);
+      batch.swap(tasks);
+    }
+    for (WorkerTask& t : batch) {
+      if (t.socket.valid()) {
+        const std::string peer = t.socket.peer_address().to_string();
+        auto c = net::TcpConnection::adopt(loop, std::move(t.socket));
+        if (c) {
+          server.adopt_connection(std::move(c.value()));
+        } else {
+          core::log(core::LogLevel::kWarn, "server", "worker %u: connection from %s lost: %s",
+                    index, peer.c_str(), c.error().message.c_str());
+        }
+      }
+      if (t.fn) server.callback_guard().run(CallbackKind::kTimer, [&] { t.fn(server, loop); });
+    }
+  }
+
+  // The thread: its own loop and server, until a stop task ends the loop.
+  void run(const OnBlock& on_block, std::promise<std::uint16_t>& started) {
+    bool reported = false;
+    try {
+      net::EventLoop loop;
+      {
+        StreamServer server(loop, options, on_block);
+        server.start();
+        net::AsyncWake waker(loop, [this, &server, &loop] { drain(server, loop); });
+        {
+          std::lock_guard lock(mutex);
+          wake = &waker;
+        }
+        started.set_value(server.rtp_port());
+        reported = true;
+        loop.run();
+        {
+          std::lock_guard lock(mutex);
+          wake = nullptr;
+          tasks.clear();  // sockets not adopted are closed; waiting run_on() calls return
+        }
+        server.stop();
+      }
+      if (auto st = loop.close(); !st) {
+        core::log(core::LogLevel::kWarn, "server", "worker %u: loop close: %s", index,
+                  st.error().message.c_str());
+      }
+    } catch (...) {
+      if (!reported) {
+        started.set_exception(std::current_exception());
+      } else {
+        core::log(core::LogLevel::kError, "server", "worker %u ended by an exception", index);
+      }
+    }
+  }
+};
+
+StreamWorkers::StreamWorkers(net::EventLoop& acceptor_loop, StreamServerOptions options,
+                             std::size_t workers, OnBlock on_block)
+    : loop_(acceptor_loop),
+      options_(std::move(options)),
+      on_block_(std::move(on_block)),
+      directory_(std::make_shared<SessionDirectory>()) {
+  const std::size_t n = std::max<std::size_t>(1, workers);
+  for (std::size_t k = 0; k < n; ++k) {
+    auto w = std::make_unique<Worker>();
+    w->index = static_cast<std::uint32_t>(k);
+    w->options = options_;
+    w->options.listen = false;
+    w->options.directory = directory_;
+    w->options.worker = w->index;
+    w->options.worker_count = static_cast<std::uint32_t>(n);
+    if (options_.rtp_port != 0) {
+      w->options.rtp_port = static_cast<std::uint16_t>(options_.rtp_port + 2 * k);
+    }
+    // Connections are split (the acceptor spreads them evenly); sessions are limited globally
+    // through the directory.
+    w->options.max_connections = (options_.max_connections + n - 1) / n;
+    if (k != 0) w->options.pushes.clear();  // every push target goes to worker 0
+    workers_.push_back(std::move(w));
+  }
+}
+
+StreamWorkers::~StreamWorkers() {
+  stop();
+}
+
+void StreamWorkers::start() {
+  if (options_.rtp_port != 0 && options_.rtp_port + 2 * workers_.size() - 1 > std::size_t{65535}) {
+    throw std::runtime_error("RTP port base " + std::to_string(options_.rtp_port) + " leaves no " +
+                             "room for " + std::to_string(workers_.size()) + " port pairs");
+  }
+  for (auto& w : workers_) {
+    std::promise<std::uint16_t> started;
+    auto ready = started.get_future();
+    Worker* raw = w.get();
+    w->thread = std::thread([raw, &started, this] { raw->run(on_block_, started); });
+    try {
+      w->rtp_port = ready.get();
+    } catch (const std::exception& e) {
+      w->thread.join();
+      stop_workers();
+      throw std::runtime_error("worker " + std::to_string(w->index) + ": " + e.what());
+    }
+  }
+  auto listener = net::TcpListener::listen(
+      loop_, options_.rtsp_listen, [this](std::unique_ptr<net::TcpConnection> c) {
+        guard_.run(CallbackKind::kRtsp, [&] { on_connection(std::move(c)); });
+      });
+  if (!listener) {
+    stop_workers();
+    throw std::runtime_error("RTSP listen on " + options_.rtsp_listen.to_string() + ": " +
+                             listener.error().message);
+  }
+  listener_ = std::move(listener.value());
+}
+
+void StreamWorkers::on_connection(std::unique_ptr<net::TcpConnection> tcp) {
+  auto socket = tcp->detach();
+  if (!socket) {
+    ++handoff_failures_;
+    core::log(core::LogLevel::kWarn, "server", "connection from %s lost: %s",
+              tcp->peer_address().to_string().c_str(), socket.error().message.c_str());
+    return;
+  }
+  WorkerTask task{std::move(socket.value()), {}};
+  // Round robin; a worker that is stopping is skipped.
+  for (std::size_t tries = 0; tries < workers_.size(); ++tries) {
+    Worker& w = *workers_[next_worker_];
+    next_worker_ = (next_worker_ + 1) % workers_.size();
+    if (w.post(task)) {
+      ++handed_off_;
+      return;
+    }
+  }
+  ++handoff_failures_;  // no worker runs: the socket closes with the task
+}
+
+void StreamWorkers::stop_workers() {
+  for (auto& w : workers_) {
+    WorkerTask stop{{}, [](StreamServer& server, net::EventLoop& loop) {
+                      // Sends the RTCP BYEs while the loop still runs, then ends it.
+                      server.stop();
+                      loop.stop();
+                    }};
+    (void)w->post(stop);
+  }
+  for (auto& w : workers_) {
+    if (w->thread.joinable()) w->thread.join();
+  }
+}
+
+void StreamWorkers::stop() {
+  listener_.reset();
+  stop_workers();
+}
+
+const net::SocketAddress& StreamWorkers::rtsp_address() const {
+  return listener_ ? listener_->local_address() : options_.rtsp_listen;
+}
+
+std::uint16_t StreamWorkers::rtp_port(std::size_t worker) const {
+  return workers_.at(worker)->rtp_port;
+}
+
+bool StreamWorkers::run_on(std::size_t worker, const std::function<void(StreamServer&)>& fn) const {
+  auto done = std::make_shared<std::promise<void>>();
+  auto finished = done->get_future();
+  WorkerTask task{{}, [fn, done](StreamServer& server, net::EventLoop&) {
+                    fn(server);
+                    done->set_value();
+                  }};
+  if (!workers_.at(worker)->post(task)) return false;
+  // Ready when run, or when the task is dropped unrun (a throw, or the worker stopping): then
+  // get() throws broken_promise. Never waits on a clock.
+  try {
+    finished.get();
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::vector<ServerSnapshot> StreamWorkers::snapshots(std::uint64_t timeout_ms) const {
+  std::vector<std::shared_ptr<std::promise<ServerSnapshot>>> promises;
+  std::vector<std::future<ServerSnapshot>> futures;
+  for (const auto& w : workers_) {
+    auto p = std::make_shared<std::promise<ServerSnapshot>>();
+    WorkerTask task{
+        {}, [p](StreamServer& server, net::EventLoop&) { p->set_value(snapshot_of(server)); }};
+    futures.push_back(p->get_future());
+    if (!w->post(task)) futures.pop_back();
+  }
+  std::vector<ServerSnapshot> out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (auto& f : futures) {
+    // A worker that does not answer in time is left out rather than holding /metrics; the
+    // result it produces later goes to its promise, which the task owns.
+    if (f.wait_until(deadline) != std::future_status::ready) continue;
+    try {
+      out.push_back(f.get());
+    } catch (const std::exception&) {
+    }
+  }
+  return out;
+}
+
+}  // namespace predrop::server
