@@ -15,6 +15,7 @@ namespace predrop::server {
 
 ServerSnapshot snapshot_of(const StreamServer& server) {
   ServerSnapshot s;
+  s.worker = server.worker();
   s.stats = server.stats();
   for (std::size_t k = 0; k < kCallbackKinds; ++k) {
     s.callback_exceptions[k] = server.callback_guard().count(static_cast<CallbackKind>(k));

@@ -10,8 +10,9 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
+#include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "predrop/client/measuring_client.hpp"
@@ -44,11 +45,12 @@ class StreamWorkersTest : public ::testing::Test {
   void SetUp() override {
     // Keeps run_once() returning while replies come from the worker threads (the peers read
     // their sockets directly); nothing reads a clock from it.
-    spin_.start(1, 1);
-    spin_.keep_loop_alive(false);
+    spin_ = std::make_unique<net::Timer>(loop_, [] {});
+    spin_->start(1, 1);
+    spin_->keep_loop_alive(false);
   }
   void TearDown() override {
-    spin_.stop();
+    spin_.reset();
     EXPECT_TRUE(loop_.close().ok());
     EXPECT_EQ(loop_.forced_closes(), 0u);
   }
@@ -57,17 +59,17 @@ class StreamWorkersTest : public ::testing::Test {
   std::string setup(test::PosixRtspPeer& p, const std::string& url, std::uint32_t cseq,
                     std::uint16_t client_port, int* code = nullptr) {
     EXPECT_EQ(status(p.request(request_text("DESCRIBE", url, cseq))), 200);
-    auto r = p.request(request_text(
-        "SETUP", url + "/trackID=0", cseq + 1,
-        "Transport: RTP/SAVP;unicast;client_port=" + std::to_string(client_port) + "-" +
-            std::to_string(client_port + 1) + "\r\n"));
+    auto r = p.request(
+        request_text("SETUP", url + "/trackID=0", cseq + 1,
+                     "Transport: RTP/SAVP;unicast;client_port=" + std::to_string(client_port) +
+                         "-" + std::to_string(client_port + 1) + "\r\n"));
     if (code != nullptr) *code = status(r);
     return r && r->status == 200 ? session_of(*r) : std::string();
   }
 
   net::SrtpLibraryGuard srtp_;
   net::EventLoop loop_;
-  net::Timer spin_{loop_, [] {}};
+  std::unique_ptr<net::Timer> spin_;
 };
 
 TEST_F(StreamWorkersTest, SessionsSpreadOverTwoWorkersAndBothStreamEndToEnd) {
@@ -75,7 +77,8 @@ TEST_F(StreamWorkersTest, SessionsSpreadOverTwoWorkersAndBothStreamEndToEnd) {
   o.max_stages = 3;
   std::mutex rows_mutex;
   std::vector<server::BlockTrace> rows;
-  std::set<std::thread::id> block_threads;
+  std::unordered_set<std::thread::id>
+      block_threads;  // not std::set: libstdc++ 12 lacks thread::id <=>
   server::StreamWorkers srv(loop_, o, 2, [&](const server::BlockTrace& t) {
     std::lock_guard lock(rows_mutex);  // on_block runs on both worker threads
     rows.push_back(t);
@@ -181,8 +184,7 @@ TEST_F(StreamWorkersTest, RequestNamingAnotherWorkersSessionGets454) {
   ASSERT_EQ(status(play), 454);
   EXPECT_NE(play->body.find("another worker"), std::string::npos) << play->body;
   // A made-up id is the plain 454, not counted as another worker's.
-  EXPECT_EQ(status(b.request(request_text("PLAY", url, 2, "Session: 0123456789ABCDEF\r\n"))),
-            454);
+  EXPECT_EQ(status(b.request(request_text("PLAY", url, 2, "Session: 0123456789ABCDEF\r\n"))), 454);
   // On its own connection the session is controlled as ever.
   EXPECT_EQ(status(a.request(request_text("PLAY", url, 3, "Session: " + id + "\r\n"))), 200);
   EXPECT_EQ(status(a.request(request_text("TEARDOWN", url, 4, "Session: " + id + "\r\n"))), 200);
@@ -223,11 +225,11 @@ TEST_F(StreamWorkersTest, StopWithPlayingSessionsOnEveryWorkerIsClean) {
   std::vector<std::unique_ptr<test::PosixRtspPeer>> peers;
   for (int i = 0; i < 4; ++i) {
     peers.push_back(std::make_unique<test::PosixRtspPeer>(loop_, srv.rtsp_address()));
-    const std::string id =
-        setup(*peers.back(), url, 1, static_cast<std::uint16_t>(47130 + 2 * i));
+    const std::string id = setup(*peers.back(), url, 1, static_cast<std::uint16_t>(47130 + 2 * i));
     ASSERT_FALSE(id.empty());
-    ASSERT_EQ(status(peers.back()->request(request_text("PLAY", url, 3, "Session: " + id + "\r\n"))),
-              200);
+    ASSERT_EQ(
+        status(peers.back()->request(request_text("PLAY", url, 3, "Session: " + id + "\r\n"))),
+        200);
   }
   const auto snaps = srv.snapshots();
   ASSERT_EQ(snaps.size(), 2u);

@@ -204,6 +204,8 @@ class StreamServer {
                        std::string_view host) const;
 
   const ServerStats& stats() const { return stats_; }
+  /// The worker index it was configured with (StreamServerOptions::worker).
+  std::uint32_t worker() const { return options_.worker; }
   /// Exceptions caught at the server's callback boundaries, by kind.
   const CallbackGuard& callback_guard() const { return guard_; }
   /// The same boundary, for the program's own callbacks (signals, timers) beside the server.
