@@ -42,6 +42,7 @@
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/rtsp/client_session.hpp"
 #include "predrop/server/stream_server.hpp"
+#include "predrop/server/stream_workers.hpp"
 #include "predrop/wire/rtp.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
@@ -247,23 +248,28 @@ struct Totals {
   std::uint64_t sent = 0, late_stages = 0, late_packets = 0, stages = 0, drops = 0;
 };
 
-Totals totals(const server::StreamServer& srv) {
+// Summed over every worker's sessions (one snapshot per worker, taken on its own thread).
+Totals totals(const std::vector<server::ServerSnapshot>& snaps) {
   Totals t;
-  for (const server::StreamSession* s : srv.sessions()) {
-    const auto& tx = s->transmitter_stats();
-    t.sent += tx.packets_sent;
-    t.late_stages += tx.late_stages;
-    t.late_packets += tx.late_packets;
-    t.stages += tx.stages;
-    t.drops += tx.send_drops;
+  for (const auto& snap : snaps) {
+    for (const auto& s : snap.session_rows) {
+      const auto& tx = s.transmitter;
+      t.sent += tx.packets_sent;
+      t.late_stages += tx.late_stages;
+      t.late_packets += tx.late_packets;
+      t.stages += tx.stages;
+      t.drops += tx.send_drops;
+    }
   }
   return t;
 }
 
-std::uint64_t max_lag(const server::StreamServer& srv) {
+std::uint64_t max_lag(const std::vector<server::ServerSnapshot>& snaps) {
   std::uint64_t m = 0;
-  for (const server::StreamSession* s : srv.sessions())
-    m = std::max(m, s->transmitter_stats().max_lag_us);
+  for (const auto& snap : snaps) {
+    for (const auto& s : snap.session_rows)
+      m = std::max(m, s.transmitter.max_lag_us);
+  }
   return m;
 }
 
@@ -283,6 +289,9 @@ struct Options {
   std::string csv;
   bool nss_time_tables = false;
   bool gso = false;
+  // 0: the StreamServer on the bench's own thread (as before issue 14 item 3); N >= 1:
+  // StreamWorkers with N worker threads (what predrop-server runs), the bench's thread accepting.
+  std::size_t workers = 0;
 };
 
 std::optional<wire::SrtpSuite> parse_suite(const std::string& s) {
@@ -310,10 +319,25 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
   so.max_payload_size = o.payload;
   so.gso = o.gso;
   so.block_attribute = "duration_us=1000000;payload=" + std::to_string(o.payload);
-  server::StreamServer srv(loop, so);
-  srv.start();
-  const std::string url =
-      "rtsp://127.0.0.1:" + std::to_string(srv.rtsp_address().port()) + "/bench";
+  std::unique_ptr<server::StreamServer> single;
+  std::unique_ptr<server::StreamWorkers> pool;
+  if (o.workers == 0) {
+    single = std::make_unique<server::StreamServer>(loop, so);
+    single->start();
+  } else {
+    pool = std::make_unique<server::StreamWorkers>(loop, so, o.workers);
+    pool->start();
+  }
+  const net::SocketAddress rtsp_address = single ? single->rtsp_address() : pool->rtsp_address();
+  auto snapshots = [&] {
+    return single ? std::vector<server::ServerSnapshot>{server::snapshot_of(*single)}
+                  : pool->snapshots(10'000);
+  };
+  auto stop_server = [&] {
+    if (single) single->stop();
+    if (pool) pool->stop();
+  };
+  const std::string url = "rtsp://127.0.0.1:" + std::to_string(rtsp_address.port()) + "/bench";
 
   ServerRun run;
   run.sessions = sessions;
@@ -323,7 +347,7 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
   auto start_client = [&](std::size_t i) {
     rtsp::ClientSessionOptions co;
     co.url = url;
-    co.server = srv.rtsp_address();
+    co.server = rtsp_address;
     co.keepalive = false;
     rtsp::ClientSession::Handlers h;
     h.client_ports = [&sinks](const rtsp::SessionTrack& t) -> core::Result<rtsp::PortPair> {
@@ -361,13 +385,14 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
   double wall0 = 0;
   std::uint64_t sink0 = 0;
   net::Timer window_start(loop, [&] {
-    t0 = totals(srv);
+    t0 = totals(snapshots());
     cpu0 = load::process_cpu_seconds(::getpid()).value_or(0);
     wall0 = static_cast<double>(net::EventLoop::now_us()) / 1e6;
     sink0 = sinks.drops();
   });
   net::Timer window_end(loop, [&] {
-    const Totals t1 = totals(srv);
+    const auto snaps = snapshots();
+    const Totals t1 = totals(snaps);
     run.cpu_s = load::process_cpu_seconds(::getpid()).value_or(0) - cpu0;
     run.seconds = static_cast<double>(net::EventLoop::now_us()) / 1e6 - wall0;
     run.packets = static_cast<double>(t1.sent - t0.sent);
@@ -376,8 +401,8 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
     run.late_packets = t1.late_packets - t0.late_packets;
     run.stages = t1.stages - t0.stages;
     run.send_drops = t1.drops - t0.drops;
-    run.max_lag_us = max_lag(srv);
-    srv.stop();
+    run.max_lag_us = max_lag(snaps);
+    stop_server();
     starter.stop();
     for (auto& c : clients)
       if (c) c->close();
@@ -478,6 +503,9 @@ int main(int argc, char** argv) {
   app.add_flag("--gso", o.gso,
                "Server RTP socket with UDP GSO (StreamServerOptions::gso, the server's default); "
                "without it the bench measures plain sendmmsg");
+  app.add_option("--workers", o.workers,
+                 "0: the server on the bench's thread (default, as before); N >= 1: "
+                 "StreamWorkers with N worker threads, as predrop-server runs it");
   app.add_option("--csv", o.csv, "Append CSV rows here");
   app.add_flag("--nss-time-tables", o.nss_time_tables,
                "Experiment: initialise NSS before libsrtp without NSS_INIT_OPTIMIZESPACE, so that "
@@ -567,7 +595,8 @@ int main(int argc, char** argv) {
     const double per_core = r.cpu_s > 0 ? r.packets / r.cpu_s : 0;
     const double mbit = pps * mean_datagram * 8 / 1e6;
     char name[64];
-    std::snprintf(name, sizeof name, "predrop %s%s", o.pacing.c_str(), o.gso ? " gso" : "");
+    std::snprintf(name, sizeof name, "predrop %s%s%s", o.pacing.c_str(), o.gso ? " gso" : "",
+                  o.workers == 0 ? "" : (" w" + std::to_string(o.workers)).c_str());
     std::printf("%-30s %8zu %9.1f %9.0f %5.0f%% %11.0f %7.0f%% %4llu/%-4llu %7.1fms %9llu\n", name,
                 r.playing, mbit, pps, 100 * r.cpu_s / r.seconds, per_core,
                 100 * per_core / m.series, static_cast<unsigned long long>(r.late_stages),
@@ -586,9 +615,12 @@ int main(int argc, char** argv) {
           csv,
           "predrop,%s,%s,%zu,%.3f,%.0f,%.3f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%llu,%llu,%llu,"
           "%llu\n",
-          o.suite.c_str(), o.gso ? (o.pacing + "+gso").c_str() : o.pacing.c_str(), r.playing,
-          r.seconds, pps, r.cpu_s, per_core, m.protect_1, m.protect_n, m.sendmmsg, m.series,
-          m.series_meas, static_cast<unsigned long long>(r.late_stages),
+          o.suite.c_str(),
+          (o.pacing + (o.gso ? "+gso" : "") +
+           (o.workers == 0 ? "" : "+w" + std::to_string(o.workers)))
+              .c_str(),
+          r.playing, r.seconds, pps, r.cpu_s, per_core, m.protect_1, m.protect_n, m.sendmmsg,
+          m.series, m.series_meas, static_cast<unsigned long long>(r.late_stages),
           static_cast<unsigned long long>(r.stages), static_cast<unsigned long long>(r.max_lag_us),
           static_cast<unsigned long long>(r.send_drops));
     }
