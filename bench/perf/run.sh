@@ -4,7 +4,8 @@
 # ffmpeg side by side) and the load tests against a real predrop-server process.
 #
 #   bench/perf/run.sh [quick]
-#   SECTIONS="egress load" bench/perf/run.sh      # a subset of: micro egress load
+#   SECTIONS="egress load" bench/perf/run.sh      # a subset of: micro egress workers load
+#   SECTIONS="workers" bench/perf/run.sh quick    # 1 vs 2 worker loops only (README section 9)
 #
 # Results go to build/perf-release/bench-results/<time>/ (console logs, CSV, JSON). "quick" shortens
 # every run (for a smoke check; the README's figures come from a full run). Loopback only; every
@@ -15,7 +16,7 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$root/build/perf-release"
 out="$build/bench-results/$(date +%Y%m%d-%H%M%S)"
 quick="${1:-}"
-sections=" ${SECTIONS:-micro egress load} "
+sections=" ${SECTIONS:-micro egress workers load} "
 mkdir -p "$out"
 
 pids=()
@@ -83,6 +84,28 @@ echo "-- plain RTP (no SRTP) vs ffmpeg plain"
 "$egress" --media "$clip" --suite none --pacing burst --sessions 300 --ramp 1 --warmup 3 \
   --seconds "$egress_s" --machine-seconds "$machine_s" --csv "$out/egress.csv" \
   | tee -a "$out/egress.txt"
+fi
+
+if [[ "$sections" == *" workers "* ]]; then
+echo "== worker loops: 1 vs 2 (StreamWorkers, as predrop-server runs) =="
+# The bench process is pinned to both cores (taskset -c 0,1): the worker threads, the bench's own
+# thread (RTSP set-up client, then idle) and the sinks' kernel delivery (inside the senders'
+# sendmmsg calls: the sinks are never read) all share them, with whatever else runs on the
+# machine. Each row is preceded by its machine limits (protect + sendmmsg on one core).
+egress="$build/bench/predrop_egress_bench"
+cores="${WORKER_CORES:-0,1}"
+for suite in AES_CM_128_HMAC_SHA1_80 AEAD_AES_128_GCM; do
+  for n in 100 300 1000; do
+    for w in 1 2; do
+      echo "-- $suite paced, $n sessions, $w worker(s), taskset -c $cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+      taskset -c "$cores" "$egress" --media "$clip" --suite "$suite" --pacing paced --gso \
+        --sessions "$n" --workers "$w" --ramp 3 --warmup 3 --seconds "$egress_s" \
+        --machine-seconds "$machine_s" --skip-ffmpeg --csv "$out/workers.csv" \
+        | tee -a "$out/workers.txt"
+    done
+  done
+done
+echo "load average after: $(cat /proc/loadavg)" | tee -a "$out/workers.txt"
 fi
 
 [[ "$sections" == *" load "* ]] || { echo "results in $out"; exit 0; }

@@ -188,7 +188,9 @@ void StreamWorkers::start() {
     std::promise<std::uint16_t> started;
     auto ready = started.get_future();
     Worker* raw = w.get();
-    w->thread = std::thread([raw, &started, this] { raw->run(on_block_, started); });
+    // The promise moves into the thread: it must outlive set_value() there, not this scope.
+    w->thread =
+        std::thread([raw, this, p = std::move(started)]() mutable { raw->run(on_block_, p); });
     try {
       w->rtp_port = ready.get();
     } catch (const std::exception& e) {
