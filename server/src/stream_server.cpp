@@ -1289,8 +1289,13 @@ void StreamServer::arm_pacer() {
   if (needs_polling()) due = std::min(due, now + 1000);
   // libuv counts whole milliseconds: round up, so that the wake-up is never before `due` and
   // the sessions due within that millisecond share it (and its sendmmsg batch).
+  // At least 1 ms, also when behind: libuv 1.44's uv__run_timers runs a timer re-armed for "now"
+  // again in the same pass (start_from_now refreshes the loop time), so a 0 ms re-arm in an
+  // overloaded server would loop in the timer phase for good and starve every socket and
+  // AsyncWake of the loop (RTSP, RTCP, a worker's stop request: seen as a shutdown that never
+  // ended with 1000 sessions on one worker). One millisecond lets one poll in between.
   const std::uint64_t wait_us = due > now ? due - now : 0;
-  const std::uint64_t wait_ms = std::min<std::uint64_t>((wait_us + 999) / 1000, kMaxSleepMs);
+  const std::uint64_t wait_ms = std::clamp<std::uint64_t>((wait_us + 999) / 1000, 1, kMaxSleepMs);
   pacer_->start_from_now(wait_ms);
   armed_us_ = now + wait_ms * 1000;
 }
