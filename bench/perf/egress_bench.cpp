@@ -329,9 +329,15 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
     pool->start();
   }
   const net::SocketAddress rtsp_address = single ? single->rtsp_address() : pool->rtsp_address();
+  // An overloaded worker answers only between two pacing runs, which may take seconds while it
+  // catches up: wait long, and call the row invalid if a worker still did not answer (its
+  // sessions would be missing from the totals).
+  bool snapshots_complete = true;
   auto snapshots = [&] {
-    return single ? std::vector<server::ServerSnapshot>{server::snapshot_of(*single)}
-                  : pool->snapshots(10'000);
+    if (single) return std::vector<server::ServerSnapshot>{server::snapshot_of(*single)};
+    auto snaps = pool->snapshots(120'000);
+    if (snaps.size() != pool->worker_count()) snapshots_complete = false;
+    return snaps;
   };
   auto stop_server = [&] {
     if (single) single->stop();
@@ -402,6 +408,10 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
     run.stages = t1.stages - t0.stages;
     run.send_drops = t1.drops - t0.drops;
     run.max_lag_us = max_lag(snaps);
+    if (!snapshots_complete) {
+      run.first_error = "a worker did not answer its snapshot: row invalid";
+      ++run.setup_errors;
+    }
     stop_server();
     starter.stop();
     for (auto& c : clients)
