@@ -127,7 +127,12 @@ struct StreamWorkers::Worker {
         }
         started.set_value(server.rtp_port());
         reported = true;
-        loop.run();
+        try {
+          loop.run();  // every callback is guarded; this is the last net under them
+        } catch (...) {
+          core::log(core::LogLevel::kError, "server", "worker %u: loop ended by an exception",
+                    index);
+        }
         {
           std::lock_guard lock(mutex);
           wake = nullptr;
