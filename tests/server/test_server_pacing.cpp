@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "allocation_counter.hpp"
 #include "fake_clock.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 #include "server_test_util.hpp"
@@ -212,6 +213,41 @@ TEST(ServerPacing, DeadlinesSendWhatAOneMillisecondTickSends) {
   EXPECT_EQ(ds.stages, ts.stages);
   EXPECT_EQ(deadline.srv->sessions()[0]->current_stage(), tick.srv->sessions()[0]->current_stage());
   EXPECT_LT(runs, 5000u) << "fewer wake-ups than a 1 ms tick";
+}
+
+// The whole server in steady state allocates nothing per packet (docs/design.md §5): two playing
+// sessions, 1 ms steps of the manual clock, the pacer run at each, the players' sockets drained
+// by the loop. After two blocks of warm-up, the middle of the third block (its start and its end
+// with their plans and decisions left out; the SR half a block in is inside) is counted with the
+// counting operator new of tests/support/allocation_counter.cpp.
+TEST(ServerPacing, SteadyStatePacingAllocatesNothing) {
+  {
+    test::AllocationScope wired;  // the counter sees this binary's allocations
+    auto* volatile probe = new int(1);
+    delete probe;
+    ASSERT_EQ(wired.count(), 1u);
+  }
+  Bed b;
+  auto one = b.play();
+  auto two = b.play();
+  ASSERT_EQ(b.srv->sessions().size(), 2u);
+  const auto step = [&b] {
+    b.clock.advance_ms(1);
+    b.srv->run_pacing();
+    b.loop.run_nowait();
+  };
+  for (int ms = 0; ms < 2050; ++ms)
+    step();
+  const auto sent = b.sent();
+  std::size_t allocations = 0;
+  {
+    test::AllocationScope scope;
+    for (int ms = 0; ms < 900; ++ms)
+      step();
+    allocations = scope.count();
+  }
+  EXPECT_GT(b.sent(), sent + 100) << "the counted window sent media";
+  EXPECT_EQ(allocations, 0u) << "operator new calls in 900 ms of pacing two sessions";
 }
 
 }  // namespace
