@@ -61,7 +61,8 @@ Status validate(const CapacityParams& p) {
   }
   if (p.queue_ref_us + p.probe_step_us > p.queue_limit_us) {
     return bad("probe_step_ms", p.probe_step_us / 1000.0,
-               "at most the queue limit minus queue_target_ms (a first probe must not lose)");
+               "at most the queue limit minus queue_target_ms (a probe on a wrong sign must not "
+               "lose)");
   }
   if (!(std::isfinite(p.probe_max_us) && p.probe_max_us >= p.probe_step_us &&
         p.probe_max_us <= 1e7)) {
@@ -102,14 +103,24 @@ bool CapacityPolicy::bytes_sent(std::uint32_t stage, double& bytes) const {
 }
 
 double CapacityPolicy::probe_gain() const {
-  // BBR-like growth while the bottleneck stays idle: x2 per report that shows it, capped.
-  if (empty_run_ == 0) return force_probe_ ? params_.probe_step_us : 0.0;
-  const int doublings = static_cast<int>(std::min(empty_run_ - 1, 8U));
-  return std::fmin(params_.probe_step_us * std::ldexp(1.0, doublings), params_.probe_max_us);
+  // Two levels. A first sign of spare capacity (an idle bottleneck where the model expected a
+  // queue: one noisy reading can look like that) buys probes of probe_step_us, which the queue
+  // absorbs without loss if the sign was wrong. A probe that comes back with the queue still empty
+  // confirms it: from then on every stage is planned at up to probe_max_us on top (BBR's startup,
+  // x2 of the estimate per block at 1 s blocks), until a report shows the bottleneck busy.
+  switch (probe_level_) {
+    case ProbeLevel::kNone:
+      return force_probe_ ? params_.probe_step_us : 0.0;
+    case ProbeLevel::kSign:
+      return params_.probe_step_us;
+    case ProbeLevel::kConfirmed:
+      return params_.probe_max_us;
+  }
+  return 0.0;
 }
 
 void CapacityPolicy::reset_probing() {
-  empty_run_ = 0;
+  probe_level_ = ProbeLevel::kNone;
   shortfall_us_ = 0.0;
   release_run_ = 0;
 }
@@ -145,7 +156,8 @@ double CapacityPolicy::rate_for_next(const StageStart& next) {
   // While reports show spare capacity the probes in flight are expected to be carried, so they
   // are not counted as queue (counting them would give back every other probe).
   double q = has_report_ ? last_queue_us_ : 0.0;
-  if (has_report_ && capacity_ > 0.0 && empty_run_ == 0 && next.stage > last_report_stage_ + 1) {
+  if (has_report_ && capacity_ > 0.0 && probe_level_ == ProbeLevel::kNone &&
+      next.stage > last_report_stage_ + 1) {
     for (std::uint32_t j = last_report_stage_ + 1; j < next.stage; ++j) {
       double b = 0.0;
       const Slot* sj = slot(j);
@@ -156,7 +168,12 @@ double CapacityPolicy::rate_for_next(const StageStart& next) {
   predicted_queue_us_ = q;
 
   const double normal = plan(s.block_bytes, s.duration_us, false);
-  const bool probe = limited_ && capacity_ > 0.0 && probe_gain() > 0.0 &&
+  // On a mere sign, one probe at a time: the stage before must not be an unreported probe, so a
+  // wrong sign adds probe_step_us of queue once, not once per stage in flight.
+  const Slot* prev = next.stage == 0 ? nullptr : slot(next.stage - 1);
+  const bool one_in_flight = probe_level_ == ProbeLevel::kSign && prev != nullptr && prev->probe &&
+                             (!has_report_ || last_report_stage_ < next.stage - 1);
+  const bool probe = limited_ && capacity_ > 0.0 && probe_gain() > 0.0 && !one_in_flight &&
                      plan(s.block_bytes, s.duration_us, true) < normal;
   rate_ = probe ? plan(s.block_bytes, s.duration_us, true) : normal;
   if (probe) force_probe_ = false;
@@ -215,6 +232,9 @@ Decision CapacityPolicy::decide(const StageReport& report) {
   }
   const double delivered = sent * (1.0 - loss);
   std::string_view reason;
+  // The queue the next plans start from: the reading, except below the model's expectation after
+  // an idle non-probe stage (see the clean branch).
+  double queue_state = q;
 
   const bool busy = q > params_.busy_queue_us;
   // Capacity sample of a busy stage. Between the last packets of two consecutive stages the
@@ -253,10 +273,24 @@ Decision CapacityPolicy::decide(const StageReport& report) {
     const double span = std::fmax(period, t);
     if (span > 0.0) capacity_ = std::fmax(capacity_, delivered / span);
     // The shortfall accumulates over idle stages: one packet is several ms of queue at stream
-    // scale, so a single stage's residual is noise.
+    // scale, so a single stage's residual below half the target is noise. Half the target is
+    // enough for a sign, because what a sign buys (probe_step_us) is loss-free if it is wrong.
     shortfall_us_ += std::fmax(0.0, expected - q);
-    if (shortfall_us_ > params_.queue_ref_us) {
-      ++empty_run_;
+    const bool probed = s != nullptr && s->probe;
+    // An idle reading below what the model expected is as often a block ending in a frame gap
+    // (the queue drained between the last frames, standing again at the next I-frame) as spare
+    // capacity; the next plans start from the expectation, so such a reading does not make them
+    // fill the queue twice. A probe's reading is believed: it is the evidence.
+    if (!probed && known) queue_state = std::fmax(q, expected);
+    if (probed && limited_) {
+      // A probe stage that left the bottleneck idle: its extra bytes (>= probe_step_us of queue
+      // at Ĉ) would have stood in the queue had the capacity been Ĉ, more than the reading's noise.
+      // That is evidence by itself.
+      probe_level_ = ProbeLevel::kConfirmed;
+      shortfall_us_ = 0.0;
+      reason = "probe carried with the queue empty: capacity higher, probe x2";
+    } else if (shortfall_us_ >= 0.5 * params_.queue_ref_us) {
+      if (probe_level_ == ProbeLevel::kNone) probe_level_ = ProbeLevel::kSign;
       shortfall_us_ = 0.0;
       reason = "queue gone where the model expected one: capacity higher, probe";
     } else {
@@ -280,23 +314,23 @@ Decision CapacityPolicy::decide(const StageReport& report) {
     reason = "quality below the floor: probe next";
   }
 
-  last_queue_us_ = q;
+  last_queue_us_ = queue_state;
   last_report_stage_ = report.stage;
   has_report_ = true;
   // The rate for the next stage as far as this report goes (the hook re-plans with the real
   // block size when the stage starts).
   const double t_next = last_duration_us_ > 0.0 ? last_duration_us_ : t;
   const double b_next = last_duration_us_ > 0.0 ? last_block_bytes_ : 1.0;
-  predicted_queue_us_ = q;
+  predicted_queue_us_ = queue_state;
   rate_ = plan(b_next, t_next, false);
-  return Decision{rate_, DecisionKind::kAdapt, reason};
+  return Decision{rate_, DecisionKind::kAdapt, reason, capacity_};
 }
 
 Decision CapacityPolicy::decide_missing(std::uint32_t /*stage*/) {
   // The first missing report is ignored; each further one in a row is read as congestion on the
   // way back (GCC's 0.85 without a sample to replace the estimate with).
   if (++missing_run_ < 2 || capacity_ <= 0.0) {
-    return Decision{rate_, DecisionKind::kMissing, "no report: estimate kept"};
+    return Decision{rate_, DecisionKind::kMissing, "no report: estimate kept", capacity_};
   }
   limited_ = true;
   capacity_ *= params_.missing_backoff;
@@ -304,7 +338,7 @@ Decision CapacityPolicy::decide_missing(std::uint32_t /*stage*/) {
   const double t_next = last_duration_us_ > 0.0 ? last_duration_us_ : base_period_us_;
   const double b_next = last_duration_us_ > 0.0 ? last_block_bytes_ : 1.0;
   rate_ = plan(b_next, t_next, false);
-  return Decision{rate_, DecisionKind::kMissing, "reports missing: capacity x backoff"};
+  return Decision{rate_, DecisionKind::kMissing, "reports missing: capacity x backoff", capacity_};
 }
 
 }  // namespace predrop::core

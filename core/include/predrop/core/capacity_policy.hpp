@@ -15,8 +15,10 @@
 // Ideas taken from the rmcat anchors, and where:
 //  - BBR (Cardwell et al., ACM Queue 2016): the delivery rate is the capacity sample; stages that
 //    leave the bottleneck idle raise Ĉ by a max filter of D / max(L, T); probing is a gain on top
-//    of the estimate rather than a pulse to full rate, and grows x2 per report that shows spare
-//    capacity (BBR's startup), so a bottleneck that opens is found in a few blocks.
+//    of the estimate rather than a pulse to full rate: a small, loss-free one (probe_step_us) on a
+//    first sign of spare capacity, and BBR's startup gain (x2 of Ĉ per block, probe_max_us) once a
+//    probe came back with the bottleneck still idle, so a bottleneck that opens is found two
+//    blocks after the first report that shows it.
 //  - GCC (draft-ietf-rmcat-gcc-02 §5.5, §6): on overuse (network loss above 1 %, or a queueing
 //    delay above queue_high / growing by more than queue_grow in one stage, the delay-gradient
 //    signal) the estimate becomes the *received* rate at once. For a busy stage that is
@@ -28,10 +30,12 @@
 //    drained within one block, and the queue the stages in flight will add (known bytes, modelled
 //    capacity, a 100 ms cap like the bed's tbf) is predicted, because the report on block s
 //    arrives while s+1 is on the wire and R applies to s+2.
-// Probes are sized in queueing time (probe_step_us of the estimated capacity, doubling up to
-// probe_max_us while the bottleneck keeps going idle where the model expected a queue), so a
-// first probe into no spare capacity only adds that much queue, which the 100 ms queue absorbs
-// and the next block gives back. There is no pulse to full rate.
+// Probes are sized in queueing time (probe_step_us of the estimated capacity on a sign,
+// probe_max_us once confirmed), so a probe on a wrong sign (the end-of-block queue reading is
+// noisy: a packet is ~12 ms of queue at 800 kbit/s, and a block often ends in a frame gap with
+// the queue drained) only adds that much queue, which the 100 ms queue absorbs and the next
+// block gives back. A block "busy" ends with more than busy_queue_us (3 ms, above the bed's
+// ~1.5 ms noise on an open path); only a busy block measures Ĉ downwards without overuse.
 //
 // Network loss is told apart from pre-discard by packets_received vs packets_announced (the
 // announced count is after discard). P is only a guard: a report with P below `quality_floor`
@@ -56,18 +60,21 @@ struct CapacityParams {
   double queue_limit_us = 100'000;  ///< The modelled queue never exceeds this (the tbf's latency).
   /// A stage ending with more queue than this kept the bottleneck busy, so its delivery rate is
   /// the capacity itself; one ending with less may have left capacity unused.
-  double busy_queue_us = 1'000;
+  double busy_queue_us = 3'000;
   double loss_threshold = 0.01;  ///< Network loss above this is overuse.
   double clean_loss = 0.002;     ///< Network loss at or below this counts as clean.
-  /// First probe: the bytes the estimated capacity carries in this time, on top of the aim (in
-  /// time units: a first probe into no spare capacity adds only this much queue, which
-  /// queue_ref + probe_step_us <= queue_limit keeps loss-free).
+  /// Probe on a first sign of spare capacity: the bytes the estimated capacity carries in this
+  /// time, on top of the aim (in time units: a probe into no spare capacity adds only this much
+  /// queue, and only one such probe is in flight at a time, so queue_ref + probe_step_us <=
+  /// queue_limit keeps a wrong sign loss-free).
   double probe_step_us = 30'000;
-  /// Largest probe. The probe doubles per report that shows the bottleneck idle where the model
-  /// expected a queue (BBR's startup, x2 per round), so an opened bottleneck is found in a few
-  /// blocks; the step that overshoots costs one or two blocks of loss, after which the delivery
-  /// rate is the new capacity.
-  double probe_max_us = 250'000;
+  /// Probe once a probe came back with the queue still empty (confirmed spare capacity): every
+  /// stage is planned with this much on top until a report shows the bottleneck busy. 1 s at 1 s
+  /// blocks = twice the estimate per block, BBR's startup; since the max filter raises Ĉ to what
+  /// each such block delivered, an opened bottleneck is found in one or two rounds, and the step
+  /// that overshoots costs one or two blocks of loss, after which the received rate is the new
+  /// capacity (GCC).
+  double probe_max_us = 1'000'000;
   unsigned release_stages = 2;    ///< Clean reports of stages sent at R = 0 that end the episode.
   double missing_backoff = 0.85;  ///< Ĉ factor per missing report after the first (GCC's 0.85).
   double quality_floor = -std::numeric_limits<double>::infinity();  ///< P below this: probe.
@@ -129,7 +136,9 @@ class CapacityPolicy final : public RateController {
   std::uint32_t last_report_stage_ = 0;
   bool has_report_ = false;
   double predicted_queue_us_ = 0;
-  unsigned empty_run_ = 0;     ///< Reports in a row whose stage left the bottleneck idle.
+  /// How much spare capacity the reports have shown (see probe_gain()).
+  enum class ProbeLevel : std::uint8_t { kNone, kSign, kConfirmed };
+  ProbeLevel probe_level_ = ProbeLevel::kNone;
   double shortfall_us_ = 0.0;  ///< Queue expected but not found, summed over idle stages.
   unsigned release_run_ = 0;
   bool force_probe_ = false;  ///< Quality below the floor: probe at the next stage.

@@ -5,6 +5,7 @@
 // Threading: a controller belongs to one session and is used from one thread.
 // Errors: invalid reports (NaN, negative) are rejected as values and leave the state unchanged.
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -37,6 +38,9 @@ struct Decision {
   DecisionKind kind = DecisionKind::kKeep;
   /// Short static explanation for traces (never owns memory).
   std::string_view reason;
+  /// The policy's path capacity estimate after this report, payload bytes per µs; NaN for
+  /// policies without one (traces write it as an empty field).
+  double capacity_estimate = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// What the exact rule does for a stage whose report never came (the seed is silent on it).
