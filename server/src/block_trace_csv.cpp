@@ -1,6 +1,7 @@
 #include "predrop/server/block_trace_csv.hpp"
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include "predrop/core/log.hpp"
@@ -31,20 +32,26 @@ BlockTraceCsv::~BlockTraceCsv() {
 
 const char* BlockTraceCsv::header() {
   return "session,stage,block,rate,packets,discarded,sent,reported,reception_period_us,"
-         "performance,received,announced,network_loss,queue_delay_us,decision,next_rate,reason";
+         "performance,received,announced,network_loss,queue_delay_us,decision,next_rate,reason,"
+         "capacity_kbps";
 }
 
 std::string BlockTraceCsv::format(const BlockTrace& t) {
   char buf[512];
   const auto& r = t.report;
+  // The policy's capacity estimate in kbit/s (bytes/µs x 8000); empty for policies without one.
+  char capacity[32] = "";
+  if (std::isfinite(t.capacity_estimate)) {
+    std::snprintf(capacity, sizeof capacity, "%.1f", t.capacity_estimate * 8000.0);
+  }
   std::snprintf(
       buf, sizeof buf,
-      "%.*s,%u,%u,%.4f,%zu,%zu,%zu,%d,%.0f,%.3f,%u,%u,%.4f,%.0f,%.*s,%.4f,\"%.*s\"",
+      "%.*s,%u,%u,%.4f,%zu,%zu,%zu,%d,%.0f,%.3f,%u,%u,%.4f,%.0f,%.*s,%.4f,\"%.*s\",%s",
       static_cast<int>(t.session.size()), t.session.data(), t.stage, t.block, t.rate, t.packets,
       t.discarded, t.sent, t.reported ? 1 : 0, r.reception_period_us, r.performance,
       r.packets_received, r.packets_announced, r.network_loss(), r.queue_delay_us.value_or(0.0),
       static_cast<int>(core::to_string(t.decision).size()), core::to_string(t.decision).data(),
-      t.next_rate, static_cast<int>(t.reason.size()), t.reason.data());
+      t.next_rate, static_cast<int>(t.reason.size()), t.reason.data(), capacity);
   return buf;
 }
 

@@ -567,6 +567,7 @@ void StreamSession::emit(const StageRecord& r, bool reported, const core::StageR
   t.decision = d.kind;
   t.reason = d.reason;
   t.next_rate = d.rate;
+  t.capacity_estimate = d.capacity_estimate;
   on_block_(t);
 }
 

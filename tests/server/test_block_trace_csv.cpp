@@ -41,6 +41,19 @@ server::BlockTrace row(std::uint32_t stage) {
 
 const std::string kHeader = std::string(server::BlockTraceCsv::header()) + "\n";
 
+TEST(BlockTraceCsv, CapacityEstimateIsTheLastColumnInKbitPerSecond) {
+  // The capacity policy's estimate (issue 12), for plotting it per block; empty for policies
+  // without one.
+  const std::string header = server::BlockTraceCsv::header();
+  EXPECT_EQ(header.substr(header.rfind(',') + 1), "capacity_kbps");
+  server::BlockTrace t = row(3);
+  const std::string none = server::BlockTraceCsv::format(t);
+  EXPECT_EQ(none.back(), ',') << none;
+  t.capacity_estimate = 0.1025;  // bytes per µs = 820 kbit/s
+  const std::string some = server::BlockTraceCsv::format(t);
+  EXPECT_EQ(some.substr(some.rfind(',') + 1), "820.0") << some;
+}
+
 TEST(BlockTraceCsv, RowsAreBufferedUntilFlush) {
   const std::string path = std::string(PREDROP_TEST_TMP) + "/trace-buffered.csv";
   auto t = server::BlockTraceCsv::open(path);

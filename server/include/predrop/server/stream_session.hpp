@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -102,6 +103,8 @@ struct BlockTrace {
   core::DecisionKind decision = core::DecisionKind::kKeep;
   std::string_view reason;
   double next_rate = 0.0;
+  /// The policy's capacity estimate after the report, bytes per µs (NaN: the policy has none).
+  double capacity_estimate = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// Counters of one session.
