@@ -121,7 +121,6 @@ double CapacityPolicy::probe_gain() const {
 
 void CapacityPolicy::reset_probing() {
   probe_level_ = ProbeLevel::kNone;
-  shortfall_us_ = 0.0;
   release_run_ = 0;
 }
 
@@ -153,10 +152,11 @@ double CapacityPolicy::rate_for_next(const StageStart& next) {
 
   // The queue the model expects when this stage starts: the last reported one, plus what the
   // stages sent since then add at the estimated capacity (their bytes are known exactly).
-  // While reports show spare capacity the probes in flight are expected to be carried, so they
-  // are not counted as queue (counting them would give back every other probe).
+  // Once a probe confirmed spare capacity the probes in flight are expected to be carried, so
+  // they are not counted as queue (counting them would give back every other probe); on a mere
+  // sign they are (if the sign was wrong, the next stage must not fill up on top of the probe).
   double q = has_report_ ? last_queue_us_ : 0.0;
-  if (has_report_ && capacity_ > 0.0 && probe_level_ == ProbeLevel::kNone &&
+  if (has_report_ && capacity_ > 0.0 && probe_level_ != ProbeLevel::kConfirmed &&
       next.stage > last_report_stage_ + 1) {
     for (std::uint32_t j = last_report_stage_ + 1; j < next.stage; ++j) {
       double b = 0.0;
@@ -266,37 +266,26 @@ Decision CapacityPolicy::decide(const StageReport& report) {
     reason = "queue standing: capacity = delivery rate";
   } else if (clean) {
     // The bottleneck went idle: capacity is at least what was delivered (BBR's max filter; paced
-    // stages are spread over T, so max(L, T) keeps the sample a lower bound). If the model
-    // expected a standing queue, capacity is higher than the estimate: the next stages probe,
-    // with a step that doubles while the evidence repeats. An idle end the model expected (a
-    // planned drain) is no evidence either way.
+    // stages are spread over T, so max(L, T) keeps the sample a lower bound).
     const double span = std::fmax(period, t);
     if (span > 0.0) capacity_ = std::fmax(capacity_, delivered / span);
-    // The shortfall accumulates over idle stages: one packet is several ms of queue at stream
-    // scale, so a single stage's residual below half the target is noise. Half the target is
-    // enough for a sign, because what a sign buys (probe_step_us) is loss-free if it is wrong.
-    shortfall_us_ += std::fmax(0.0, expected - q);
     const bool probed = s != nullptr && s->probe;
-    // An idle reading below what the model expected is as often a block ending in a frame gap
-    // (the queue drained between the last frames, standing again at the next I-frame) as spare
-    // capacity; the next plans start from the expectation, so such a reading does not make them
-    // fill the queue twice. A probe's reading is believed: it is the evidence.
+    // An idle end is only a sign of spare capacity: on the bed a block often ends in a frame gap
+    // with the queue drained (the reading is the delay of the block's last packets, and a packet
+    // is ~12 ms of queue at 800 kbit/s), and the model's own expectation is no better (1 % of
+    // error in Ĉ is 10 ms of queue per block). So the next plans start from the expectation when
+    // it is higher (such a reading must not make them fill the queue twice), and the sign buys
+    // one small probe. A probe's idle end is believed: its extra bytes would have stood in the
+    // queue had the capacity been Ĉ; that is the evidence.
     if (!probed && known) queue_state = std::fmax(q, expected);
     if (probed && limited_) {
-      // A probe stage that left the bottleneck idle: its extra bytes (>= probe_step_us of queue
-      // at Ĉ) would have stood in the queue had the capacity been Ĉ, more than the reading's noise.
-      // That is evidence by itself.
       probe_level_ = ProbeLevel::kConfirmed;
-      shortfall_us_ = 0.0;
       reason = "probe carried with the queue empty: capacity higher, probe x2";
-    } else if (shortfall_us_ >= 0.5 * params_.queue_ref_us) {
+    } else if (limited_) {
       if (probe_level_ == ProbeLevel::kNone) probe_level_ = ProbeLevel::kSign;
-      shortfall_us_ = 0.0;
-      reason = "queue gone where the model expected one: capacity higher, probe";
+      reason = "bottleneck idle: sign of spare capacity, probe";
     } else {
-      // Nothing sent beyond the estimate: neither evidence nor counter-evidence, a probe under
-      // way goes on.
-      reason = limited_ ? "clean: queue as expected" : "clean: no bottleneck";
+      reason = "clean: no bottleneck";
     }
     if (limited_ && used <= kWholeRate) {
       if (++release_run_ >= params_.release_stages) {

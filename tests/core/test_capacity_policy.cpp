@@ -211,10 +211,11 @@ TEST(CapacityPolicy, FastBackOffOnACapacityDrop) {
   for (std::size_t b = 23; b < rows.size(); ++b) {
     EXPECT_LE(rows[b].loss, 0.002) << "block " << b;
   }
-  // Near the 10 ms target afterwards (a packet is 19 ms of queue at 500 kbit/s).
+  // Near the 10 ms target afterwards (a packet is 19 ms of queue at 500 kbit/s); a block that
+  // ends idle (a planned drain) is a sign and buys one 15 ms probe, so up to 10 + 15 + noise.
   int long_queue = 0;
   for (std::size_t b = 24; b < rows.size(); ++b) {
-    EXPECT_LE(rows[b].queue_us, 30'000) << "block " << b;
+    EXPECT_LE(rows[b].queue_us, 35'000) << "block " << b;
     if (rows[b].queue_us > 20'000) ++long_queue;
   }
   EXPECT_LE(long_queue, 2);

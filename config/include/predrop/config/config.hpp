@@ -121,7 +121,7 @@ struct ControlConfig {
   // Policy "capacity" (docs/design.md §2.8); rmax and r0 above apply to it too.
   double margin = 1.0;            ///< Fraction of the estimated capacity sent per block, (0, 1].
   double queue_target_ms = 10.0;  ///< Queueing delay aimed at, [0, 60] ms.
-  double probe_step_ms = 30.0;    ///< First probe in ms of capacity; target + step <= 100 ms.
+  double probe_step_ms = 15.0;    ///< Probe on a sign, ms of capacity; target + step <= 100 ms.
   double probe_max_ms = 1000.0;   ///< Probe once confirmed, [probe_step_ms, 10000] ms.
   double quality_floor = -std::numeric_limits<double>::infinity();  ///< P below it: probe.
 };

@@ -67,7 +67,7 @@ struct CapacityParams {
   /// time, on top of the aim (in time units: a probe into no spare capacity adds only this much
   /// queue, and only one such probe is in flight at a time, so queue_ref + probe_step_us <=
   /// queue_limit keeps a wrong sign loss-free).
-  double probe_step_us = 30'000;
+  double probe_step_us = 15'000;
   /// Probe once a probe came back with the queue still empty (confirmed spare capacity): every
   /// stage is planned with this much on top until a report shows the bottleneck busy. 1 s at 1 s
   /// blocks = twice the estimate per block, BBR's startup; since the max filter raises Ĉ to what
@@ -139,7 +139,6 @@ class CapacityPolicy final : public RateController {
   /// How much spare capacity the reports have shown (see probe_gain()).
   enum class ProbeLevel : std::uint8_t { kNone, kSign, kConfirmed };
   ProbeLevel probe_level_ = ProbeLevel::kNone;
-  double shortfall_us_ = 0.0;  ///< Queue expected but not found, summed over idle stages.
   unsigned release_run_ = 0;
   bool force_probe_ = false;  ///< Quality below the floor: probe at the next stage.
   unsigned missing_run_ = 0;
