@@ -85,6 +85,22 @@ def load_run(run_dir):
             )
         clients.append(blocks)
         i += 1
+    # The server trace's capacity estimate (policies that have one; payload kbit/s), per block of
+    # the first session in the trace: with one client that is the client's session; with several
+    # the sessions' order in the trace need not be the clients' (plots show client 0 only).
+    cap = {}
+    trace = os.path.join(run_dir, "trace.csv")
+    if clients and os.path.exists(trace):
+        first = None
+        for r in read_csv(trace):
+            if first is None:
+                first = r["session"]
+            if r["session"] != first or not r.get("capacity_kbps"):
+                continue
+            cap[int(r["block"])] = float(r["capacity_kbps"])
+    for blocks in clients[:1]:
+        for b in blocks:
+            b["cap_kbps"] = cap.get(b["block"], float("nan"))
     return clients
 
 
@@ -155,6 +171,16 @@ def summarise(blocks, meta, l_unc):
         cp = [b["psnr"] for b in blocks if inside(b) and not math.isnan(b["psnr"])]
         up = [b["psnr"] for b in blocks if not inside(b) and not math.isnan(b["psnr"])]
         s["psnr_congested"] = statistics.fmean(cp) if cp else float("nan")
+        s["queue_p95_congested"] = pct([b["queue_ms"] for b in blocks if inside(b)], 95)
+        # Per phase (episode bounds and marks split the run): PSNR mean / R mean.
+        bounds = sorted({0, n_blocks, *[x for e in episodes for x in e if x is not None], *meta.get("marks", [])})
+        phases = []
+        for lo, hi in zip(bounds, bounds[1:]):
+            inb = [b for b in blocks if lo <= b["block"] < hi]
+            pp = [b["psnr"] for b in inb if not math.isnan(b["psnr"])]
+            phases.append((lo, hi, statistics.fmean(pp) if pp else float("nan"),
+                           statistics.fmean([b["rate"] for b in inb]) if inb else float("nan")))
+        s["phases"] = phases
         if up:
             s["psnr_uncongested"] = statistics.fmean(up)
     return s
@@ -167,7 +193,11 @@ def pool(client_summaries):
     out = {}
     for k in client_summaries[0]:
         vals = [c[k] for c in client_summaries]
-        if k in ("psnr_min",):
+        if k == "phases":
+            out[k] = [(p[0], p[1], statistics.fmean(c["phases"][i][2] for c in client_summaries),
+                       statistics.fmean(c["phases"][i][3] for c in client_summaries))
+                      for i, p in enumerate(vals[0])]
+        elif k in ("psnr_min",):
             out[k] = min(vals)
         elif k in ("onset_L", "onset_clean", "end_R0"):
             out[k] = None if any(v is None for v in vals) else max(vals)
@@ -196,8 +226,31 @@ def gnuplot_runs(results, scenario, meta, runs, plots_dir):
         with open(path, "w") as f:
             for b in clients[0]:
                 psnr = "nan" if math.isnan(b["psnr"]) else f"{b['psnr']:.3f}"
-                f.write(f"{b['block']} {b['rate']:.4f} {b['L_ms']:.3f} {psnr} {b['queue_ms']:.3f}\n")
+                cap = b.get("cap_kbps", float("nan"))
+                cap = "nan" if math.isnan(cap) else f"{cap:.1f}"
+                f.write(f"{b['block']} {b['rate']:.4f} {b['L_ms']:.3f} {psnr} {b['queue_ms']:.3f} {cap}\n")
         data_files.append((name, path))
+    # The bottleneck's rate per block (wire kbit/s) from the scenario's initial rate and the
+    # rate events the run executed; the capacity estimate is in payload kbit/s (~0.9x wire).
+    bottleneck = None
+    if meta.get("rate_kbps") is not None and runs:
+        steps = [(0, float(meta["rate_kbps"]))]
+        ev = os.path.join(results, scenario, runs[0][0], "events")
+        if os.path.exists(ev):
+            for line in open(ev):
+                f = line.split()
+                if len(f) >= 4 and f[2] == "rate":
+                    v = f[3].lower()
+                    kbps = float(v[:-4]) if v.endswith("kbit") else float(v[:-4]) * 1000 if v.endswith("mbit") else None
+                    if kbps is not None:
+                        steps.append((int(float(f[0])), kbps))
+        bottleneck = os.path.join(results, scenario, "bottleneck.dat")
+        with open(bottleneck, "w") as f:
+            for blk in range(meta["blocks"] + 1):
+                rate = [k for t, k in steps if t <= blk][-1]
+                f.write(f"{blk} {min(rate, 3000.0):.1f}\n")
+    cap_files = [(n, p) for (n, p), (_, c) in zip(data_files, runs)
+                 if any(not math.isnan(b.get("cap_kbps", float("nan"))) for b in c[0])]
     png = os.path.join(plots_dir, f"{scenario}.png")
     marks = []
     for key in ("onset", "end"):
@@ -216,6 +269,8 @@ def gnuplot_runs(results, scenario, meta, runs, plots_dir):
         # The improved policy is always red and drawn thickest, so it reads the same in every plot.
         if name == "adaptive":
             return "#d62728", 2.5
+        if name == "capacity":
+            return "#1f3fbf", 2.5
         return colors[i % len(colors)] if colors[i % len(colors)] != "#d62728" else "#000000", 1.3
 
     def plot_cmd(col):
@@ -225,10 +280,21 @@ def gnuplot_runs(results, scenario, meta, runs, plots_dir):
             parts.append(f"'{p}' using 1:{col} with lines lw {w} lc rgb '{c}' title '{n}'")
         return "plot " + ", ".join(parts)
 
+    cap_plot = ""
+    if cap_files:
+        parts = []
+        if bottleneck:
+            parts.append(f"'{bottleneck}' using 1:2 with steps lw 1.5 dt 2 lc rgb 'black' title 'bottleneck (wire, cap 3000)'")
+        for i, (n, p) in enumerate(data_files):
+            if (n, p) in cap_files:
+                c, w = color(n, i)
+                parts.append(f"'{p}' using 1:6 with linespoints pt 7 ps 0.4 lw {w} lc rgb '{c}' title '{n} Ĉ (payload)'")
+        cap_plot = "set ylabel 'kbit/s'\nset yrange [0:*]\nplot " + ", ".join(parts)
+    panels = 5 if cap_plot else 4
     script = f"""
-set terminal png size 1000,900 font ',9'
+set terminal png size 1000,{1100 if cap_plot else 900} font ',9'
 set output '{png}'
-set multiplot layout 4,1 title '{scenario}: {meta.get("title", "")}'
+set multiplot layout {panels},1 title '{scenario}: {meta.get("title", "")}'
 set key outside right
 set grid
 {arrows}
@@ -245,6 +311,7 @@ set ylabel 'queue delay (ms)'
 set xlabel 'block (1 s)'
 set yrange [0:*]
 {plot_cmd(5)}
+{cap_plot}
 unset multiplot
 """
     try:
@@ -260,6 +327,7 @@ COLUMNS = [
     ("L_p50", "L p50 ms", 1),
     ("L_p95", "L p95 ms", 1),
     ("queue_p95", "queue p95 ms", 1),
+    ("queue_p95_congested", "queue p95 cong.", 1),
     ("psnr_mean", "PSNR mean", 2),
     ("psnr_min", "PSNR worst", 1),
     ("psnr_congested", "PSNR cong.", 2),
@@ -501,6 +569,16 @@ def main():
         for r in rows:
             md.append("| " + " | ".join(cell(r, c[0], c[2]) for c in cols) + " |")
         md.append("")
+        if meta.get("marks") and any("phases" in r for r in rows):
+            ph = next(r["phases"] for r in rows if "phases" in r)
+            md.append("Per phase, PSNR dB / R mean:")
+            md.append("")
+            md.append("| policy | " + " | ".join(f"blocks {lo}-{hi - 1}" for lo, hi, _, _ in ph) + " |")
+            md.append("|" + "---|" * (len(ph) + 1))
+            for r in rows:
+                if "phases" in r:
+                    md.append(f"| {r['policy']} | " + " | ".join(f"{fmt(p, 1)} / {fmt(x, 2)}" for _, _, p, x in r["phases"]) + " |")
+            md.append("")
         # Targets of issue 5 for the improved policy, where the scenario has them.
         if meta.get("targets"):
             fixed = [r for r in rows if r["policy"].startswith("fixed-") and not r["policy"].endswith("uniform")]

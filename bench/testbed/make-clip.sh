@@ -10,16 +10,38 @@
 # its I-frame whatever R is, and no discard policy can help. RTC encoders cap frame sizes with a
 # small VBV for exactly this reason; with it the I-frame fits the queue when the queue is empty.
 #
-#   bench/testbed/make-clip.sh OUT [SECONDS]      (idempotent: an existing OUT is kept)
+# KIND "scenes" (issue 12's second clip) concatenates six lavfi sources of SECONDS/6 each, whose
+# bitrate differs strongly under the same encoder settings: SMPTE bars (static, ~nothing after
+# the I-frame), a Mandelbrot zoom (detail everywhere: at the 1.5 Mbit/s cap), testsrc2, Conway's
+# life, testsrc2 with strong temporal noise (at the cap), and a flat grey (static).
+#
+#   bench/testbed/make-clip.sh OUT [SECONDS] [testsrc2|scenes]   (idempotent: an existing OUT is kept)
 set -euo pipefail
-out="${1:?usage: $0 OUT [SECONDS]}"
+out="${1:?usage: $0 OUT [SECONDS] [testsrc2|scenes]}"
 seconds="${2:-90}"
+kind="${3:-testsrc2}"
 [[ -s "$out" ]] && exit 0
 mkdir -p "$(dirname "$out")"
 tmp="$(dirname "$out")/.tmp.$$.$(basename "$out")"
 trap 'rm -f "$tmp"' EXIT
+case "$kind" in
+  testsrc2) video=(-f lavfi -i "testsrc2=size=640x360:rate=30:duration=${seconds}") ;;
+  scenes)
+    d=$((seconds / 6))
+    norm="fps=30,format=yuv420p,setsar=1"
+    g="smptebars=size=640x360:rate=30:duration=$d,$norm[s0];"
+    g+="mandelbrot=size=640x360:rate=30,trim=duration=$d,$norm[s1];"
+    g+="testsrc2=size=640x360:rate=30:duration=$d,$norm[s2];"
+    g+="life=size=640x360:rate=30:mold=10:ratio=0.1:death_color=#C83232:life_color=#00ff00,trim=duration=$d,$norm[s3];"
+    g+="testsrc2=size=640x360:rate=30:duration=$d,noise=alls=40:allf=t,$norm[s4];"
+    g+="color=c=gray:size=640x360:rate=30:duration=$d,$norm[s5];"
+    g+="[s0][s1][s2][s3][s4][s5]concat=n=6:v=1:a=0"
+    video=(-f lavfi -i "$g")
+    ;;
+  *) echo "make-clip: unknown kind $kind" >&2; exit 2 ;;
+esac
 ffmpeg -nostdin -hide_banner -loglevel error -y \
-  -f lavfi -i "testsrc2=size=640x360:rate=30:duration=${seconds}" \
+  "${video[@]}" \
   -f lavfi -i "sine=frequency=440:sample_rate=48000:duration=${seconds}" \
   -map 0:v -map 1:a \
   -c:v libx264 -preset veryfast -profile:v high -pix_fmt yuv420p \

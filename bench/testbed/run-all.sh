@@ -16,6 +16,8 @@
 #   POLICIES="none adaptive"                      subset of policies (default: each scenario's set)
 #   PREDROP_BIN=DIR                               use these binaries instead of building
 #   RESULTS=DIR                                   results folder (default bench/results)
+#   CLIP_KIND=scenes                              the second clip (make-clip.sh: six scenes of very
+#                                                 different bitrate) instead of testsrc2
 #   ANALYZE_ONLY=1                                only rerun the analysis on existing results
 # Exit 0 with "SKIP: ..." where network namespaces are not permitted.
 set -uo pipefail
@@ -86,37 +88,37 @@ scenario_meta() {
   list="$(printf '"%s", ' $(scenario_policies "$1") | sed 's/, $//')"
   case "$1" in
     open) cat <<EOF
-{"order": 1, "baseline": true, "title": "no bottleneck (uncongested reference)", "blocks": 30,
+{"rate_kbps": 200000, "order": 1, "baseline": true, "title": "no bottleneck (uncongested reference)", "blocks": 30,
  "description": "The bed with the tbf at 200 Mbit/s: the uncongested L and what each policy costs when nothing is wrong.",
  "policies": [$list], "plot": [$list]}
 EOF
       ;;
     steady) cat <<EOF
-{"order": 2, "title": "steady bottleneck at 1/1.5 of the stream ($BN) from the start", "blocks": 45, "onset": 0, "targets": true,
+{"rate_kbps": 820, "order": 2, "title": "steady bottleneck at 1/1.5 of the stream ($BN) from the start", "blocks": 45, "onset": 0, "targets": true,
  "description": "The stream (~1.23 Mbit/s on the wire) into a tbf of $BN, burst 32 kbit, latency 100 ms, for the whole run.",
  "policies": [$list], "plot": $PLOT}
 EOF
       ;;
     onoff) cat <<EOF
-{"order": 3, "title": "bottleneck ($BN, stream 1.5x) appears at block 10 and goes away at block 40", "blocks": 60, "onset": 10, "end": 40, "targets": true,
+{"rate_kbps": 200000, "order": 3, "title": "bottleneck ($BN, stream 1.5x) appears at block 10 and goes away at block 40", "blocks": 60, "onset": 10, "end": 40, "targets": true,
  "description": "tbf at 200 Mbit/s, changed in place to $BN at block 10 and back at block 40 (tc qdisc change).",
  "policies": [$list], "plot": $PLOT}
 EOF
       ;;
     cross) cat <<EOF
-{"order": 4, "title": "cross-traffic bursts: 800 kbit/s UDP (iperf3) into a 1640 kbit/s bottleneck, blocks 10-19 and 30-39", "blocks": 55, "episodes": [[10, 20], [30, 40]], "targets": true,
+{"rate_kbps": 1640, "order": 4, "title": "cross-traffic bursts: 800 kbit/s UDP (iperf3) into a 1640 kbit/s bottleneck, blocks 10-19 and 30-39", "blocks": 55, "episodes": [[10, 20], [30, 40]], "targets": true,
  "description": "Alone the stream fits; with the unresponsive UDP burst it must give up a third (1.5x its share).",
  "policies": [$list], "plot": [$list]}
 EOF
       ;;
     shared) cat <<EOF
-{"order": 5, "title": "three clients share one bottleneck (2460 kbit/s = 3 x $BN) from block 10 to 40", "blocks": 60, "onset": 10, "end": 40, "targets": true,
+{"rate_kbps": 200000, "order": 5, "title": "three clients share one bottleneck (2460 kbit/s = 3 x $BN) from block 10 to 40", "blocks": 60, "onset": 10, "end": 40, "targets": true,
  "description": "Three sessions of the same policy; per-session figures are pooled (percentiles over all blocks, PSNR means averaged, worst case over sessions). Jain = fairness of delivered packets.",
  "policies": [$list], "plot": [$list]}
 EOF
       ;;
     staircase) cat <<EOF
-{"order": 6, "title": "time-varying bottleneck: 1600k (above the stream), 615k (stream 2x), 1025k (1.2x), 410k (3x), 1600k", "blocks": 70, "episodes": [[10, 55]], "marks": [25, 40], "targets": true,
+{"rate_kbps": 1600, "order": 6, "title": "time-varying bottleneck: 1600k (above the stream), 615k (stream 2x), 1025k (1.2x), 410k (3x), 1600k", "blocks": 70, "episodes": [[10, 55]], "marks": [25, 40], "targets": true,
  "description": "tbf changed in place at blocks 10, 25, 40 and 55 (issue 12's staircase with a step to a rate above the stream's and one to 1.2x below it). Congested: blocks 10-54.",
  "policies": [$list], "plot": $PLOT}
 EOF
@@ -145,9 +147,12 @@ if [[ -z "${ANALYZE_ONLY:-}" ]]; then
     ln -sf "$root/build/release/ddl/train/predrop-ddl-worker" "$bin/predrop-ddl-worker"
     export PREDROP_BIN="$bin"
   fi
+  # CLIP_KIND=scenes: issue 12's second clip, six lavfi scenes of very different bitrate.
+  kind="${CLIP_KIND:-testsrc2}"
   clip="$results/clip.mp4"
-  log "clip: $clip"
-  "$here/make-clip.sh" "$clip" 90 || exit 1
+  [[ "$kind" != testsrc2 ]] && clip="$results/clip-$kind.mp4"
+  log "clip: $clip ($kind)"
+  "$here/make-clip.sh" "$clip" 90 "$kind" || exit 1
 
   # --- runs -------------------------------------------------------------------------------------
   for scen in ${SCENARIOS:-open steady onoff cross shared staircase ddl}; do
