@@ -179,6 +179,7 @@ double CapacityPolicy::rate_for_next(const StageStart& next) {
   if (probe) force_probe_ = false;
   s.rate = rate_;
   s.probe = probe;
+  s.confirmed = probe_level_ == ProbeLevel::kConfirmed;
   return rate_;
 }
 
@@ -258,6 +259,12 @@ Decision CapacityPolicy::decide(const StageReport& report) {
     note_congestion(sample);
     reason = loss > params_.loss_threshold ? "network loss: capacity = received rate"
                                            : "queue building: capacity = received rate";
+  } else if (busy && probe_level_ == ProbeLevel::kConfirmed && s != nullptr && !s->confirmed) {
+    // Confirmed spare capacity, and this stage was planned before the confirmation, at the old
+    // estimate: a few ms of queue at its end (one packet is 6-15 ms at 0.8-1.6 Mbit/s) is no news
+    // about the capacity the startup probes are finding, and must not stop them. Only a stage
+    // planned with the startup gain can (by a standing queue or overuse).
+    reason = "queue standing in a stage planned before the confirmation: probing goes on";
   } else if (busy) {
     // A queue at the stage's end without overuse: the bottleneck was busy, and the sample
     // measures the capacity (up or down).

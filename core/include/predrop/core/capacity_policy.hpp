@@ -115,6 +115,7 @@ class CapacityPolicy final : public RateController {
     double rate = 0;
     double capacity = 0;  ///< Ĉ the stage was planned with.
     bool probe = false;
+    bool confirmed = false;  ///< Planned after a probe confirmed spare capacity.
   };
   static constexpr std::size_t kRing = 64;
 
