@@ -40,18 +40,36 @@ class Reports final : public ddl::DdlRelayListener {
   std::optional<core::Status> finished;
 };
 
-TEST(GradientPeer, TwoPeersGetTheExactMeanAndReportEveryStage) {
-  net::SrtpLibraryGuard srtp;
-  net::EventLoop loop;
-  const net::MonotonicClock clock;
-  const ddl::JobKey key = ddl::generate_job_key(wire::SrtpSuite::AeadAes128Gcm);
+// A relay on loopback for two peers at R = 0, with stage deadline `deadline_ms`.
+ddl::DdlRelayOptions two_peer_relay(const ddl::JobKey& key, std::uint32_t deadline_ms) {
   ddl::DdlRelayOptions ro;
   ro.listen = net::SocketAddress::loopback_v4(0);
   ro.workers = 2;
   ro.policy.policy = "fixed";
   ro.policy.fixed_rate = 0.0;
-  ro.stage_deadline_ms = 5000;
+  ro.stage_deadline_ms = deadline_ms;
   ro.key = key;
+  return ro;
+}
+
+// Peer `rank` of such a relay's job, on a loopback port of its own.
+ddl::capi::GradientPeerOptions peer_of(const ddl::DdlRelay& relay, const ddl::JobKey& key,
+                                       std::uint32_t rank) {
+  ddl::capi::GradientPeerOptions o;
+  o.relay = relay.local_address();
+  o.bind = net::SocketAddress::loopback_v4(0);
+  o.key = key;
+  o.rank = static_cast<std::uint16_t>(rank);
+  o.tensor_elements = kElements;
+  return o;
+}
+
+TEST(GradientPeer, TwoPeersGetTheExactMeanAndReportEveryStage) {
+  net::SrtpLibraryGuard srtp;
+  net::EventLoop loop;
+  const net::MonotonicClock clock;
+  const ddl::JobKey key = ddl::generate_job_key(wire::SrtpSuite::AeadAes128Gcm);
+  const ddl::DdlRelayOptions ro = two_peer_relay(key, 5000);
   Reports reports;
   ddl::DdlRelay relay(loop, clock, ro, &reports);
   ASSERT_TRUE(relay.start().ok());
@@ -66,12 +84,7 @@ TEST(GradientPeer, TwoPeersGetTheExactMeanAndReportEveryStage) {
   };
   std::vector<Peer> peers(2);
   for (std::uint32_t p = 0; p < 2; ++p) {
-    ddl::capi::GradientPeerOptions o;
-    o.relay = relay.local_address();
-    o.bind = net::SocketAddress::loopback_v4(0);
-    o.key = key;
-    o.rank = static_cast<std::uint16_t>(p);
-    o.tensor_elements = kElements;
+    ddl::capi::GradientPeerOptions o = peer_of(relay, key, p);
     Peer& me = peers[p];
     me.gradient.resize(kElements);
     auto submit = [&me, p](std::uint32_t stage) {
@@ -148,14 +161,8 @@ TEST(GradientPeer, ALaggingPeerStopsAtTheJobsLastStage) {
   net::EventLoop loop;
   const net::MonotonicClock clock;
   const ddl::JobKey key = ddl::generate_job_key(wire::SrtpSuite::AeadAes128Gcm);
-  ddl::DdlRelayOptions ro;
-  ro.listen = net::SocketAddress::loopback_v4(0);
-  ro.workers = 2;
-  ro.policy.policy = "fixed";
-  ro.policy.fixed_rate = 0.0;
-  ro.stage_deadline_ms = 20;
+  ddl::DdlRelayOptions ro = two_peer_relay(key, 20);
   ro.missing_fill = ddl::MissingPolicy::kOwn;
-  ro.key = key;
   StagesClosed relay_stages;
   ddl::DdlRelay relay(loop, clock, ro, &relay_stages);
   ASSERT_TRUE(relay.start().ok());
@@ -181,12 +188,7 @@ TEST(GradientPeer, ALaggingPeerStopsAtTheJobsLastStage) {
     }
   });
   for (std::uint32_t p = 0; p < 2; ++p) {
-    ddl::capi::GradientPeerOptions o;
-    o.relay = relay.local_address();
-    o.bind = net::SocketAddress::loopback_v4(0);
-    o.key = key;
-    o.rank = static_cast<std::uint16_t>(p);
-    o.tensor_elements = kElements;
+    ddl::capi::GradientPeerOptions o = peer_of(relay, key, p);
     o.relay_silence_ms = 3000;
     o.stages = kJobStages;
     Peer& me = peers[p];
