@@ -168,7 +168,9 @@ StreamServer::StreamServer(net::EventLoop& loop, const net::Clock& clock,
       clock_(clock),
       options_(std::move(options)),
       on_block_(std::move(on_block)),
-      rtcp_buffer_(4096 + net::kSrtpMaxTrailer) {}
+      rtcp_buffer_(4096 + net::kSrtpMaxTrailer) {
+  if (!options_.directory) options_.directory = std::make_shared<SessionDirectory>();
+}
 
 StreamServer::~StreamServer() {
   stop();
@@ -353,7 +355,7 @@ void StreamServer::start() {
     const std::string id = entry->id;
     auto& ref = *entry;
     // Counted against max_sessions like any session, but never refused (configured, not asked).
-    if (options_.directory) options_.directory->try_add(id, options_.worker, {}, 0, 0);
+    options_.directory->try_add(id, options_.worker, {}, 0, 0);
     sessions_.emplace(id, std::move(entry));
     if (!start_session(ref, clock_.now_us())) {
       throw std::runtime_error("push session for " + push.stream + " could not start");
@@ -374,10 +376,8 @@ void StreamServer::stop() {
   schedule_.clear();
   slot_entries_.clear();
   free_slots_.clear();
-  if (options_.directory) {
-    for (const auto& [id, e] : sessions_) {
-      options_.directory->remove(id);
-    }
+  for (const auto& [id, e] : sessions_) {
+    options_.directory->remove(id);
   }
   sessions_.clear();
   session_by_address_.clear();
@@ -801,7 +801,7 @@ std::string StreamServer::handle(Connection& c, rtsp::RtspRequest& req) {
     auto parsed = rtsp::parse_session(*sh);
     if (!parsed) return rtsp::serialize(error_response(454, req.cseq, "malformed Session header"));
     auto it = sessions_.find(parsed->id);
-    if (it == sessions_.end() && options_.directory) {
+    if (it == sessions_.end()) {
       if (auto other = options_.directory->find(parsed->id);
           other && other->worker != options_.worker && other->owner_ip == c.peer.ip_string()) {
         // Its owner, on a connection that went to another worker (a reconnect): a session is
@@ -925,26 +925,16 @@ StreamServer::SessionEntry* StreamServer::create_session(Request& q, const Strea
   };
   auto fresh = std::make_unique<SessionEntry>();
   fresh->id = new_session_id();
-  if (options_.directory) {
-    // Several workers: the limits hold for the process, counted in the shared directory.
-    switch (options_.directory->try_add(fresh->id, options_.worker, q.c.peer.ip_string(),
-                                        options_.max_sessions, options_.max_sessions_per_address)) {
-      case SessionDirectory::Admit::kAdded:
-        break;
-      case SessionDirectory::Admit::kFull:
-        return refuse_total();
-      case SessionDirectory::Admit::kAddressFull:
-        return refuse_address();
-    }
-  } else {
-    if (sessions_.size() >= options_.max_sessions) return refuse_total();
-    if (options_.max_sessions_per_address != 0) {
-      // One address must not take every session (max_sessions is shared by all clients).
-      const auto mine = static_cast<std::size_t>(
-          std::count_if(sessions_.begin(), sessions_.end(),
-                        [&](const auto& s) { return same_ip(s.second->owner, q.c.peer); }));
-      if (mine >= options_.max_sessions_per_address) return refuse_address();
-    }
+  // The limits hold for the process (with several workers the directory is shared); one
+  // address must not take every session, since max_sessions is shared by all clients.
+  switch (options_.directory->try_add(fresh->id, options_.worker, q.c.peer.ip_string(),
+                                      options_.max_sessions, options_.max_sessions_per_address)) {
+    case SessionDirectory::Admit::kAdded:
+      break;
+    case SessionDirectory::Admit::kFull:
+      return refuse_total();
+    case SessionDirectory::Admit::kAddressFull:
+      return refuse_address();
   }
   fresh->number = next_session_number();
   fresh->owner = q.c.peer;
@@ -956,7 +946,7 @@ StreamServer::SessionEntry* StreamServer::create_session(Request& q, const Strea
     // A client that skipped DESCRIBE on this connection gets a key it cannot know; it must
     // DESCRIBE first (every RTSP player does).
     if (it == q.c.keys.end()) {
-      if (options_.directory) options_.directory->remove(fresh->id);
+      options_.directory->remove(fresh->id);
       error = error_response(455, q.req.cseq, "DESCRIBE first: the keys are in the SDP");
       return nullptr;
     }
@@ -1180,7 +1170,7 @@ void StreamServer::remove_session(const std::string& id) {
   for (auto a = session_by_address_.begin(); a != session_by_address_.end();) {
     a = a->second == id ? session_by_address_.erase(a) : std::next(a);
   }
-  if (options_.directory) options_.directory->remove(id);
+  options_.directory->remove(id);
   // The connection it was set up on no longer carries it.
   if (auto c = connections_.find(it->second->connection); c != connections_.end()) {
     Connection& conn = *c->second;

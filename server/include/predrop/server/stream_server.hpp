@@ -125,7 +125,8 @@ struct StreamServerOptions {
   /// are accepted on another loop and handed over with adopt_connection().
   bool listen = true;
   /// Shared by the workers of one process: global session limits and the worker of each session
-  /// id (a request naming a session of another worker gets 454). Empty: this server alone.
+  /// id (a request naming a session of another worker gets 454). Empty: the server makes its
+  /// own, so one server and N workers count their limits the same way.
   std::shared_ptr<SessionDirectory> directory;
   /// This server's worker index (logs, 454 replies) and the number of workers; session numbers
   /// (the metrics label) are worker + 1 + k * worker_count, unique across the workers.
