@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git
-  libuv1-dev libsrtp2-dev
+  libuv1-dev libsrtp2-dev libssl-dev
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libavfilter-dev ffmpeg
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libeigen3-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev

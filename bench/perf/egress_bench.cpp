@@ -14,9 +14,6 @@
 //     /proc/<pid>/stat; its packets from the sink sockets' drop counters).
 // Prints a table (and appends CSV rows with --csv).
 #include <CLI/CLI.hpp>
-#ifdef PREDROP_BENCH_HAVE_NSS
-#include <nss.h>
-#endif
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -287,7 +284,7 @@ struct Options {
   std::string ffmpeg = "ffmpeg";
   bool skip_ffmpeg = false;
   std::string csv;
-  bool nss_time_tables = false;
+  std::string srtp_crypto = "openssl";
   bool gso = false;
   // 0: the StreamServer on the bench's own thread (as before issue 14 item 3); N >= 1:
   // StreamWorkers with N worker threads (what predrop-server runs), the bench's thread accepting.
@@ -517,35 +514,23 @@ int main(int argc, char** argv) {
                  "0: the server on the bench's thread (default, as before); N >= 1: "
                  "StreamWorkers with N worker threads, as predrop-server runs it");
   app.add_option("--csv", o.csv, "Append CSV rows here");
-  app.add_flag("--nss-time-tables", o.nss_time_tables,
-               "Experiment: initialise NSS before libsrtp without NSS_INIT_OPTIMIZESPACE, so that "
-               "its softoken uses 1024-bucket session/object hash tables instead of 32");
+  app.add_option("--srtp-crypto", o.srtp_crypto,
+                 "What libsrtp's ciphers run on, for the server and the machine limits alike: "
+                 "openssl (predrop's default) or libsrtp (its own build: NSS on Debian)")
+      ->check(CLI::IsMember({"openssl", "libsrtp"}));
   CLI11_PARSE(app, argc, argv);
   core::set_log_level(core::LogLevel::kWarn);
   if (o.pacing != "paced" && o.pacing != "burst") {
     std::fprintf(stderr, "--pacing must be paced or burst\n");
     return 2;
   }
-  if (o.nss_time_tables) {
-#ifdef PREDROP_BENCH_HAVE_NSS
-    // libsrtp (NSS build) calls NSS_InitContext(..., NSS_INIT_OPTIMIZESPACE) for each cipher; the
-    // first initialisation fixes softoken's table sizes, so doing it first without the flag
-    // decides them. The context is kept for the life of the process.
-    static NSSInitContext* nss =
-        NSS_InitContext("", "", "", "", nullptr,
-                        NSS_INIT_READONLY | NSS_INIT_NOCERTDB | NSS_INIT_NOMODDB |
-                            NSS_INIT_FORCEOPEN | NSS_INIT_NOROOTINIT);
-    if (nss == nullptr) {
-      std::fprintf(stderr, "NSS_InitContext failed\n");
-      return 1;
-    }
-    std::printf("NSS initialised before libsrtp without NSS_INIT_OPTIMIZESPACE\n");
-#else
-    std::fprintf(stderr, "--nss-time-tables: built without NSS headers\n");
-    return 2;
-#endif
-  }
+  net::set_srtp_crypto(*net::parse_srtp_crypto(o.srtp_crypto));
   net::SrtpLibraryGuard srtp_library;
+  std::printf("SRTP crypto: %s%s%s\n", std::string(net::to_string(net::srtp_crypto_in_use())).c_str(),
+              net::srtp_crypto_fallback_reason().empty() ? "" : " (OpenSSL refused: ",
+              net::srtp_crypto_fallback_reason().empty()
+                  ? ""
+                  : (net::srtp_crypto_fallback_reason() + ")").c_str());
   media::PacketizeOptions po;
   po.block = {media::BlockSize::Unit::kDuration, 1'000'000};
   po.max_payload = o.payload;

@@ -68,6 +68,18 @@ net::SrtpLibraryGuard& srtp_library() {
   return guard;
 }
 
+// Benchmark argument "crypto": 0 = OpenSSL under libsrtp (predrop's default), 1 = the crypto
+// libsrtp was built with (NSS on Debian). Sessions keep the crypto they were made with.
+struct CryptoChoice {
+  explicit CryptoChoice(std::int64_t arg) {
+    net::set_srtp_crypto(arg == 0 ? net::SrtpCrypto::OpenSsl : net::SrtpCrypto::Libsrtp);
+  }
+  ~CryptoChoice() { net::set_srtp_crypto(net::SrtpCrypto::OpenSsl); }
+  CryptoChoice(const CryptoChoice&) = delete;
+  CryptoChoice& operator=(const CryptoChoice&) = delete;
+  static std::string label() { return std::string(net::to_string(net::srtp_crypto_in_use())); }
+};
+
 // A 12-byte RTP header + payload in a buffer with room for the trailer.
 struct RtpBuffer {
   std::vector<std::uint8_t> bytes;
@@ -88,6 +100,7 @@ struct RtpBuffer {
 
 void SrtpProtect(benchmark::State& state) {
   srtp_library();
+  const CryptoChoice crypto(state.range(2));
   const auto suite = suite_of(state.range(0));
   const auto payload = static_cast<std::size_t>(state.range(1));
   net::SrtpSession s(net::SrtpDirection::Outbound, suite, wire::generate_key(suite));
@@ -100,13 +113,16 @@ void SrtpProtect(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(payload));
-  state.SetLabel(std::string(wire::suite_name(suite)));
+  state.SetLabel(std::string(wire::suite_name(suite)) + " " + CryptoChoice::label());
 }
-BENCHMARK(SrtpProtect)->ArgsProduct({{0, 1}, {160, 1200}})->ArgNames({"suite", "payload"});
+BENCHMARK(SrtpProtect)
+    ->ArgsProduct({{0, 1}, {160, 1200}, {0, 1}})
+    ->ArgNames({"suite", "payload", "crypto"});
 
 // The same with `contexts` sessions used round robin, as a server with that many clients does.
 void SrtpProtectContexts(benchmark::State& state) {
   srtp_library();
+  const CryptoChoice crypto(state.range(2));
   const auto suite = suite_of(state.range(0));
   const auto contexts = static_cast<std::size_t>(state.range(1));
   std::vector<net::SrtpSession> s;
@@ -125,11 +141,11 @@ void SrtpProtectContexts(benchmark::State& state) {
     }
   }
   state.SetItemsProcessed(state.iterations());
-  state.SetLabel(std::string(wire::suite_name(suite)));
+  state.SetLabel(std::string(wire::suite_name(suite)) + " " + CryptoChoice::label());
 }
 BENCHMARK(SrtpProtectContexts)
-    ->ArgsProduct({{0, 1}, {1, 10, 100, 300, 1000}})
-    ->ArgNames({"suite", "contexts"});
+    ->ArgsProduct({{0, 1}, {1, 10, 100, 300, 1000}, {0, 1}})
+    ->ArgNames({"suite", "contexts", "crypto"});
 
 int sender_socket() {
   const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);

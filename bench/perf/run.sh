@@ -69,11 +69,12 @@ if [[ "$sections" == *" egress "* ]]; then
 echo "== whole-server egress =="
 egress="$build/bench/predrop_egress_bench"
 for suite in AES_CM_128_HMAC_SHA1_80 AEAD_AES_128_GCM; do
-  for nss in "" "--nss-time-tables"; do
-    echo "-- $suite paced ${nss:-(libsrtp as shipped)}"
-    "$egress" --media "$clip" --suite "$suite" --pacing paced --sessions 100 --sessions 300 \
-      --sessions 1000 --ramp 2 --warmup 3 --seconds "$egress_s" --machine-seconds "$machine_s" \
-      $nss --csv "$out/egress.csv" | tee -a "$out/egress.txt"
+  for crypto in openssl libsrtp; do
+    echo "-- $suite paced, SRTP crypto $crypto"
+    "$egress" --media "$clip" --suite "$suite" --pacing paced --gso --sessions 100 \
+      --sessions 300 --sessions 1000 --ramp 2 --warmup 3 --seconds "$egress_s" \
+      --machine-seconds "$machine_s" --srtp-crypto "$crypto" --csv "$out/egress.csv" \
+      | tee -a "$out/egress.txt"
   done
   echo "-- $suite burst (saturation)"
   "$egress" --media "$clip" --suite "$suite" --pacing burst --sessions 300 --ramp 1 --warmup 3 \

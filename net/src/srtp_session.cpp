@@ -1,6 +1,8 @@
 #include "predrop/net/srtp_session.hpp"
 
 #include <srtp2/srtp.h>
+
+#include "srtp_openssl.hpp"
 #if PREDROP_SRTP_NSS
 #include <nss.h>
 #endif
@@ -40,6 +42,7 @@ class SrtpLibrary {
       if (rc != srtp_err_status_ok) {
         throw std::runtime_error("srtp_init failed: " + std::string(srtp_status_text(rc)));
       }
+      apply_crypto();
     }
     ++refs_;
   }
@@ -47,16 +50,48 @@ class SrtpLibrary {
     std::lock_guard lock(mutex_);
     if (refs_ > 0 && --refs_ == 0) {
       srtp_shutdown();
+      in_use_ = SrtpCrypto::Libsrtp;
     }
   }
 
+  static void set_crypto(SrtpCrypto crypto) {
+    std::lock_guard lock(mutex_);
+    wanted_ = crypto;
+    if (refs_ > 0) {
+      apply_crypto();
+    }
+  }
+  static SrtpCrypto crypto_in_use() {
+    std::lock_guard lock(mutex_);
+    return in_use_;
+  }
+  static std::string crypto_fallback_reason() {
+    std::lock_guard lock(mutex_);
+    return fallback_reason_;
+  }
+
  private:
+  // Called with mutex_ held and libsrtp initialised. srtp_init loads libsrtp's own types, so this
+  // runs again after every re-initialisation.
+  static void apply_crypto() {
+    if (wanted_ == SrtpCrypto::OpenSsl) {
+      fallback_reason_ = detail::install_openssl_srtp_crypto();
+      in_use_ = fallback_reason_.empty() ? SrtpCrypto::OpenSsl : SrtpCrypto::Libsrtp;
+    } else {
+      detail::uninstall_openssl_srtp_crypto();
+      fallback_reason_.clear();
+      in_use_ = SrtpCrypto::Libsrtp;
+    }
+  }
+
   // Debian's libsrtp uses NSS for its ciphers and initialises it with NSS_INIT_OPTIMIZESPACE,
   // which sizes NSS's internal hash tables for memory (32 buckets): protect() then slows down
   // as sessions are added (7 -> 17 us per packet at 1000 sessions, bench/perf/README.md).
   // NSS keeps the flags of its first initialisation, so initialising it once here, first and
   // without that flag, gives every later libsrtp context the tables sized for speed. The
-  // context lives for the process (NSS tables are not torn down with the last session).
+  // context lives for the process (NSS tables are not torn down with the last session). With
+  // the OpenSSL types installed NSS still serves what predrop does not replace (libsrtp's
+  // key-derivation self-tests run on its own types at srtp_init, and SrtpCrypto::Libsrtp).
   static void init_nss_for_speed() {
 #if PREDROP_SRTP_NSS
     if (nss_ != nullptr || NSS_IsInitialized()) {
@@ -82,6 +117,9 @@ class SrtpLibrary {
   static inline NSSInitContext* nss_ = nullptr;
 #endif
   static inline bool nss_tables_for_speed_ = false;
+  static inline SrtpCrypto wanted_ = SrtpCrypto::OpenSsl;
+  static inline SrtpCrypto in_use_ = SrtpCrypto::Libsrtp;
+  static inline std::string fallback_reason_;
 };
 
 SrtpError map_status(srtp_err_status_t rc) {
@@ -117,6 +155,28 @@ SrtpLibraryGuard::~SrtpLibraryGuard() {
 
 bool srtp_crypto_tables_for_speed() {
   return SrtpLibrary::nss_tables_for_speed();
+}
+
+void set_srtp_crypto(SrtpCrypto crypto) {
+  SrtpLibrary::set_crypto(crypto);
+}
+
+SrtpCrypto srtp_crypto_in_use() {
+  return SrtpLibrary::crypto_in_use();
+}
+
+std::string srtp_crypto_fallback_reason() {
+  return SrtpLibrary::crypto_fallback_reason();
+}
+
+std::string_view to_string(SrtpCrypto crypto) {
+  return crypto == SrtpCrypto::OpenSsl ? "openssl" : "libsrtp";
+}
+
+std::optional<SrtpCrypto> parse_srtp_crypto(std::string_view text) {
+  if (text == "openssl") return SrtpCrypto::OpenSsl;
+  if (text == "libsrtp") return SrtpCrypto::Libsrtp;
+  return std::nullopt;
 }
 
 std::string_view to_string(SrtpError error) {

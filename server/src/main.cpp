@@ -63,6 +63,10 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
   std::mutex trace_mutex;
   // libsrtp's init runs its self-tests (~50-100 ms): once per process, not per session.
   net::SrtpLibraryGuard srtp_library;
+  if (const std::string why = net::srtp_crypto_fallback_reason(); !why.empty()) {
+    core::log(core::LogLevel::kWarn, "server", "SRTP on libsrtp's own crypto: OpenSSL's %s",
+              why.c_str());
+  }
   // The main loop accepts RTSP and hands each connection to a worker, serves /metrics and
   // watches the signals; the workers stream (server/include/predrop/server/stream_workers.hpp).
   net::EventLoop loop;
@@ -112,10 +116,13 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
     ports += std::to_string(srv.rtp_port(k)) + "/" + std::to_string(srv.rtp_port(k) + 1);
   }
   core::log(
-      core::LogLevel::kInfo, "server", "%zu worker loop%s%s, RTP/RTCP ports %s, SRTP %s, policy %s",
+      core::LogLevel::kInfo, "server",
+      "%zu worker loop%s%s, RTP/RTCP ports %s, SRTP %s (crypto %s), policy %s",
       srv.worker_count(), srv.worker_count() == 1 ? "" : "s",
       config.server.workers == 0 ? " (auto: one per core)" : "", ports.c_str(),
-      std::string(config::srtp_name(config.server.srtp)).c_str(), config.control.policy.c_str());
+      std::string(config::srtp_name(config.server.srtp)).c_str(),
+      std::string(net::to_string(net::srtp_crypto_in_use())).c_str(),
+      config.control.policy.c_str());
   // Logged last: scripts wait for this line (tests/integration/lib.sh), so that everything
   // above is in place once it appears.
   for (const auto& s : config.server.streams) {
@@ -214,7 +221,14 @@ int run(int argc, char** argv) {
                  "sessions and RTP/RTCP port pair (--rtp-port P: worker k uses P+2k); 1..64, or "
                  "auto/0 = one per core (the default)");
   app.add_option("--log-level", cli.log_level, "trace, debug, info, warn, error, off");
+  std::string srtp_crypto = "openssl";
+  app.add_option("--srtp-crypto", srtp_crypto,
+                 "What libsrtp's AES and HMAC-SHA1 run on: openssl (default; OpenSSL's libcrypto, "
+                 "installed under libsrtp after its own test vectors pass) or libsrtp (the crypto "
+                 "libsrtp was built with: NSS on Debian, several times slower per packet)")
+      ->check(CLI::IsMember({"openssl", "libsrtp"}));
   CLI11_PARSE(app, argc, argv);
+  net::set_srtp_crypto(net::parse_srtp_crypto(srtp_crypto).value_or(net::SrtpCrypto::OpenSsl));
 
   config::ServerConfig config;
   if (!config_path.empty()) {

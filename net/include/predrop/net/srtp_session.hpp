@@ -10,7 +10,9 @@
 // used on distinct threads. <srtp2/srtp.h> stays out of this header.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "predrop/wire/sdes_key.hpp"
@@ -86,6 +88,35 @@ class SrtpLibraryGuard {
 /// own NSS initialisation sizes NSS's tables for memory and protect() slows down as sessions
 /// are added. False with a non-NSS libsrtp, or if something else initialised NSS first.
 bool srtp_crypto_tables_for_speed();
+
+/// What libsrtp's ciphers run on. libsrtp always does SRTP itself (key derivation, index, replay
+/// window, what is encrypted and authenticated); this chooses the primitives under it.
+enum class SrtpCrypto : std::uint8_t {
+  /// OpenSSL's libcrypto for AES-128-ICM, HMAC-SHA1 and AES-128-GCM, installed through
+  /// libsrtp's crypto kernel after libsrtp's own test vectors pass (the default: Debian's NSS
+  /// backend builds a PKCS#11 context per packet, docs/net-transport.md "SRTP crypto").
+  OpenSsl,
+  /// The crypto libsrtp was built with (NSS on Debian).
+  Libsrtp,
+};
+
+/// Chooses the crypto for this process: applies at once if libsrtp is initialised, else at its
+/// next initialisation. Call at start-up, before other threads make or use SRTP sessions
+/// (sessions made before keep the crypto they were made with).
+void set_srtp_crypto(SrtpCrypto crypto);
+
+/// The crypto libsrtp's sessions are made with now. Libsrtp before the first initialisation, and
+/// when the OpenSSL types were refused (then srtp_crypto_fallback_reason() says why).
+SrtpCrypto srtp_crypto_in_use();
+
+/// Why OpenSSL was asked for but libsrtp's own crypto is in use; empty otherwise.
+std::string srtp_crypto_fallback_reason();
+
+/// "openssl" / "libsrtp", the spelling of the `srtp_crypto` settings.
+std::string_view to_string(SrtpCrypto crypto);
+
+/// Parses "openssl" or "libsrtp"; nullopt for anything else.
+std::optional<SrtpCrypto> parse_srtp_crypto(std::string_view text);
 
 /// One libsrtp session for one direction. Movable (the moved-from session fails every call with
 /// SrtpError::Other), not copyable.
