@@ -13,7 +13,6 @@
 //     the same SRTP suite when ffmpeg has it, measured the same way (its CPU from
 //     /proc/<pid>/stat; its packets from the sink sockets' drop counters).
 // Prints a table (and appends CSV rows with --csv).
-#include <CLI/CLI.hpp>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -22,6 +21,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -285,6 +285,7 @@ struct Options {
   bool skip_ffmpeg = false;
   std::string csv;
   std::string srtp_crypto = "openssl";
+  std::uint32_t pacing_quantum_ms = 5;  // blocks.pacing_quantum_ms, the server's default
   bool gso = false;
   // 0: the StreamServer on the bench's own thread (as before issue 14 item 3); N >= 1:
   // StreamWorkers with N worker threads (what predrop-server runs), the bench's thread accepting.
@@ -309,6 +310,7 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
   so.policy.policy = "fixed";
   so.player_rate = o.rate;
   so.paced = o.pacing == "paced";
+  so.pacing_quantum_us = o.pacing_quantum_ms * 1000;
   so.loop = true;
   so.max_sessions = sessions + 16;
   so.max_connections = sessions + 16;
@@ -514,6 +516,10 @@ int main(int argc, char** argv) {
                  "0: the server on the bench's thread (default, as before); N >= 1: "
                  "StreamWorkers with N worker threads, as predrop-server runs it");
   app.add_option("--csv", o.csv, "Append CSV rows here");
+  app.add_option("--pacing-quantum-ms", o.pacing_quantum_ms,
+                 "The pacer's quantum (blocks.pacing_quantum_ms; default 5, as shipped; 0 = each "
+                 "packet at its own time)")
+      ->check(CLI::Range(0, 50));
   app.add_option("--srtp-crypto", o.srtp_crypto,
                  "What libsrtp's ciphers run on, for the server and the machine limits alike: "
                  "openssl (predrop's default) or libsrtp (its own build: NSS on Debian)")
@@ -526,7 +532,8 @@ int main(int argc, char** argv) {
   }
   net::set_srtp_crypto(*net::parse_srtp_crypto(o.srtp_crypto));
   net::SrtpLibraryGuard srtp_library;
-  std::printf("SRTP crypto: %s%s%s\n", std::string(net::to_string(net::srtp_crypto_in_use())).c_str(),
+  std::printf("SRTP crypto: %s%s%s\n",
+              std::string(net::to_string(net::srtp_crypto_in_use())).c_str(),
               net::srtp_crypto_fallback_reason().empty() ? "" : " (OpenSSL refused: ",
               net::srtp_crypto_fallback_reason().empty()
                   ? ""

@@ -113,6 +113,18 @@ StageTransmitter::~StageTransmitter() {
   if (in_shared_ > 0 && shared_ != nullptr) shared_->flush();
 }
 
+void StageTransmitter::prefetch(std::size_t next_index) const {
+  const auto* self = reinterpret_cast<const char*>(this);
+  for (std::size_t offset = 0; offset < sizeof(*this); offset += 64) {
+    __builtin_prefetch(self + offset);
+  }
+  __builtin_prefetch(config_.tracks.data());
+  __builtin_prefetch(counters_.data());
+  __builtin_prefetch(templates_.data());
+  if (next_index < drop_.size()) __builtin_prefetch(drop_.data() + next_index);
+  if (srtp_) srtp_->prefetch();
+}
+
 void StageTransmitter::build_templates() {
   templates_ok_ = header_size_ <= std::tuple_size_v<std::array<std::uint8_t, 32>>;
   wire::RtpExtensions ext;
@@ -232,7 +244,9 @@ std::size_t StageTransmitter::send(std::span<const OutgoingPacket> packets, std:
     ++tc.packets;
     tc.octets += p.payload.size();
     tc.last_timestamp = timestamp;
-    if (p.due_us != 0 && now_us > p.due_us) {
+    if (p.due_us > now_us) {
+      stats_.max_lead_us = std::max(stats_.max_lead_us, p.due_us - now_us);
+    } else if (p.due_us != 0 && now_us > p.due_us) {
       const std::uint64_t lag = now_us - p.due_us;
       stats_.max_lag_us = std::max(stats_.max_lag_us, lag);
       if (lag > config_.late_after_us) {

@@ -199,6 +199,7 @@ std::optional<Problem> check_config(const ServerConfig& c) {
     first(range_u("blocks.bytes", *b.bytes, 1500, std::uint64_t{1} << 30));
   }
   first(range_u("blocks.rtp_payload_bytes", b.rtp_payload_bytes, 256, 8192));
+  first(range_u("blocks.pacing_quantum_ms", b.pacing_quantum_ms, 0, 50));
 
   const auto& k = c.control;
   if (std::find(kControlPolicies.begin(), kControlPolicies.end(), k.policy) ==
@@ -653,6 +654,8 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
       {"pacing", [&](const toml::node& n) { r.enumeration(n, kPacings, c.blocks.pacing); }},
       {"rtp_payload_bytes",
        [&](const toml::node& n) { r.unsigned_into(n, c.blocks.rtp_payload_bytes, 256, 8192); }},
+      {"pacing_quantum_ms",
+       [&](const toml::node& n) { r.unsigned_into(n, c.blocks.pacing_quantum_ms, 0, 50); }},
   };
 
   const auto rate_key = [&](double& field) {

@@ -127,6 +127,7 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
   o.discard = c.discard.policy;
   o.discard_seed = c.discard.seed;
   o.paced = c.blocks.pacing == config::Pacing::kPaced;
+  o.pacing_quantum_us = c.blocks.pacing_quantum_ms * 1000;
   o.loop = cli.loop;
   o.gso = !cli.no_gso;
   o.max_stages = cli.max_stages.value_or(0);

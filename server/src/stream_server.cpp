@@ -1,6 +1,7 @@
 #include "predrop/server/stream_server.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -299,6 +300,7 @@ void StreamServer::start() {
   const std::size_t slots = options_.max_sessions + options_.pushes.size();
   schedule_.reserve(slots);
   slot_entries_.reserve(slots);
+  slot_sessions_.reserve(slots);
   free_slots_.reserve(slots);
   arm_pacer();
   housekeeper_ = std::make_unique<net::Timer>(
@@ -375,6 +377,7 @@ void StreamServer::stop() {
   }
   schedule_.clear();
   slot_entries_.clear();
+  slot_sessions_.clear();
   free_slots_.clear();
   for (const auto& [id, e] : sessions_) {
     options_.directory->remove(id);
@@ -1165,6 +1168,7 @@ void StreamServer::remove_session(const std::string& id) {
   if (const std::uint32_t slot = it->second->slot; slot != SessionEntry::kNoSlot) {
     schedule_.remove(slot);
     slot_entries_[slot] = nullptr;
+    slot_sessions_[slot] = nullptr;
     free_slots_.push_back(slot);
   }
   for (auto a = session_by_address_.begin(); a != session_by_address_.end();) {
@@ -1208,6 +1212,11 @@ void StreamServer::on_rtcp_datagram(std::span<const std::uint8_t> data,
 
 void StreamServer::tick() {
   const std::uint64_t now = clock_.now_us();
+  // The pacing quantum: this run sends everything due before the next one can come (at least a
+  // quantum later), so each session is visited once per quantum at most and its packets of that
+  // time go out together (one GSO message each where they follow each other).
+  const std::uint64_t horizon = now + (options_.paced ? options_.pacing_quantum_us : 0);
+  last_pacing_run_us_ = now;
   ++stats_.pacing_wakeups;
   armed_us_ = StreamSession::kNoDeadline;  // a one-shot timer: it fired, or is re-armed below
   std::vector<std::string> failed;
@@ -1216,25 +1225,42 @@ void StreamServer::tick() {
     // short call per session (the scope flushes the rest when it closes). Only the sessions due
     // by `now` are visited, earliest first.
     chain::SendBatchScope scope(*batch_);
-    while (schedule_.next_due() <= now) {
-      const std::uint32_t slot = schedule_.top();
-      SessionEntry& e = *slot_entries_[slot];
-      StreamSession& session = *e.session;
-      ++stats_.session_pumps;
-      // Each session on its own: one that throws ends, the others are paced on.
-      const bool ok = guard_.run(CallbackKind::kTimer, [&] {
-        inject_fault(CallbackKind::kTimer);
-        session.pump(now);
-      });
-      if (!ok) {
-        schedule_.remove(slot);
-        failed.push_back(e.id);
-        continue;
+    // The due sessions are taken off the queue a group at a time, so that each one's state can
+    // be prefetched while the ones before it are pumped: with many sessions per worker a session
+    // is cold whenever the pacer comes back to it, and its misses, not the work, would set the
+    // cost per packet (bench/perf/README.md, section 10).
+    constexpr std::size_t kGroup = 16;
+    std::array<std::uint32_t, kGroup> group{};
+    while (schedule_.next_due() <= horizon) {
+      std::size_t n = 0;
+      while (n < kGroup && schedule_.next_due() <= horizon) {
+        group[n] = schedule_.top();
+        schedule_.remove(group[n]);
+        __builtin_prefetch(slot_sessions_[group[n]]);
+        ++n;
       }
-      // Never at or before `now` again in this run (pump() sent all that was due), so the loop
-      // ends even if a session's due time were wrong.
-      const std::uint64_t next = session.next_due_us();
-      schedule_.schedule(slot, next == StreamSession::kNoDeadline ? next : std::max(next, now + 1));
+      if (n > 0) slot_sessions_[group[0]]->prefetch();
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint32_t slot = group[i];
+        StreamSession& session = *slot_sessions_[slot];
+        if (i + 1 < n) slot_sessions_[group[i + 1]]->prefetch();
+        ++stats_.session_pumps;
+        // Each session on its own: one that throws ends, the others are paced on.
+        const bool ok = guard_.run(CallbackKind::kTimer, [&] {
+          inject_fault(CallbackKind::kTimer);
+          session.pump(now, horizon);
+        });
+        if (!ok) {
+          failed.push_back(slot_entries_[slot]->id);
+          continue;
+        }
+        // Never within this run's horizon again (pump() sent all that was due by it; an SR or a
+        // report deadline inside it waits for the next run), so the loop ends even if a
+        // session's due time were wrong.
+        const std::uint64_t next = session.next_due_us();
+        schedule_.schedule(slot,
+                           next == StreamSession::kNoDeadline ? next : std::max(next, horizon + 1));
+      }
     }
   }
   // Only after the scope: the batch's datagrams point into the sessions' transmitters.
@@ -1255,14 +1281,23 @@ void StreamServer::reschedule(SessionEntry& entry) {
     if (free_slots_.empty()) {
       entry.slot = static_cast<std::uint32_t>(slot_entries_.size());
       slot_entries_.push_back(&entry);
+      slot_sessions_.push_back(nullptr);
     } else {
       entry.slot = free_slots_.back();
       free_slots_.pop_back();
       slot_entries_[entry.slot] = &entry;
     }
   }
+  slot_sessions_[entry.slot] = entry.session.get();
   schedule_.schedule(entry.slot, due);
   if (due < armed_us_) arm_pacer();
+}
+
+std::uint64_t StreamServer::next_pacing_run_us() const {
+  const std::uint64_t due = schedule_.next_due();
+  const std::uint64_t quantum = options_.paced ? options_.pacing_quantum_us : 0;
+  if (due == StreamSession::kNoDeadline || quantum == 0) return due;
+  return std::max(due > quantum ? due - quantum : 0, last_pacing_run_us_ + quantum);
 }
 
 void StreamServer::arm_pacer() {
@@ -1272,7 +1307,7 @@ void StreamServer::arm_pacer() {
   // the loop never blocks for long. 20 wake-ups a second visit no session and cost nothing.
   constexpr std::uint64_t kMaxSleepMs = 50;
   const std::uint64_t now = clock_.now_us();
-  std::uint64_t due = schedule_.next_due();
+  std::uint64_t due = next_pacing_run_us();
   // Connections whose queues wait for their socket (interleaved media rings, paused RTSP
   // replies) are polled every millisecond, as the old 1 ms tick did: the ring is written only
   // from here. UDP-only servers never poll.

@@ -17,6 +17,10 @@ constexpr std::uint64_t kSenderReportIntervalUs = 1'000'000;
 // a player nothing.
 constexpr std::uint64_t kFirstSenderReportDelayUs = 100'000;
 
+// The packets of one pump() on their way to the transmitter: one array per thread (the pacer
+// pumps one session at a time), so that a thousand sessions do not each keep a cold copy.
+thread_local std::array<chain::OutgoingPacket, 64> staging;
+
 std::uint64_t wall_clock_unix_us() {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   return static_cast<std::uint64_t>(
@@ -35,6 +39,9 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
       controller_(std::move(controller)),
       on_block_(std::move(on_block)),
       rtcp_socket_(rtcp_socket) {
+  paced_ = config_.paced;
+  feedback_ = config_.feedback;
+  report_timeout_us_ = config_.report_timeout_us;
   const auto streams = media_->streams();
   track_of_stream_.assign(streams.size(), -1);
   chain::TransmitterConfig tc;
@@ -238,14 +245,15 @@ void StreamSession::end_stage() {
   if (config_.max_stages != 0 && stage_ >= config_.max_stages) finished_ = true;
 }
 
-std::size_t StreamSession::pump(std::uint64_t now_us) {
+std::size_t StreamSession::pump(std::uint64_t now_us, std::uint64_t send_until_us) {
   if (!playing_ || bye_sent_) return 0;
+  send_until_us = std::max(send_until_us, now_us);
   std::size_t sent = 0;
   while (!finished_) {
     const auto& b = media_->blocks()[block_];
     const std::uint64_t start = block_start_us(loops_, b);
     if (!stage_open_) {
-      if (now_us < start) break;
+      if (send_until_us < start) break;
       begin_stage(now_us);
     }
     const std::size_t n = block_size(block_);
@@ -253,22 +261,24 @@ std::size_t StreamSession::pump(std::uint64_t now_us) {
     while (cursor_ < n) {
       std::size_t k = 0;
       const std::size_t first = cursor_;
-      while (cursor_ < n && k < staging_.size()) {
+      while (cursor_ < n && k < staging.size()) {
         const media::RtpPacket& p = block_packet(block_, cursor_);
-        if (config_.paced && start + static_cast<std::uint64_t>(p.send_offset_us) > now_us) break;
+        if (paced_ && start + static_cast<std::uint64_t>(p.send_offset_us) > send_until_us) {
+          break;
+        }
         const int track = track_of_stream_[p.stream];
         // Due time: the packet's place in the paced schedule, or the block start in burst mode;
         // the transmitter counts packets sent too long after it as late.
         const std::uint64_t due =
-            start + (config_.paced ? static_cast<std::uint64_t>(p.send_offset_us) : 0);
-        staging_[k++] = chain::OutgoingPacket{
+            start + (paced_ ? static_cast<std::uint64_t>(p.send_offset_us) : 0);
+        staging[k++] = chain::OutgoingPacket{
             static_cast<std::uint8_t>(track), p.marker,
             p.rtp_timestamp + loops_ * loop_timestamp_[static_cast<std::size_t>(track)],
             media_->payload(p), due};
         ++cursor_;
       }
       if (k == 0) break;
-      sent += transmitter_->send(std::span(staging_.data(), k), first, now_us);
+      sent += transmitter_->send(std::span(staging.data(), k), first, now_us);
     }
     if (cursor_ < n) break;
     end_stage();
@@ -288,6 +298,17 @@ std::size_t StreamSession::pump(std::uint64_t now_us) {
   return sent;
 }
 
+void StreamSession::prefetch() const {
+  const auto* self = reinterpret_cast<const char*>(this);
+  __builtin_prefetch(self);
+  __builtin_prefetch(self + 64);
+  __builtin_prefetch(track_of_stream_.data());
+  __builtin_prefetch(loop_timestamp_.data());
+  __builtin_prefetch(&records_[next_report_ % records_.size()]);
+  if (filter_streams_) __builtin_prefetch(filtered_index_.data() + cursor_);
+  transmitter_->prefetch(cursor_);
+}
+
 std::uint64_t StreamSession::next_due_us() const {
   // Mirrors pump(): every branch there that acts at some time has its time here.
   if (!playing_ || bye_sent_) return kNoDeadline;
@@ -295,19 +316,19 @@ std::uint64_t StreamSession::next_due_us() const {
   if (!finished_) {
     const std::uint64_t start = block_start_us(loops_, media_->blocks()[block_]);
     due = start;
-    if (stage_open_ && config_.paced && cursor_ < block_size(block_)) {
+    if (stage_open_ && paced_ && cursor_ < block_size(block_)) {
       due = start + static_cast<std::uint64_t>(block_packet(block_, cursor_).send_offset_us);
     }
   } else if (!end_bye_sent_) {
     return 0;  // the BYE at the media's end is due at once
   }
   if (!end_bye_sent_) due = std::min(due, next_sr_us_);
-  if (config_.feedback) {
+  if (feedback_) {
     // check_missing_reports() waits only on the oldest unsettled stage.
     for (std::uint32_t s = next_report_; s < stage_; ++s) {
       const StageRecord& r = records_[s % records_.size()];
       if (r.stage != s || r.settled) continue;
-      due = std::min(due, r.end_us + config_.report_timeout_us);
+      due = std::min(due, r.end_us + report_timeout_us_);
       break;
     }
   }
@@ -395,14 +416,14 @@ std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
 }
 
 void StreamSession::check_missing_reports(std::uint64_t now_us) {
-  if (!config_.feedback) return;
+  if (!feedback_) return;
   while (next_report_ < stage_) {
     StageRecord* r = record(next_report_);
     if (r == nullptr || r->settled) {
       ++next_report_;
       continue;
     }
-    if (now_us < r->end_us + config_.report_timeout_us) break;
+    if (now_us < r->end_us + report_timeout_us_) break;
     r->settled = true;
     ++stats_.reports_missing;
     emit(*r, false, core::StageReport{}, controller_->on_report_missing(r->stage));

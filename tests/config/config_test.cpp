@@ -59,6 +59,7 @@ TEST(Config, DefaultsAreValidAndMinimalFileWorks) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->server.session_timeout_s, 60u);
   EXPECT_EQ(r->control.rmax, 0.5);
+  EXPECT_EQ(r->blocks.pacing_quantum_ms, 5u);
   EXPECT_FALSE(r->server.metrics_listen);
 }
 
@@ -70,6 +71,9 @@ TEST(Config, BlocksByBytesAndOtherForms) {
   EXPECT_EQ(r->blocks.bytes, 250000u);
   EXPECT_EQ(r->blocks.pacing, Pacing::kBurst);
   EXPECT_EQ(r->control.t1, (ThresholdSetting{0.05, true}));
+  const auto q = parse_config(stream_with("[blocks]\npacing_quantum_ms = 0\n"));
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  EXPECT_EQ(q->blocks.pacing_quantum_ms, 0u);
   EXPECT_EQ(r->control.t2, (ThresholdSetting{2000.0, false}));
 
   const auto d = parse_config(
@@ -133,6 +137,8 @@ TEST(Config, OutOfRangeValuesAreNamed) {
   expect_error(stream_with("[control]\npsnr_cap_db = 0\n"), {"control.psnr_cap_db"});
   expect_error(stream_with("[blocks]\nduration_ms = 5\n"), {"blocks.duration_ms", "[10, 60000]"});
   expect_error(stream_with("[blocks]\nrtp_payload_bytes = 9000\n"), {"blocks.rtp_payload_bytes"});
+  expect_error(stream_with("[blocks]\npacing_quantum_ms = 51\n"),
+               {"blocks.pacing_quantum_ms", "[0, 50]"});
   expect_error(stream_with("[server.x]\n"), {"server.x", "unknown"});
   expect_error(
       "[server]\nmode = \"stream\"\nrtsp_listen = \"0.0.0.0:70000\"\n[server.streams]\na = \"b\"\n",

@@ -2,8 +2,10 @@
 // the time it next has something to send and pumps only the sessions due by now. On a manual
 // clock (test::FakeClock; nothing here sleeps): a run before a session's due time visits no
 // session; a paused or torn-down session leaves the queue and costs nothing; PLAY puts it back at
-// once; sessions due at the same time are pumped in one run (one shared sendmmsg batch); and a
-// server pumped only at its deadlines sends exactly what one pumped every millisecond sends.
+// once; sessions due at the same time are pumped in one run (one shared sendmmsg batch); a
+// server pumped only at its deadlines sends exactly what one pumped every millisecond sends; and
+// with a pacing quantum the pacer runs at most once per quantum, sends the same packets, never
+// late and at most a quantum early. The exact-deadline tests run with quantum 0.
 //
 // Counts are taken across run_pacing() calls with no loop iteration in between, so the real
 // pacing timer (which may also fire while a request is pumped) cannot change them.
@@ -39,8 +41,10 @@ struct Bed {
     std::string id;
   };
 
-  Bed() {
-    srv = std::make_unique<server::StreamServer>(loop, clock, test::loopback_options());
+  explicit Bed(std::uint32_t quantum_us = 0) {
+    auto options = test::loopback_options();
+    options.pacing_quantum_us = quantum_us;
+    srv = std::make_unique<server::StreamServer>(loop, clock, options);
     srv->start();
     url = "rtsp://127.0.0.1:" + std::to_string(srv->rtsp_address().port()) + "/sample";
   }
@@ -213,6 +217,54 @@ TEST(ServerPacing, DeadlinesSendWhatAOneMillisecondTickSends) {
   EXPECT_EQ(ds.stages, ts.stages);
   EXPECT_EQ(deadline.srv->sessions()[0]->current_stage(), tick.srv->sessions()[0]->current_stage());
   EXPECT_LT(runs, 5000u) << "fewer wake-ups than a 1 ms tick";
+}
+
+TEST(ServerPacing, AQuantumSendsTheSamePacketsNeverLateAndAtMostAQuantumEarly) {
+  constexpr std::uint32_t kQuantum = 5000;
+  Bed exact;
+  Bed quantum(kQuantum);
+  auto a = exact.play();
+  auto q = quantum.play();
+  auto q2 = quantum.play();  // a second session, so that runs serve more than one deadline
+  const std::uint64_t end = exact.clock.now_us() + 5'000'000;
+  for (;;) {
+    exact.srv->run_pacing();
+    const std::uint64_t due = exact.srv->next_pacing_due_us();
+    if (due > end) break;
+    exact.clock.set_us(due);
+  }
+  std::uint64_t runs = 0;
+  std::uint64_t last_run = 0;
+  for (;;) {
+    quantum.srv->run_pacing();
+    ++runs;
+    const std::uint64_t next = quantum.srv->next_pacing_run_us();
+    ASSERT_NE(next, kNever);
+    ASSERT_GE(next, quantum.clock.now_us() + kQuantum) << "at most one run per quantum";
+    // A quantum before the earliest deadline, unless the last run was too recent for that.
+    EXPECT_EQ(next, std::max(quantum.srv->next_pacing_due_us() - kQuantum,
+                             quantum.clock.now_us() + kQuantum));
+    last_run = quantum.clock.now_us();
+    if (next > end) break;
+    quantum.clock.set_us(next);
+  }
+  // The quantum's last run sent what was due by a quantum after it.
+  exact.clock.set_us(std::max(exact.clock.now_us(), last_run + kQuantum));
+  exact.srv->run_pacing();
+  const auto& es = exact.srv->sessions()[0]->transmitter_stats();
+  for (const auto* s : quantum.srv->sessions()) {
+    const auto& qs = s->transmitter_stats();
+    EXPECT_EQ(qs.packets_sent, es.packets_sent);
+    EXPECT_EQ(qs.packets_discarded, es.packets_discarded);
+    EXPECT_EQ(qs.stages, es.stages);
+    EXPECT_EQ(qs.max_lag_us, 0u) << "never sent after its time";
+    EXPECT_LE(qs.max_lead_us, kQuantum) << "never more than a quantum early";
+    EXPECT_GT(qs.max_lead_us, 0u) << "the quantum did send ahead";
+  }
+  EXPECT_EQ(es.max_lead_us, 0u) << "quantum 0 sends nothing early";
+  EXPECT_GT(es.packets_sent, 100u);
+  EXPECT_LE(runs, 5'000'000 / kQuantum + 2);
+  EXPECT_LT(runs, exact.srv->stats().pacing_wakeups);
 }
 
 // The whole server in steady state allocates nothing per packet (docs/design.md §5): two playing

@@ -94,6 +94,7 @@ struct TransmitterStats {
   std::uint64_t late_packets = 0;  ///< Sent more than late_after_us after their due time.
   std::uint64_t late_stages = 0;   ///< Stages with at least one late packet.
   std::uint64_t max_lag_us = 0;    ///< Largest send time - due time seen.
+  std::uint64_t max_lead_us = 0;   ///< Largest due time - send time seen (sent early).
 };
 
 class StageTransmitter;
@@ -182,6 +183,11 @@ class StageTransmitter {
   /// Sends every later packet to `sink` instead of the socket (nullptr: the socket again); the
   /// sink must outlive its use. A transmitter with a sink never joins a shared SendBatch.
   void set_sink(PacketSink* sink);
+
+  /// Starts loading what the next send() reads (the object, track settings, counters, header
+  /// templates, the discard mask at packet `next_index` of the stage, the SRTP context), for a
+  /// caller that knows which transmitter it serves next. A hint only.
+  void prefetch(std::size_t next_index) const;
 
   /// The plan of the current stage.
   const StagePlan& plan() const { return plan_; }

@@ -90,6 +90,10 @@ struct BlockConfig {
   std::optional<std::uint64_t> bytes;               ///< Block size in payload bytes.
   Pacing pacing = Pacing::kPaced;
   std::uint32_t rtp_payload_bytes = 1200;  ///< Largest RTP payload (keeps packets under the MTU).
+  /// Paced sending: the pacer runs at most once per quantum and sends what falls due before its
+  /// next run, so a packet leaves at most this much before its media time (0: each packet at its
+  /// own time, one run per millisecond at most).
+  std::uint32_t pacing_quantum_ms = 5;
 };
 
 /// A threshold of the control rule: absolute (P units or µs) or relative (fraction, 0.05 = 5 %).

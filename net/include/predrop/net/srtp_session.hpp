@@ -148,6 +148,9 @@ class SrtpSession {
   /// Verifies and decrypts an SRTCP packet in place.
   SrtpResult unprotect_rtcp(std::span<std::uint8_t> buffer, std::size_t len);
 
+  /// Starts loading the libsrtp context (a hint for a caller that protects with it next).
+  void prefetch() const { __builtin_prefetch(ctx_); }
+
   SrtpDirection direction() const { return direction_; }
   wire::SrtpSuite suite() const { return suite_; }
 

@@ -97,6 +97,10 @@ struct StreamServerOptions {
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
   std::uint64_t discard_seed = 1;
   bool paced = true;
+  /// The pacer runs at most once per quantum and sends what falls due before its next run:
+  /// packets leave up to this much early, never late (config blocks.pacing_quantum_ms).
+  /// 0: each session at its own deadline, at most one run per millisecond.
+  std::uint32_t pacing_quantum_us = 5000;
   bool loop = false;
   std::uint32_t max_stages = 0;
   std::size_t max_sessions = 1000;
@@ -222,11 +226,15 @@ class StreamServer {
   /// What the 1 s housekeeping timer does, now: closes idle connections and connections whose
   /// request is overdue, expires sessions. For tests on a fake clock.
   void run_housekeeping() { housekeeping(); }
-  /// What the pacing timer does, now: pumps every session that is due by now (and only those),
-  /// re-queues them, flushes the interleaved queues and re-arms the timer.
+  /// What the pacing timer does, now: pumps every session that is due by now plus the pacing
+  /// quantum (and only those), re-queues them, flushes the interleaved queues and re-arms the
+  /// timer.
   void run_pacing() { tick(); }
   /// The earliest time a session is queued for (StreamSession::kNoDeadline if none). For tests.
   std::uint64_t next_pacing_due_us() const { return schedule_.next_due(); }
+  /// When the pacer runs next: a quantum before the earliest deadline, but not sooner than a
+  /// quantum after its last run (kNoDeadline if nothing is queued). For tests.
+  std::uint64_t next_pacing_run_us() const;
 
   // Entry points for tests and fuzzing: RTSP connections without a socket, and RTCP datagrams
   // without one. They take the same paths (limits, parsing, handlers, exception boundary) as
@@ -328,8 +336,12 @@ class StreamServer {
   // The pacing queue over session slots (SessionEntry::slot), and the entry of each slot.
   core::DeadlineQueue schedule_;
   std::vector<SessionEntry*> slot_entries_;
+  // The session of each slot, beside slot_entries_: what the pacer reads on every visit, without
+  // the cold SessionEntry.
+  std::vector<StreamSession*> slot_sessions_;
   std::vector<std::uint32_t> free_slots_;
   std::uint64_t armed_us_ = StreamSession::kNoDeadline;  // when pacer_ fires; kNoDeadline: off
+  std::uint64_t last_pacing_run_us_ = 0;                 // now of the last tick()
   // True while some connection's queue is written only by the pacer's polling.
   bool needs_polling() const { return !interleaved_connections_.empty() || !paused_.empty(); }
   std::unique_ptr<net::Timer> housekeeper_;

@@ -153,8 +153,15 @@ class StreamSession {
   void play(std::uint64_t now_us);
   /// Stops sending until play() again.
   void pause();
+  /// Starts loading what the next pump() reads (its hot fields, track maps, transmitter, the
+  /// oldest report record), for a pacer that knows which sessions it visits next. A hint only.
+  void prefetch() const;
   /// Sends what is due at `now_us`; call it from the server's pacing tick. Returns packets sent.
-  std::size_t pump(std::uint64_t now_us);
+  std::size_t pump(std::uint64_t now_us) { return pump(now_us, now_us); }
+  /// The same, and the media packets (and block starts) due by `send_until_us` >= `now_us` too:
+  /// the server's pacing quantum sends up to that much early. Everything else (SRs, report
+  /// deadlines, the BYE) still acts at `now_us`.
+  std::size_t pump(std::uint64_t now_us, std::uint64_t send_until_us);
   /// When pump() next has something to do: the next packet or block start, the next SR, the
   /// oldest report deadline, or the BYE at the media's end. kNoDeadline while paused or done.
   /// pump() at an earlier time is a no-op, so the server pumps a session only at this time.
@@ -222,6 +229,26 @@ class StreamSession {
             const core::Decision& d);
 
   std::shared_ptr<const media::MediaFile> media_;
+  // What pump() and next_due_us() read on every visit, together in the object's first cache
+  // lines: with a thousand sessions per worker a session is cold each time the pacer comes back
+  // to it, and every further line is another miss per packet (bench/perf/README.md).
+  bool playing_ = false;
+  bool finished_ = false;
+  bool bye_sent_ = false;
+  bool end_bye_sent_ = false;  // the BYE at the end of the media (the session lives on)
+  bool stage_open_ = false;
+  bool sr_phase_set_ = false;  // the SRs after the first are offset by half a block
+  bool paced_ = true;          // config_.paced, config_.feedback and config_.report_timeout_us,
+  bool feedback_ = true;       // copied here for the same reason
+  std::uint32_t stage_ = 0;
+  std::uint32_t block_ = 0;
+  std::uint32_t loops_ = 0;
+  std::uint32_t next_report_ = 0;    // oldest stage not yet reported or declared missing
+  std::uint64_t play_start_us_ = 0;  // monotonic time of media time 0 of loop 0
+  std::size_t cursor_ = 0;
+  std::uint64_t next_sr_us_ = 0;
+  std::uint64_t report_timeout_us_ = 0;
+  std::uint64_t last_heard_us_ = 0;
   // Wall-clock time (µs since the Unix epoch) at the session clock's time clock_anchor_us_.
   std::uint64_t wall_anchor_us_ = 0;
   std::uint64_t clock_anchor_us_ = 0;
@@ -264,23 +291,7 @@ class StreamSession {
   const media::RtpPacket& block_packet(std::uint32_t block, std::size_t i) const;
   std::span<const std::uint8_t> block_importance(std::uint32_t block) const;
 
-  bool playing_ = false;
-  bool finished_ = false;
-  bool bye_sent_ = false;
-  bool end_bye_sent_ = false;        // the BYE at the end of the media (the session lives on)
-  std::uint64_t play_start_us_ = 0;  // monotonic time of media time 0 of loop 0
-  std::uint32_t stage_ = 0;
-  std::uint32_t block_ = 0;
-  std::uint32_t loops_ = 0;
-  bool stage_open_ = false;
-  std::size_t cursor_ = 0;
-  std::uint32_t next_report_ = 0;  // oldest stage not yet reported or declared missing
-  std::uint64_t next_sr_us_ = 0;
-  bool sr_phase_set_ = false;  // the SRs after the first are offset by half a block
-  std::uint64_t last_heard_us_ = 0;
   std::array<StageRecord, 64> records_{};
-  std::array<chain::OutgoingPacket, 64> staging_{};
-  std::array<std::uint32_t, 64> staging_index_{};
   SessionStats stats_;
 };
 
