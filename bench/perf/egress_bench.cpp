@@ -584,7 +584,7 @@ int main(int argc, char** argv) {
   }
   std::FILE* csv = o.csv.empty() ? nullptr : std::fopen(o.csv.c_str(), "a");
   auto header = [] {
-    std::printf("\n%-30s %8s %9s %9s %6s %11s %8s %9s %9s %9s\n", "sender", "sessions", "Mbit/s",
+    std::printf("\n%-34s %8s %9s %9s %6s %11s %8s %9s %9s %9s\n", "sender", "sessions", "Mbit/s",
                 "pkt/s", "CPU", "pkt/s/core", "%series", "late", "max lag", "drops");
   };
   MachineLimits m;
@@ -597,9 +597,14 @@ int main(int argc, char** argv) {
     const double per_core = r.cpu_s > 0 ? r.packets / r.cpu_s : 0;
     const double mbit = pps * mean_datagram * 8 / 1e6;
     char name[64];
-    std::snprintf(name, sizeof name, "predrop %s%s%s", o.pacing.c_str(), o.gso ? " gso" : "",
-                  o.workers == 0 ? "" : (" w" + std::to_string(o.workers)).c_str());
-    std::printf("%-30s %8zu %9.1f %9.0f %5.0f%% %11.0f %7.0f%% %4llu/%-4llu %7.1fms %9llu\n", name,
+    // The row's settings, also the CSV's mode column: pacing, gso, q<quantum ms>, w<workers>,
+    // and the SRTP crypto.
+    const std::string mode =
+        o.pacing + (o.gso ? "+gso" : "") +
+        (o.pacing == "paced" ? "+q" + std::to_string(o.pacing_quantum_ms) : "") +
+        (o.workers == 0 ? "" : "+w" + std::to_string(o.workers)) + "+" + o.srtp_crypto;
+    std::snprintf(name, sizeof name, "predrop %s", mode.c_str());
+    std::printf("%-34s %8zu %9.1f %9.0f %5.0f%% %11.0f %7.0f%% %4llu/%-4llu %7.1fms %9llu\n", name,
                 r.playing, mbit, pps, 100 * r.cpu_s / r.seconds, per_core,
                 100 * per_core / m.series, static_cast<unsigned long long>(r.late_stages),
                 static_cast<unsigned long long>(r.stages), static_cast<double>(r.max_lag_us) / 1000,
@@ -613,18 +618,15 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
     if (csv != nullptr) {
-      std::fprintf(
-          csv,
-          "predrop,%s,%s,%zu,%.3f,%.0f,%.3f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%llu,%llu,%llu,"
-          "%llu\n",
-          o.suite.c_str(),
-          (o.pacing + (o.gso ? "+gso" : "") +
-           (o.workers == 0 ? "" : "+w" + std::to_string(o.workers)))
-              .c_str(),
-          r.playing, r.seconds, pps, r.cpu_s, per_core, m.protect_1, m.protect_n, m.sendmmsg,
-          m.series, m.series_meas, static_cast<unsigned long long>(r.late_stages),
-          static_cast<unsigned long long>(r.stages), static_cast<unsigned long long>(r.max_lag_us),
-          static_cast<unsigned long long>(r.send_drops));
+      std::fprintf(csv,
+                   "predrop,%s,%s,%zu,%.3f,%.0f,%.3f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%llu,%llu,%llu,"
+                   "%llu\n",
+                   o.suite.c_str(), mode.c_str(), r.playing, r.seconds, pps, r.cpu_s, per_core,
+                   m.protect_1, m.protect_n, m.sendmmsg, m.series, m.series_meas,
+                   static_cast<unsigned long long>(r.late_stages),
+                   static_cast<unsigned long long>(r.stages),
+                   static_cast<unsigned long long>(r.max_lag_us),
+                   static_cast<unsigned long long>(r.send_drops));
     }
   }
   if (!o.skip_ffmpeg && suite != wire::SrtpSuite::AeadAes128Gcm) {
@@ -635,7 +637,7 @@ int main(int argc, char** argv) {
     if (p.ok) {
       const double pps = p.packets / p.seconds;
       const double per_core = p.cpu_s > 0 ? p.packets / p.cpu_s : 0;
-      std::printf("%-30s %8d %9.1f %9.0f %5.0f%% %11.0f %7.0f%% %9s %9s %9s\n",
+      std::printf("%-34s %8d %9.1f %9.0f %5.0f%% %11.0f %7.0f%% %9s %9s %9s\n",
                   suite ? "ffmpeg -f rtp (SRTP AES-CM-80)" : "ffmpeg -f rtp (plain)", 1,
                   pps * mean_datagram * 8 / 1e6, pps, 100 * p.cpu_s / p.seconds, per_core,
                   100 * per_core / m.series, "-", "-", "-");
@@ -648,7 +650,7 @@ int main(int argc, char** argv) {
       std::printf("ffmpeg peer: could not run %s\n", o.ffmpeg.c_str());
     }
   } else if (suite == wire::SrtpSuite::AeadAes128Gcm) {
-    std::printf("%-30s (ffmpeg has no AES-GCM SRTP)\n", "ffmpeg");
+    std::printf("%-34s (ffmpeg has no AES-GCM SRTP)\n", "ffmpeg");
   }
   if (csv != nullptr) std::fclose(csv);
   return 0;
