@@ -87,8 +87,8 @@ struct Sink {
 struct SinkSet {
   std::vector<std::unique_ptr<Sink>> sinks;
   std::uint16_t base = 0;
-  SinkSet() {
-    for (std::uint16_t p = 41000; p < 60000 && sinks.empty(); p += 4) {
+  explicit SinkSet(std::uint16_t from = 41000) {
+    for (std::uint16_t p = from; p < 60000 && sinks.empty(); p += 4) {
       std::vector<std::unique_ptr<Sink>> s;
       for (std::uint16_t k = 0; k < 4; ++k) {
         auto sink = std::make_unique<Sink>(static_cast<std::uint16_t>(p + k));
@@ -286,6 +286,7 @@ struct Options {
   std::string csv;
   std::string srtp_crypto = "openssl";
   std::uint32_t pacing_quantum_ms = 5;  // blocks.pacing_quantum_ms, the server's default
+  std::size_t sink_sets = 8;
   bool gso = false;
   // 0: the StreamServer on the bench's own thread (as before issue 14 item 3); N >= 1:
   // StreamWorkers with N worker threads (what predrop-server runs), the bench's thread accepting.
@@ -300,7 +301,7 @@ std::optional<wire::SrtpSuite> parse_suite(const std::string& s) {
 }
 
 ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> media,
-                     std::size_t sessions, SinkSet& sinks) {
+                     std::size_t sessions, std::vector<SinkSet>& sink_sets) {
   net::EventLoop loop;
   server::StreamServerOptions so;
   so.rtsp_listen = net::SocketAddress::loopback_v4(0);
@@ -355,8 +356,12 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
     co.server = rtsp_address;
     co.keepalive = false;
     rtsp::ClientSession::Handlers h;
-    h.client_ports = [&sinks](const rtsp::SessionTrack& t) -> core::Result<rtsp::PortPair> {
-      const auto port = static_cast<std::uint16_t>(sinks.base + 2 * (t.index % 2));
+    // Sessions spread over the sink sets: round robin, as the workers take connections, so
+    // that with W workers dividing the set count no two workers share a sink socket (real
+    // clients do not share one either; a shared one makes the workers contend in the kernel).
+    const std::uint16_t base = sink_sets[i % sink_sets.size()].base;
+    h.client_ports = [base](const rtsp::SessionTrack& t) -> core::Result<rtsp::PortPair> {
+      const auto port = static_cast<std::uint16_t>(base + 2 * (t.index % 2));
       return rtsp::PortPair{port, static_cast<std::uint16_t>(port + 1)};
     };
     h.on_playing = [&run, &clients, i] {
@@ -393,7 +398,9 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
     t0 = totals(snapshots());
     cpu0 = load::process_cpu_seconds(::getpid()).value_or(0);
     wall0 = static_cast<double>(net::EventLoop::now_us()) / 1e6;
-    sink0 = sinks.drops();
+    sink0 = 0;
+    for (const auto& sinks : sink_sets)
+      sink0 += sinks.drops();
   });
   net::Timer window_end(loop, [&] {
     const auto snaps = snapshots();
@@ -401,7 +408,10 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
     run.cpu_s = load::process_cpu_seconds(::getpid()).value_or(0) - cpu0;
     run.seconds = static_cast<double>(net::EventLoop::now_us()) / 1e6 - wall0;
     run.packets = static_cast<double>(t1.sent - t0.sent);
-    run.sink_packets = static_cast<double>(sinks.drops() - sink0);
+    std::uint64_t sink1 = 0;
+    for (const auto& sinks : sink_sets)
+      sink1 += sinks.drops();
+    run.sink_packets = static_cast<double>(sink1 - sink0);
     run.late_stages = t1.late_stages - t0.late_stages;
     run.late_packets = t1.late_packets - t0.late_packets;
     run.stages = t1.stages - t0.stages;
@@ -516,6 +526,9 @@ int main(int argc, char** argv) {
                  "0: the server on the bench's thread (default, as before); N >= 1: "
                  "StreamWorkers with N worker threads, as predrop-server runs it");
   app.add_option("--csv", o.csv, "Append CSV rows here");
+  app.add_option("--sink-sets", o.sink_sets,
+                 "Sets of 4 sink sockets the sessions are spread over, round robin (default 8)")
+      ->check(CLI::Range(1, 256));
   app.add_option("--pacing-quantum-ms", o.pacing_quantum_ms,
                  "The pacer's quantum (blocks.pacing_quantum_ms; default 5, as shipped; 0 = each "
                  "packet at its own time)")
@@ -577,7 +590,15 @@ int main(int argc, char** argv) {
                   static_cast<unsigned long long>(m.protect_failures));
     }
   };
-  SinkSet sinks;
+  std::vector<SinkSet> sink_sets;
+  for (std::size_t k = 0; k < std::max<std::size_t>(1, o.sink_sets); ++k) {
+    sink_sets.emplace_back(k == 0 ? 41000 : sink_sets.back().base + 4);
+    if (sink_sets.back().sinks.empty()) {
+      std::fprintf(stderr, "no free sink ports\n");
+      return 1;
+    }
+  }
+  SinkSet& sinks = sink_sets.front();  // the ffmpeg peer's
   if (sinks.sinks.empty()) {
     std::fprintf(stderr, "no free sink ports\n");
     return 1;
@@ -592,7 +613,7 @@ int main(int argc, char** argv) {
     m = measure_machine(suite, n, o.payload, o.machine_seconds);
     print_limits(m, n);
     header();
-    ServerRun r = run_server(o, *media, n, sinks);
+    ServerRun r = run_server(o, *media, n, sink_sets);
     const double pps = r.packets / r.seconds;
     const double per_core = r.cpu_s > 0 ? r.packets / r.cpu_s : 0;
     const double mbit = pps * mean_datagram * 8 / 1e6;
