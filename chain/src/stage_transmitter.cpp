@@ -113,11 +113,14 @@ StageTransmitter::~StageTransmitter() {
   if (in_shared_ > 0 && shared_ != nullptr) shared_->flush();
 }
 
-void StageTransmitter::prefetch(std::size_t next_index) const {
+void StageTransmitter::prefetch_object() const {
   const auto* self = reinterpret_cast<const char*>(this);
   for (std::size_t offset = 0; offset < sizeof(*this); offset += 64) {
     __builtin_prefetch(self + offset);
   }
+}
+
+void StageTransmitter::prefetch_targets(std::size_t next_index) const {
   __builtin_prefetch(config_.tracks.data());
   __builtin_prefetch(counters_.data());
   __builtin_prefetch(templates_.data());

@@ -1229,21 +1229,30 @@ void StreamServer::tick() {
     // be prefetched while the ones before it are pumped: with many sessions per worker a session
     // is cold whenever the pacer comes back to it, and its misses, not the work, would set the
     // cost per packet (bench/perf/README.md, section 10).
+    // Three prefetch steps, each a session apart and each reading only lines the step before
+    // brought in (StreamSession::prefetch_fields and the two after it).
     constexpr std::size_t kGroup = 16;
-    std::array<std::uint32_t, kGroup> group{};
+    std::array<StreamSession*, kGroup> group{};
+    std::array<std::uint32_t, kGroup> slots{};
     while (schedule_.next_due() <= horizon) {
       std::size_t n = 0;
       while (n < kGroup && schedule_.next_due() <= horizon) {
-        group[n] = schedule_.top();
-        schedule_.remove(group[n]);
-        __builtin_prefetch(slot_sessions_[group[n]]);
+        slots[n] = schedule_.top();
+        schedule_.remove(slots[n]);
+        group[n] = slot_sessions_[slots[n]];
         ++n;
       }
-      if (n > 0) slot_sessions_[group[0]]->prefetch();
+      for (std::size_t k = 0; k < std::min<std::size_t>(n, 3); ++k)
+        group[k]->prefetch_fields();
+      for (std::size_t k = 0; k < std::min<std::size_t>(n, 2); ++k)
+        group[k]->prefetch_targets();
+      if (n > 0) group[0]->prefetch_transmitter_targets();
       for (std::size_t i = 0; i < n; ++i) {
-        const std::uint32_t slot = group[i];
-        StreamSession& session = *slot_sessions_[slot];
-        if (i + 1 < n) slot_sessions_[group[i + 1]]->prefetch();
+        const std::uint32_t slot = slots[i];
+        StreamSession& session = *group[i];
+        if (i + 3 < n) group[i + 3]->prefetch_fields();
+        if (i + 2 < n) group[i + 2]->prefetch_targets();
+        if (i + 1 < n) group[i + 1]->prefetch_transmitter_targets();
         ++stats_.session_pumps;
         // Each session on its own: one that throws ends, the others are paced on.
         const bool ok = guard_.run(CallbackKind::kTimer, [&] {

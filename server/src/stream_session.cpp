@@ -1,6 +1,7 @@
 #include "predrop/server/stream_session.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <stdexcept>
 #include <utility>
@@ -82,9 +83,16 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
       rr_trackers_.emplace_back(st.initial_sequence, streams[st.media_stream].clock_rate);
     }
   }
+  stream_track_ = track_of_stream_.data();
+  track_loop_ticks_ = loop_timestamp_.data();
   transmitter_ = std::make_unique<chain::StageTransmitter>(
       rtp_socket, std::move(tc), std::move(srtp_out),
       core::DiscardPlanner(config_.discard, config_.discard_seed));
+  tx_ = transmitter_.get();
+  // prefetch_fields() brings in the first two cache lines: the hot fields must stay in them.
+  assert(reinterpret_cast<const char*>(&track_loop_ticks_ + 1) -
+             reinterpret_cast<const char*>(this) <=
+         128);
   const bool interleaved = std::any_of(config_.tracks.begin(), config_.tracks.end(),
                                        [](const SessionTrack& t) { return t.interleaved; });
   if (interleaved) {
@@ -266,19 +274,19 @@ std::size_t StreamSession::pump(std::uint64_t now_us, std::uint64_t send_until_u
         if (paced_ && start + static_cast<std::uint64_t>(p.send_offset_us) > send_until_us) {
           break;
         }
-        const int track = track_of_stream_[p.stream];
+        const int track = stream_track_[p.stream];
         // Due time: the packet's place in the paced schedule, or the block start in burst mode;
         // the transmitter counts packets sent too long after it as late.
         const std::uint64_t due =
             start + (paced_ ? static_cast<std::uint64_t>(p.send_offset_us) : 0);
         staging[k++] = chain::OutgoingPacket{
             static_cast<std::uint8_t>(track), p.marker,
-            p.rtp_timestamp + loops_ * loop_timestamp_[static_cast<std::size_t>(track)],
+            p.rtp_timestamp + loops_ * track_loop_ticks_[static_cast<std::size_t>(track)],
             media_->payload(p), due};
         ++cursor_;
       }
       if (k == 0) break;
-      sent += transmitter_->send(std::span(staging.data(), k), first, now_us);
+      sent += tx_->send(std::span(staging.data(), k), first, now_us);
     }
     if (cursor_ < n) break;
     end_stage();
@@ -298,15 +306,21 @@ std::size_t StreamSession::pump(std::uint64_t now_us, std::uint64_t send_until_u
   return sent;
 }
 
-void StreamSession::prefetch() const {
+void StreamSession::prefetch_fields() const {
   const auto* self = reinterpret_cast<const char*>(this);
   __builtin_prefetch(self);
   __builtin_prefetch(self + 64);
-  __builtin_prefetch(track_of_stream_.data());
-  __builtin_prefetch(loop_timestamp_.data());
+}
+
+void StreamSession::prefetch_targets() const {
+  tx_->prefetch_object();
+  __builtin_prefetch(stream_track_);
+  __builtin_prefetch(track_loop_ticks_);
   __builtin_prefetch(&records_[next_report_ % records_.size()]);
-  if (filter_streams_) __builtin_prefetch(filtered_index_.data() + cursor_);
-  transmitter_->prefetch(cursor_);
+}
+
+void StreamSession::prefetch_transmitter_targets() const {
+  tx_->prefetch_targets(cursor_);
 }
 
 std::uint64_t StreamSession::next_due_us() const {

@@ -184,10 +184,12 @@ class StageTransmitter {
   /// sink must outlive its use. A transmitter with a sink never joins a shared SendBatch.
   void set_sink(PacketSink* sink);
 
-  /// Starts loading what the next send() reads (the object, track settings, counters, header
-  /// templates, the discard mask at packet `next_index` of the stage, the SRTP context), for a
-  /// caller that knows which transmitter it serves next. A hint only.
-  void prefetch(std::size_t next_index) const;
+  /// Prefetch hints for a caller that knows which transmitter it serves next, in two steps a
+  /// little apart: first the object itself (no load), then, once it is cached, what its fields
+  /// point to (track settings, counters, header templates, the discard mask at packet
+  /// `next_index` of the stage, the SRTP context). Hints only.
+  void prefetch_object() const;
+  void prefetch_targets(std::size_t next_index) const;
 
   /// The plan of the current stage.
   const StagePlan& plan() const { return plan_; }

@@ -153,9 +153,13 @@ class StreamSession {
   void play(std::uint64_t now_us);
   /// Stops sending until play() again.
   void pause();
-  /// Starts loading what the next pump() reads (its hot fields, track maps, transmitter, the
-  /// oldest report record), for a pacer that knows which sessions it visits next. A hint only.
-  void prefetch() const;
+  /// Prefetch hints for a pacer that knows which sessions it visits next, in three steps a
+  /// session or so apart, each reading only what the step before brought in: the session's hot
+  /// fields; what they point to (transmitter, track maps, the oldest report record); what the
+  /// transmitter points to. Hints only.
+  void prefetch_fields() const;
+  void prefetch_targets() const;
+  void prefetch_transmitter_targets() const;
   /// Sends what is due at `now_us`; call it from the server's pacing tick. Returns packets sent.
   std::size_t pump(std::uint64_t now_us) { return pump(now_us, now_us); }
   /// The same, and the media packets (and block starts) due by `send_until_us` >= `now_us` too:
@@ -249,6 +253,11 @@ class StreamSession {
   std::uint64_t next_sr_us_ = 0;
   std::uint64_t report_timeout_us_ = 0;
   std::uint64_t last_heard_us_ = 0;
+  // Non-owning views of transmitter_, track_of_stream_ and loop_timestamp_ (all fixed after
+  // the constructor), so that the prefetch steps find them in the hot lines.
+  chain::StageTransmitter* tx_ = nullptr;
+  const int* stream_track_ = nullptr;
+  const std::uint32_t* track_loop_ticks_ = nullptr;
   // Wall-clock time (µs since the Unix epoch) at the session clock's time clock_anchor_us_.
   std::uint64_t wall_anchor_us_ = 0;
   std::uint64_t clock_anchor_us_ = 0;
