@@ -13,6 +13,7 @@
 //     the same SRTP suite when ffmpeg has it, measured the same way (its CPU from
 //     /proc/<pid>/stat; its packets from the sink sockets' drop counters).
 // Prints a table (and appends CSV rows with --csv).
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,6 +50,23 @@ extern char** environ;
 namespace {
 
 using namespace predrop;
+
+// CPU seconds of the server: the whole process when the server runs on the bench's own thread;
+// with worker loops, the threads other than the bench's main one (which runs the RTSP set-up
+// clients and the acceptor, and would otherwise count its set-up work against the workers).
+double server_cpu_s(bool workers) {
+  const int pid = ::getpid();
+  if (!workers) return load::process_cpu_seconds(pid).value_or(0);
+  double sum = 0;
+  if (DIR* dir = ::opendir("/proc/self/task")) {
+    while (const dirent* e = ::readdir(dir)) {
+      const int tid = std::atoi(e->d_name);
+      if (tid > 0 && tid != pid) sum += load::thread_cpu_seconds(pid, tid).value_or(0);
+    }
+    ::closedir(dir);
+  }
+  return sum;
+}
 
 double thread_cpu_s() {
   timespec ts{};
@@ -396,7 +415,7 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
   std::uint64_t sink0 = 0;
   net::Timer window_start(loop, [&] {
     t0 = totals(snapshots());
-    cpu0 = load::process_cpu_seconds(::getpid()).value_or(0);
+    cpu0 = server_cpu_s(o.workers > 0);
     wall0 = static_cast<double>(net::EventLoop::now_us()) / 1e6;
     sink0 = 0;
     for (const auto& sinks : sink_sets)
@@ -405,7 +424,7 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
   net::Timer window_end(loop, [&] {
     const auto snaps = snapshots();
     const Totals t1 = totals(snaps);
-    run.cpu_s = load::process_cpu_seconds(::getpid()).value_or(0) - cpu0;
+    run.cpu_s = server_cpu_s(o.workers > 0) - cpu0;
     run.seconds = static_cast<double>(net::EventLoop::now_us()) / 1e6 - wall0;
     run.packets = static_cast<double>(t1.sent - t0.sent);
     std::uint64_t sink1 = 0;
@@ -427,10 +446,23 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
       if (c) c->close();
     loop.stop();
   });
-  const auto warm_ms = static_cast<std::uint64_t>((o.ramp + o.warmup) * 1000);
-  window_start.start(warm_ms);
-  window_end.start(warm_ms + static_cast<std::uint64_t>(o.seconds * 1000));
+  // The window opens --warmup seconds after every session is playing (or failed): a set-up still
+  // running would compete with the pacing being measured. At most 60 s after the ramp.
+  const std::uint64_t ramp_end_ms = static_cast<std::uint64_t>(o.ramp * 1000);
+  net::Timer ready(loop, [&] {
+    const std::uint64_t elapsed_ms = (net::EventLoop::now_us() - t_start) / 1000;
+    if ((run.playing + run.setup_errors < sessions || elapsed_ms < ramp_end_ms) &&
+        elapsed_ms < ramp_end_ms + 60'000) {
+      return;
+    }
+    ready.stop();
+    const auto warm_ms = static_cast<std::uint64_t>(o.warmup * 1000);
+    window_start.start(warm_ms);
+    window_end.start(warm_ms + static_cast<std::uint64_t>(o.seconds * 1000));
+  });
+  ready.start(100, 100);
   loop.run();
+  ready.stop();
   clients.clear();
   window_start.stop();
   window_end.stop();

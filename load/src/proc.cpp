@@ -12,8 +12,10 @@
 
 namespace predrop::load {
 
-std::optional<double> process_cpu_seconds(int pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+namespace {
+
+std::optional<double> cpu_seconds_in(const std::string& stat_path) {
+  std::ifstream f(stat_path);
   std::string line;
   if (!std::getline(f, line)) return std::nullopt;
   // The command name (field 2) is in parentheses and may contain spaces: count from its end.
@@ -30,6 +32,16 @@ std::optional<double> process_cpu_seconds(int pid) {
   if (!(rest >> utime >> stime)) return std::nullopt;
   const long ticks = ::sysconf(_SC_CLK_TCK);
   return static_cast<double>(utime + stime) / static_cast<double>(ticks > 0 ? ticks : 100);
+}
+
+}  // namespace
+
+std::optional<double> process_cpu_seconds(int pid) {
+  return cpu_seconds_in("/proc/" + std::to_string(pid) + "/stat");
+}
+
+std::optional<double> thread_cpu_seconds(int pid, int tid) {
+  return cpu_seconds_in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
 }
 
 namespace {

@@ -250,6 +250,9 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
     counter("predrop_metrics_requests_timed_out_total",
             "Metrics connections whose request was not complete by the deadline.", m.timed_out);
   }
+  counter("predrop_pacing_runs_cut_total",
+          "Pacer runs that stopped at their time budget with sessions still due (overload).",
+          s.pacing_runs_cut);
   counter("predrop_sessions_closed_by_exception_total",
           "Sessions ended because their pacing or RTCP handler threw.",
           s.sessions_closed_by_exception);

@@ -1210,6 +1210,9 @@ void StreamServer::on_rtcp_datagram(std::span<const std::uint8_t> data,
   reschedule(*s->second);
 }
 
+// How long one pacer run may send before it lets the loop poll (see tick()).
+constexpr std::uint64_t kPacingRunBudgetUs = 20'000;
+
 void StreamServer::tick() {
   const std::uint64_t now = clock_.now_us();
   // The pacing quantum: this run sends everything due before the next one can come (at least a
@@ -1235,6 +1238,14 @@ void StreamServer::tick() {
     std::array<StreamSession*, kGroup> group{};
     std::array<std::uint32_t, kGroup> slots{};
     while (schedule_.next_due() <= horizon) {
+      // An overloaded loop (more due than it can send) would stay in one run for as long as
+      // the backlog lasts, with RTSP, RTCP, stop requests and snapshots waiting: a run ends
+      // after its time budget, the loop polls, and the next run (1 ms later) goes on with the
+      // earliest due.
+      if (clock_.now_us() - now > kPacingRunBudgetUs) {
+        ++stats_.pacing_runs_cut;
+        break;
+      }
       std::size_t n = 0;
       while (n < kGroup && schedule_.next_due() <= horizon) {
         slots[n] = schedule_.top();

@@ -61,6 +61,7 @@ void add_stats(ServerStats& a, const ServerStats& b) {
   a.interleaved_frames_dropped += b.interleaved_frames_dropped;
   a.pacing_wakeups += b.pacing_wakeups;
   a.session_pumps += b.session_pumps;
+  a.pacing_runs_cut += b.pacing_runs_cut;
 }
 
 // A job for a worker's loop: a connection to adopt, or a function to run with its server.

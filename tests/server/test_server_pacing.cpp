@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "allocation_counter.hpp"
 #include "fake_clock.hpp"
@@ -182,6 +183,34 @@ TEST(ServerPacing, SessionsDueTogetherArePumpedInOneRun) {
   b.srv->run_pacing();
   EXPECT_EQ(b.srv->stats().pacing_wakeups, wakeups + 1);
   EXPECT_EQ(b.pumps(), pumps + 3) << "one run, one shared batch, three sessions";
+}
+
+TEST(ServerPacing, AnOverloadedRunStopsAtItsBudgetAndTheNextGoesOn) {
+  // Forty sessions due at once, and a clock that moves 15 ms whenever it is read: the run checks
+  // its 20 ms budget before each group of sessions, so it pumps one group, stops, counts the
+  // cut and leaves the rest due; the next run (time standing still again) pumps the rest.
+  Bed b;
+  std::vector<Bed::Player> players;
+  for (int i = 0; i < 40; ++i)
+    players.push_back(b.play());
+  b.srv->run_pacing();
+  const std::uint64_t due = b.srv->next_pacing_due_us();
+  b.clock.set_us(due);
+  const auto pumps = b.pumps();
+  b.clock.set_step_per_read_us(15'000);
+  b.srv->run_pacing();
+  b.clock.set_step_per_read_us(0);
+  EXPECT_EQ(b.srv->stats().pacing_runs_cut, 1u);
+  const auto first = b.pumps() - pumps;
+  EXPECT_GT(first, 0u);
+  EXPECT_LT(first, 40u);
+  EXPECT_EQ(b.srv->next_pacing_due_us(), due) << "the rest is still due";
+  // The cut run's clock reads moved time on by a few steps, so this run may find some of the
+  // sessions it already pumped due again; the ones left are pumped in any case.
+  b.srv->run_pacing();
+  EXPECT_GE(b.pumps() - pumps, 40u) << "every session pumped over the two runs";
+  EXPECT_EQ(b.srv->stats().pacing_runs_cut, 1u);
+  EXPECT_GT(b.srv->next_pacing_due_us(), b.clock.now_us()) << "nothing left due";
 }
 
 TEST(ServerPacing, DeadlinesSendWhatAOneMillisecondTickSends) {

@@ -13,8 +13,15 @@ class FakeClock final : public net::Clock {
   /// Starts at `start_us` (non-zero by default so "0 = unset" bugs show up).
   explicit FakeClock(std::uint64_t start_us = 1'000'000) : now_us_(start_us) {}
 
-  /// The time last set or advanced to.
-  std::uint64_t now_us() const override { return now_us_; }
+  /// The time last set or advanced to (then moved on by the step per read, if one is set).
+  std::uint64_t now_us() const override {
+    const std::uint64_t now = now_us_;
+    now_us_ += step_per_read_us_;
+    return now;
+  }
+  /// Every later now_us() moves time forward by `step_us` after answering (0: off), for code
+  /// that checks how long it has been running.
+  void set_step_per_read_us(std::uint64_t step_us) { step_per_read_us_ = step_us; }
   /// Moves time forward by `delta_us`.
   void advance_us(std::uint64_t delta_us) { now_us_ += delta_us; }
   /// Moves time forward by `delta_ms` milliseconds.
@@ -23,7 +30,8 @@ class FakeClock final : public net::Clock {
   void set_us(std::uint64_t now_us) { now_us_ = now_us; }
 
  private:
-  std::uint64_t now_us_;
+  mutable std::uint64_t now_us_;
+  std::uint64_t step_per_read_us_ = 0;
 };
 
 }  // namespace predrop::test

@@ -12,6 +12,10 @@ namespace predrop::load {
 /// User + system CPU seconds of process `pid` so far (/proc/<pid>/stat fields 14 and 15).
 std::optional<double> process_cpu_seconds(int pid);
 
+/// User + system CPU seconds of thread `tid` of process `pid` alone
+/// (/proc/<pid>/task/<tid>/stat; /proc/<tid>/stat would sum the whole process).
+std::optional<double> thread_cpu_seconds(int pid, int tid);
+
 /// The pid of a process with a socket listening on TCP `port` (any address), found through
 /// /proc/net/tcp{,6} and /proc/*/fd; only processes we may inspect are seen.
 std::optional<int> find_pid_listening_on(std::uint16_t port);

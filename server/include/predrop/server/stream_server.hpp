@@ -175,6 +175,9 @@ struct ServerStats {
   std::uint64_t interleaved_frames_dropped = 0;       ///< Refused: the connection's queue was full.
   std::uint64_t pacing_wakeups = 0;                   ///< Pacer runs (timer or run_pacing()).
   std::uint64_t session_pumps = 0;  ///< Sessions pumped, summed over the wake-ups.
+  /// Pacer runs that stopped at their time budget with sessions still due: the loop is
+  /// overloaded (it polls its sockets, then goes on where it stopped).
+  std::uint64_t pacing_runs_cut = 0;
 };
 
 /// The streaming server. Construct, start(), run the loop.
