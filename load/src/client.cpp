@@ -8,6 +8,8 @@
 
 #include "predrop/chain/feedback.hpp"
 #include "predrop/chain/stage_receiver.hpp"
+#include "predrop/core/byte_io.hpp"
+#include "predrop/load/verify_sampler.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 #include "predrop/rtsp/client_session.hpp"
@@ -54,7 +56,7 @@ struct LightClient::Impl {
   std::vector<std::uint8_t> sr_buf;
   std::string server_number;
   std::vector<std::uint8_t> verify_buf;
-  std::uint64_t datagrams = 0;
+  VerifySampler sampler{config.group.srtp_verify_every};
   std::uint32_t reporter_ssrc = 0;
   std::uint64_t last_media_us = 0;
   std::string session;
@@ -151,9 +153,9 @@ struct LightClient::Impl {
     stats.bytes += d.size();
     // Sampled verification: the clear header and stage extension of every packet are accounted
     // below; every N-th packet is also authenticated and decrypted.
-    if (verify && !wire::looks_like_rtcp(d) &&
+    if (verify && !wire::looks_like_rtcp(d) && d.size() >= 12 &&
         d.size() <= verify_buf.size() - net::kSrtpMaxTrailer &&
-        datagrams++ % config.group.srtp_verify_every == 0) {
+        sampler.take(core::load_u32_be(d.data() + 8))) {
       std::memcpy(verify_buf.data(), d.data(), d.size());
       const auto r = verify->unprotect_rtp(verify_buf, d.size());
       ++stats.srtp_verified;
