@@ -27,6 +27,7 @@ core::Result<MetricsSnapshot> read_metrics_reply(std::string_view reply, std::ui
   }
   MetricsSnapshot m;
   m.fetched_us = at_us;
+  double late_total = -1;  // predrop_late_blocks_total, counts ended sessions too
   for (const PrometheusSample& s : parse_prometheus_text(reply.substr(body)).samples) {
     const std::string session(s.label("session").value_or(""));
     if (s.name == "predrop_session_reports_total" && !session.empty()) {
@@ -34,11 +35,16 @@ core::Result<MetricsSnapshot> read_metrics_reply(std::string_view reply, std::ui
     } else if (s.name == "predrop_session_packets_sent_total") {
       m.packets_sent += s.value;
       if (!session.empty()) m.sent[session] = s.value;
-    } else if (s.name == "predrop_session_late_blocks_total" ||
-               s.name == "predrop_late_blocks_total") {
+    } else if (s.name == "predrop_session_late_blocks_total") {
       m.late_blocks += s.value;
       m.late_known = true;
+    } else if (s.name == "predrop_late_blocks_total") {
+      late_total = s.value;
     }
+  }
+  if (late_total >= 0) {
+    m.late_blocks = late_total;
+    m.late_known = true;
   }
   return m;
 }

@@ -250,6 +250,14 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
     counter("predrop_metrics_requests_timed_out_total",
             "Metrics connections whose request was not complete by the deadline.", m.timed_out);
   }
+  std::uint64_t late_blocks = s.late_blocks_of_ended_sessions;
+  for (const ServerSnapshot& w : workers) {
+    for (const SessionMetrics& m : w.session_rows)
+      late_blocks += m.transmitter.late_stages;
+  }
+  counter("predrop_late_blocks_total",
+          "Blocks with a packet sent past its due time, over every session since start.",
+          late_blocks);
   counter("predrop_pacing_runs_cut_total",
           "Pacer runs that stopped at their time budget with sessions still due (overload).",
           s.pacing_runs_cut);

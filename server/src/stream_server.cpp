@@ -1165,6 +1165,9 @@ rtsp::RtspResponse StreamServer::handle_teardown(Request& q) {
 void StreamServer::remove_session(const std::string& id) {
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return;
+  if (it->second->session) {
+    stats_.late_blocks_of_ended_sessions += it->second->session->transmitter_stats().late_stages;
+  }
   if (const std::uint32_t slot = it->second->slot; slot != SessionEntry::kNoSlot) {
     schedule_.remove(slot);
     slot_entries_[slot] = nullptr;

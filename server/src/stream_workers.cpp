@@ -62,6 +62,7 @@ void add_stats(ServerStats& a, const ServerStats& b) {
   a.pacing_wakeups += b.pacing_wakeups;
   a.session_pumps += b.session_pumps;
   a.pacing_runs_cut += b.pacing_runs_cut;
+  a.late_blocks_of_ended_sessions += b.late_blocks_of_ended_sessions;
 }
 
 // A job for a worker's loop: a connection to adopt, or a function to run with its server.

@@ -105,6 +105,23 @@ TEST(MetricsReply, ReducesAScrapeToTheReportFigures) {
   EXPECT_EQ(m->late_blocks, 2.0);
 }
 
+TEST(MetricsReply, TheServerWideLateCounterWinsOverTheLiveSessions) {
+  // Sessions that ended are gone from the per-session lines; predrop_late_blocks_total still
+  // counts their late blocks, and a scrape during the drain has no session lines at all.
+  const std::string reply = "HTTP/1.0 200 OK\r\n\r\n" + std::string(kScrape) +
+                            "# TYPE predrop_late_blocks_total counter\n"
+                            "predrop_late_blocks_total 9\n";
+  const auto m = read_metrics_reply(reply, 0);
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(m->late_known);
+  EXPECT_EQ(m->late_blocks, 9.0);
+  const auto drained =
+      read_metrics_reply("HTTP/1.0 200 OK\r\n\r\npredrop_late_blocks_total 0\n", 0);
+  ASSERT_TRUE(drained.ok());
+  EXPECT_TRUE(drained->late_known);
+  EXPECT_EQ(drained->late_blocks, 0.0);
+}
+
 TEST(MetricsReply, OnlyA200IsAScrape) {
   EXPECT_FALSE(read_metrics_reply("HTTP/1.0 404 Not Found\r\n\r\n", 0).ok());
   EXPECT_FALSE(read_metrics_reply("HTTP/1.0 500 Error 200\r\n\r\n", 0).ok());

@@ -19,6 +19,7 @@
 #include "allocation_counter.hpp"
 #include "fake_clock.hpp"
 #include "predrop/net/udp_endpoint.hpp"
+#include "predrop/server/server_setup.hpp"
 #include "server_test_util.hpp"
 
 namespace predrop {
@@ -294,6 +295,28 @@ TEST(ServerPacing, AQuantumSendsTheSamePacketsNeverLateAndAtMostAQuantumEarly) {
   EXPECT_GT(es.packets_sent, 100u);
   EXPECT_LE(runs, 5'000'000 / kQuantum + 2);
   EXPECT_LT(runs, exact.srv->stats().pacing_wakeups);
+}
+
+TEST(ServerPacing, LateBlocksOfEndedSessionsStayInTheServerCounter) {
+  // A session paced 100 ms late has late blocks; after its TEARDOWN the per-session line is gone
+  // but predrop_late_blocks_total still counts them.
+  Bed b;
+  auto p = b.play();
+  b.srv->run_pacing();
+  b.clock.set_us(b.srv->next_pacing_due_us() + 100'000);
+  b.srv->run_pacing();
+  const std::uint64_t late = b.srv->sessions()[0]->transmitter_stats().late_stages;
+  ASSERT_GE(late, 1u);
+  const std::string live = server::render_metrics(*b.srv);
+  EXPECT_NE(live.find("predrop_late_blocks_total " + std::to_string(late) + "\n"),
+            std::string::npos)
+      << live;
+  ASSERT_EQ(b.request(p, "TEARDOWN", 4), 200);
+  const std::string ended = server::render_metrics(*b.srv);
+  EXPECT_EQ(ended.find("predrop_session_late_blocks_total{"), std::string::npos);
+  EXPECT_NE(ended.find("predrop_late_blocks_total " + std::to_string(late) + "\n"),
+            std::string::npos)
+      << ended;
 }
 
 // The whole server in steady state allocates nothing per packet (docs/design.md §5): two playing

@@ -25,6 +25,8 @@ struct MetricsSnapshot {
   std::unordered_map<std::string, double> reports;  ///< session id -> reports_total
   std::unordered_map<std::string, double> sent;     ///< session id -> packets_sent_total
   double packets_sent = 0;                          ///< Sum over the sessions listed.
+  /// Late blocks since the server started (predrop_late_blocks_total), or, from a server
+  /// without that counter, the sum over its live sessions.
   double late_blocks = 0;
   bool late_known = false;  ///< A late-blocks counter was present.
 };

@@ -178,6 +178,9 @@ struct ServerStats {
   /// Pacer runs that stopped at their time budget with sessions still due: the loop is
   /// overloaded (it polls its sockets, then goes on where it stopped).
   std::uint64_t pacing_runs_cut = 0;
+  /// Late blocks (a packet sent past its due time) of the sessions that have ended; with the
+  /// live sessions' own counts, every late block since start (predrop_late_blocks_total).
+  std::uint64_t late_blocks_of_ended_sessions = 0;
 };
 
 /// The streaming server. Construct, start(), run the loop.
