@@ -48,7 +48,7 @@ def median_by(rows, key):
 
 
 def plot_per_core(rows, out_png):
-    series = median_by([r for r in rows if r["sender"] == "predrop"],
+    series = median_by([r for r in rows if r["sender"] == "predrop" and "paced" in r["mode"]],
                        lambda r: (label_of(r), int(r["sessions"])))
     lines = collections.defaultdict(list)
     limits = collections.defaultdict(list)
@@ -64,7 +64,11 @@ def plot_per_core(rows, out_png):
                       + "\nEOD")
         plots.append(f'$d{i} with linespoints lw 2 title "{label}"')
     for j, (label, points) in enumerate(sorted(limits.items())):
-        points = sorted(set(points))
+        # One machine figure per session count: the median of the rows' own measurements.
+        by_sessions = collections.defaultdict(list)
+        for sessions, value in points:
+            by_sessions[sessions].append(value)
+        points = [(s, statistics.median(v)) for s, v in sorted(by_sessions.items())]
         blocks.append(f"$l{j} << EOD\n" + "\n".join(f"{s} {v / 1000:.1f}" for s, v in points)
                       + "\nEOD")
         plots.append(f'$l{j} with lines dt 2 lw 1 title "{label} (machine)"')
@@ -99,8 +103,14 @@ def plot_workers(rows, out_png):
         blocks.append(f"$d{i} << EOD\n" + "\n".join(f"{w} {v / 1000:.1f}" for w, v in points)
                       + "\nEOD")
         plots.append(f'$d{i} with linespoints lw 2 title "{label}"')
+        one = dict(points).get(1)
+        if one:  # what N workers would send if each sent what one does
+            blocks.append(f"$i{i} << EOD\n" + "\n".join(f"{w} {w * one / 1000:.1f}"
+                                                          for w, _ in points) + "\nEOD")
+            plots.append(f'$i{i} with lines dt 2 lw 1 title "{label}: N x one worker"')
     script = "\n".join(blocks) + f"""
 set terminal pngcairo size 800,500 font ",10"
+set yrange [0:*]
 set output "{out_png}"
 set title "Worker loops: packets sent per second (wall clock)"
 set xlabel "worker loops"
