@@ -50,6 +50,37 @@ struct Block {
   State state;
 };
 
+// A cipher's srtp_cipher_t and its state (which holds one EVP context) in one block.
+template <class State>
+srtp_err_status_t alloc_cipher(srtp_cipher_pointer_t* cp, int key_len,
+                               const srtp_cipher_type_t* type, int algorithm,
+                               const State& initial) {
+  auto* block = new (std::nothrow) Block<State, srtp_cipher_t>{{}, initial};
+  if (block == nullptr) {
+    return srtp_err_status_alloc_fail;
+  }
+  block->state.ctx = EVP_CIPHER_CTX_new();
+  if (block->state.ctx == nullptr) {
+    delete block;
+    return srtp_err_status_alloc_fail;
+  }
+  block->handle.type = type;
+  block->handle.state = &block->state;
+  block->handle.key_len = key_len;
+  block->handle.algorithm = algorithm;
+  *cp = &block->handle;
+  return srtp_err_status_ok;
+}
+
+template <class State>
+srtp_err_status_t dealloc_cipher(srtp_cipher_pointer_t c) {
+  auto* block = reinterpret_cast<Block<State, srtp_cipher_t>*>(c);
+  EVP_CIPHER_CTX_free(block->state.ctx);
+  OPENSSL_cleanse(&block->state, sizeof(block->state));
+  delete block;
+  return srtp_err_status_ok;
+}
+
 // ---- AES-128 in counter mode (RFC 3711 §4.1.1) ----
 
 struct IcmState {
@@ -64,29 +95,11 @@ srtp_err_status_t icm_alloc(srtp_cipher_pointer_t* cp, int key_len, int /*tag_le
   if (key_len != kIcmKeySaltLen) {
     return srtp_err_status_bad_param;
   }
-  auto* block = new (std::nothrow) Block<IcmState, srtp_cipher_t>{};
-  if (block == nullptr) {
-    return srtp_err_status_alloc_fail;
-  }
-  block->state.ctx = EVP_CIPHER_CTX_new();
-  if (block->state.ctx == nullptr) {
-    delete block;
-    return srtp_err_status_alloc_fail;
-  }
-  block->handle.type = &icm_type;
-  block->handle.state = &block->state;
-  block->handle.key_len = key_len;
-  block->handle.algorithm = SRTP_AES_ICM_128;
-  *cp = &block->handle;
-  return srtp_err_status_ok;
+  return alloc_cipher(cp, key_len, &icm_type, SRTP_AES_ICM_128, IcmState{});
 }
 
 srtp_err_status_t icm_dealloc(srtp_cipher_pointer_t c) {
-  auto* block = reinterpret_cast<Block<IcmState, srtp_cipher_t>*>(c);
-  EVP_CIPHER_CTX_free(block->state.ctx);
-  OPENSSL_cleanse(&block->state.offset, sizeof(block->state.offset));
-  delete block;
-  return srtp_err_status_ok;
+  return dealloc_cipher<IcmState>(c);
 }
 
 srtp_err_status_t icm_init(void* state, const std::uint8_t* key) {
@@ -136,29 +149,13 @@ srtp_err_status_t gcm_alloc(srtp_cipher_pointer_t* cp, int key_len, int tag_len)
   if (key_len != kGcmKeySaltLen || (tag_len != kGcmTagLen && tag_len != kGcmTagLen8)) {
     return srtp_err_status_bad_param;
   }
-  auto* block = new (std::nothrow) Block<GcmState, srtp_cipher_t>{};
-  if (block == nullptr) {
-    return srtp_err_status_alloc_fail;
-  }
-  block->state.ctx = EVP_CIPHER_CTX_new();
-  if (block->state.ctx == nullptr) {
-    delete block;
-    return srtp_err_status_alloc_fail;
-  }
-  block->state.tag_len = tag_len;
-  block->handle.type = &gcm_type;
-  block->handle.state = &block->state;
-  block->handle.key_len = key_len;
-  block->handle.algorithm = SRTP_AES_GCM_128;
-  *cp = &block->handle;
-  return srtp_err_status_ok;
+  GcmState initial;
+  initial.tag_len = tag_len;
+  return alloc_cipher(cp, key_len, &gcm_type, SRTP_AES_GCM_128, initial);
 }
 
 srtp_err_status_t gcm_dealloc(srtp_cipher_pointer_t c) {
-  auto* block = reinterpret_cast<Block<GcmState, srtp_cipher_t>*>(c);
-  EVP_CIPHER_CTX_free(block->state.ctx);
-  delete block;
-  return srtp_err_status_ok;
+  return dealloc_cipher<GcmState>(c);
 }
 
 srtp_err_status_t gcm_init(void* state, const std::uint8_t* key) {
@@ -343,7 +340,7 @@ struct Stock {
 Stock stock;  // libsrtp's own types, to put back; guarded by the caller's mutex.
 
 const char* name_of(srtp_err_status_t rc) {
-  return rc == srtp_err_status_cant_check ? "no test vectors"
+  return rc == srtp_err_status_cant_check  ? "no test vectors"
          : rc == srtp_err_status_algo_fail ? "failed libsrtp's test vectors"
                                            : "refused by libsrtp";
 }
@@ -363,16 +360,37 @@ std::string install_openssl_srtp_crypto() {
   stock = found;
   // The replacement is checked against the vectors of the type it replaces (RFC 3711 B.2 for
   // AES-ICM, RFC 2202 for HMAC-SHA1, libsrtp's GCM vectors), so each type carries those.
-  icm_type = {icm_alloc,  icm_dealloc, icm_init, nullptr,
-              icm_crypt,  icm_crypt,   icm_set_iv, nullptr,
-              "AES-128 counter mode using OpenSSL (predrop)", stock.icm->test_data,
+  icm_type = {icm_alloc,
+              icm_dealloc,
+              icm_init,
+              nullptr,
+              icm_crypt,
+              icm_crypt,
+              icm_set_iv,
+              nullptr,
+              "AES-128 counter mode using OpenSSL (predrop)",
+              stock.icm->test_data,
               SRTP_AES_ICM_128};
-  gcm_type = {gcm_alloc,   gcm_dealloc, gcm_init,   gcm_set_aad,
-              gcm_encrypt, gcm_decrypt, gcm_set_iv, gcm_get_tag,
-              "AES-128 GCM using OpenSSL (predrop)", stock.gcm->test_data, SRTP_AES_GCM_128};
-  hmac_type = {hmac_alloc,  hmac_dealloc, hmac_init,
-               hmac_compute, hmac_update, hmac_start,
-               "HMAC-SHA1 using OpenSSL's SHA-1 (predrop)", stock.hmac->test_data, SRTP_HMAC_SHA1};
+  gcm_type = {gcm_alloc,
+              gcm_dealloc,
+              gcm_init,
+              gcm_set_aad,
+              gcm_encrypt,
+              gcm_decrypt,
+              gcm_set_iv,
+              gcm_get_tag,
+              "AES-128 GCM using OpenSSL (predrop)",
+              stock.gcm->test_data,
+              SRTP_AES_GCM_128};
+  hmac_type = {hmac_alloc,
+               hmac_dealloc,
+               hmac_init,
+               hmac_compute,
+               hmac_update,
+               hmac_start,
+               "HMAC-SHA1 using OpenSSL's SHA-1 (predrop)",
+               stock.hmac->test_data,
+               SRTP_HMAC_SHA1};
 
   srtp_err_status_t rc = srtp_replace_cipher_type(&icm_type, SRTP_AES_ICM_128);
   if (rc != srtp_err_status_ok) {
