@@ -1,8 +1,11 @@
 #include "predrop/net/udp_endpoint.hpp"
 
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <algorithm>
 #include <array>
@@ -32,6 +35,23 @@ int get_int_sockopt(int fd, int level, int name) {
     return 0;
   }
   return value;
+}
+
+// The kernel's receive time of the datagram just read (SIOCGSTAMPNS: CLOCK_REALTIME), on the
+// monotonic clock that the rest of predrop uses; `now` (monotonic) when there is none. Both
+// clocks are read here, so a stepped wall clock only moves the result between two datagrams.
+std::uint64_t kernel_arrival_us(int fd, std::uint64_t now) {
+  timespec stamp{};
+  timespec real{};
+  if (::ioctl(fd, SIOCGSTAMPNS, &stamp) != 0 || ::clock_gettime(CLOCK_REALTIME, &real) != 0) {
+    return now;
+  }
+  const auto to_us = [](const timespec& t) {
+    return static_cast<std::int64_t>(t.tv_sec) * 1'000'000 + t.tv_nsec / 1'000;
+  };
+  const std::int64_t age = to_us(real) - to_us(stamp);
+  if (age < 0 || static_cast<std::uint64_t>(age) > now) return now;
+  return now - static_cast<std::uint64_t>(age);
 }
 
 }  // namespace
@@ -94,7 +114,8 @@ struct UdpCallbacks {
       return;
     }
     ++self->stats_.received;
-    const std::uint64_t now = monotonic_now_us();
+    std::uint64_t now = monotonic_now_us();
+    if (self->kernel_timestamps_) now = kernel_arrival_us(self->fd_, now);
     // Last use of `self`: the handler may destroy the endpoint. A handler that throws loses only
     // this datagram.
     detail::guarded(CallbackKind::kUdpReceive, [&] {
@@ -117,7 +138,8 @@ core::Result<std::unique_ptr<UdpEndpoint>> UdpEndpoint::open(EventLoop& loop,
                                                              const SocketAddress& bind_to,
                                                              const UdpOptions& options,
                                                              DatagramHandler on_datagram) {
-  const unsigned batch = std::clamp(options.recv_batch, 1u, kLibuvMaxMmsg);
+  const unsigned batch =
+      options.kernel_timestamps ? 1u : std::clamp(options.recv_batch, 1u, kLibuvMaxMmsg);
   const bool receiving = static_cast<bool>(on_datagram);
   const std::size_t slab_len = receiving ? batch * kLibuvSlot : 0;
   std::unique_ptr<UdpEndpoint> ep(new UdpEndpoint(std::move(on_datagram)));
@@ -155,6 +177,14 @@ core::Result<std::unique_ptr<UdpEndpoint>> UdpEndpoint::open(EventLoop& loop,
   if (options.send_buffer_bytes > 0 &&
       ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &options.send_buffer_bytes, sizeof(int)) != 0) {
     return detail::uv_error("setsockopt(SO_SNDBUF)", -errno);
+  }
+  if (options.kernel_timestamps && receiving) {
+    // Every datagram gets its receive time stamped from now on (libuv reads without a control
+    // buffer, so the cmsg is cut and only the ioctl reads the stamp).
+    if (::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &yes, sizeof(yes)) != 0) {
+      return detail::uv_error("setsockopt(SO_TIMESTAMPNS)", -errno);
+    }
+    ep->kernel_timestamps_ = true;
   }
 
   sockaddr_storage ss{};

@@ -279,6 +279,40 @@ TEST(UdpEndpoint, SingleSendBothWaysWithoutRecvmmsg) {
   expect_clean_close(loop);
 }
 
+TEST(UdpEndpoint, KernelTimestampsGiveTheArrivalTime) {
+  // The stamp is the kernel's receive time on the monotonic clock: after the send began and no
+  // later than the callback (which may come much later on a busy loop).
+  EventLoop loop;
+  std::uint64_t before_send = 0;
+  std::uint64_t stamped = 0;
+  std::uint64_t in_callback = 0;
+  {
+    auto guard = watchdog(loop);
+    UdpOptions o;
+    o.kernel_timestamps = true;
+    auto rx = open_or_die(
+        loop, SocketAddress::loopback_v4(0),
+        [&](std::span<const std::uint8_t>, const SocketAddress&, std::uint64_t at) {
+          in_callback = monotonic_now_us();
+          stamped = at;
+          loop.stop();
+        },
+        o);
+    auto tx = open_or_die(loop, SocketAddress::loopback_v4(0), nullptr);
+    ASSERT_TRUE(rx && tx);
+    EXPECT_FALSE(rx->using_recvmmsg()) << "one datagram per read, so the ioctl names it";
+    before_send = monotonic_now_us();
+    const std::uint8_t byte = 7;
+    EXPECT_TRUE(tx->send({&byte, 1}, rx->local_address()));
+    loop.run();
+  }
+  ASSERT_NE(stamped, 0u);
+  // 1 ms of slack for the two clocks being read at slightly different instants.
+  EXPECT_GE(stamped + 1'000, before_send);
+  EXPECT_LE(stamped, in_callback);
+  expect_clean_close(loop);
+}
+
 TEST(UdpEndpoint, EmptyDatagramIsDelivered) {
   EventLoop loop;
   int got = 0;

@@ -30,6 +30,13 @@ struct UdpOptions {
   /// so the slab is recv_batch x 64 KiB of address space; only the pages datagrams touch become
   /// resident (about 4 KiB per slot for media-sized datagrams). 1 turns recvmmsg off.
   unsigned recv_batch = 20;
+  /// Arrival times from the kernel (SO_TIMESTAMPNS, read with SIOCGSTAMPNS after each datagram)
+  /// instead of the time the loop got to the datagram: a receiver that measures packet spacing
+  /// (the reception meter's dispersion and in-stage queueing delay) must not see its own busy
+  /// periods as network delay. Needs recv_batch = 1 (the ioctl names the last datagram read);
+  /// open() forces it. The stamp is converted to the monotonic clock; without one (the kernel
+  /// did not stamp the datagram) the loop's time is used.
+  bool kernel_timestamps = false;
 };
 
 /// Per-endpoint counters; all monotonic.
@@ -139,6 +146,7 @@ class UdpEndpoint final : public detail::LoopHandle {
   int fd_ = -1;
   bool gso_ok_ = true;
   bool gso_batches_ = false;
+  bool kernel_timestamps_ = false;
   std::byte* slab_ = nullptr;  // Lives in the handle's block; freed with the handle.
   std::size_t slab_len_ = 0;
   std::unique_ptr<SendScratch> scratch_;
