@@ -23,6 +23,19 @@ wire::PdfbFeedback make_feedback(const core::StageMeasurement& m, double perform
     f.queue_delay_growth_us =
         wire::saturate_i32(static_cast<std::int64_t>(std::llround(*m.queue_delay_us)));
   }
+  if (m.path) {
+    // PDFB v1.1 (docs/design.md §4.3).
+    const core::PathMeasurement& p = *m.path;
+    f.has_path = true;
+    f.bytes_received = wire::saturate_u32(p.bytes_received);
+    f.queue_max_us = wire::saturate_u32(
+        static_cast<std::uint64_t>(std::llround(std::fmax(0.0, p.queue_max_us))));
+    f.dispersion_bytes = wire::saturate_u32(p.dispersion_bytes);
+    f.dispersion_us = wire::saturate_u32(p.dispersion_us);
+    f.burst_bytes = wire::saturate_u32(p.burst_bytes);
+    f.burst_send_us = wire::saturate_u32(p.burst_send_us);
+    f.burst_arrival_us = wire::saturate_u32(p.burst_arrival_us);
+  }
   return f;
 }
 
@@ -34,6 +47,18 @@ core::StageReport to_stage_report(const wire::PdfbFeedback& f) {
   r.packets_received = f.packets_received;
   r.packets_announced = f.packets_announced;
   if (f.queue_delay_valid) r.queue_delay_us = f.queue_delay_growth_us;
+  if (f.has_path) {
+    core::PathMeasurement p;
+    p.bytes_received = f.bytes_received;
+    // The largest queueing delay shares the end-of-stage delay's validity (both need OWDs).
+    p.queue_max_us = f.queue_delay_valid ? f.queue_max_us : 0.0;
+    p.dispersion_bytes = f.dispersion_bytes;
+    p.dispersion_us = f.dispersion_us;
+    p.burst_bytes = f.burst_bytes;
+    p.burst_send_us = f.burst_send_us;
+    p.burst_arrival_us = f.burst_arrival_us;
+    r.path = p;
+  }
   return r;
 }
 

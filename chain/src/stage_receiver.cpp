@@ -3,6 +3,7 @@
 #include <cstring>
 #include <utility>
 
+#include "predrop/core/stage_report.hpp"
 #include "predrop/wire/rtcp.hpp"
 
 namespace predrop::chain {
@@ -65,6 +66,8 @@ void StageReceiver::on_datagram(std::span<const std::uint8_t> data, std::uint64_
     a.index = view->stage->index;
     a.count = view->stage->count;
     a.arrival_us = arrival_us;
+    // As a link counts it: the datagram (SRTP included) plus IP/UDP/Ethernet headers.
+    a.bytes = static_cast<std::uint32_t>(data.size()) + core::kLinkOverheadBytes;
     if (view->abs_send_time) {
       // Both ends read CLOCK_MONOTONIC (shared by network namespaces on one host); across hosts
       // the clock offset is constant and cancels out against the base delay.

@@ -58,7 +58,7 @@ int run(int argc, char** argv) {
     }
     std::fprintf(csv,
                  "block,rate,reception_period_ms,psnr_db,planned,sent,discarded,received,"
-                 "network_loss,queue_delay_ms\n");
+                 "network_loss,queue_delay_ms,queue_max_ms,dispersion_kbps\n");
   }
   std::printf("%6s %7s %9s %9s %7s %9s %9s %7s %8s\n", "block", "R", "L ms", "PSNR dB", "sent",
               "discarded", "received", "lost", "queue ms");
@@ -77,9 +77,9 @@ int run(int argc, char** argv) {
                     r.queue_delay_ms);
         std::fflush(stdout);
         if (csv != nullptr) {
-          std::fprintf(csv, "%u,%.4f,%.3f,%.3f,%u,%u,%u,%u,%.4f,%.3f\n", r.stage, r.rate,
+          std::fprintf(csv, "%u,%.4f,%.3f,%.3f,%u,%u,%u,%u,%.4f,%.3f,%.3f,%.1f\n", r.stage, r.rate,
                        r.reception_period_ms, r.psnr_db, r.planned, r.sent, discarded, r.received,
-                       r.network_loss, r.queue_delay_ms);
+                       r.network_loss, r.queue_delay_ms, r.queue_max_ms, r.dispersion_kbps);
           std::fflush(csv);
         }
       },

@@ -297,6 +297,9 @@ struct MeasuringClient::Impl {
       const auto port = static_cast<std::uint16_t>(30000 + 2 * (gen() % 15000));
       net::UdpOptions uo;
       uo.recv_buffer_bytes = 4 << 20;
+      // The meter measures packet spacing and in-stage queueing delay: arrival times from the
+      // kernel, not from when this loop (busy decoding and scoring) got to the datagram.
+      uo.kernel_timestamps = true;
       auto rtp = net::UdpEndpoint::open(
           loop, net::SocketAddress::any_v4(port), uo,
           [this](std::span<const std::uint8_t> d, const net::SocketAddress&, std::uint64_t at) {
@@ -425,6 +428,13 @@ struct MeasuringClient::Impl {
     r.rate = b.packet_count ? 1.0 - static_cast<double>(m.announced) / b.packet_count : 0.0;
     r.network_loss = m.announced ? 1.0 - static_cast<double>(m.received) / m.announced : 0.0;
     r.queue_delay_ms = m.queue_delay_us.value_or(0.0) / 1000.0;
+    if (m.path) {
+      r.queue_max_ms = m.path->queue_max_us / 1000.0;
+      if (m.path->dispersion_us > 0) {
+        r.dispersion_kbps = 8000.0 * static_cast<double>(m.path->dispersion_bytes) /
+                            static_cast<double>(m.path->dispersion_us);
+      }
+    }
     r.frames = b.display_count;
     ++summary.blocks;
     if (std::isfinite(psnr)) psnr_sum += psnr;

@@ -2,13 +2,54 @@
 
 #include <algorithm>
 #include <limits>
+#include <span>
 #include <utility>
 
 namespace predrop::core {
 
 namespace {
 constexpr std::size_t kBitmapWords = 65536 / 64;
+// Pairs within this factor of the byte-weighted median rate make the dispersion estimate.
+constexpr float kDispersionBand = 1.25F;
 }  // namespace
+
+PathMeasurement ReceptionMeter::path_of(OpenStage& s, std::int64_t base) {
+  PathMeasurement path;
+  path.bytes_received = s.bytes;
+  path.queue_max_us = static_cast<double>(std::max<std::int64_t>(0, s.max_owd - base));
+  const std::span<PairSample> pairs(s.pairs.data(), s.pair_count);
+  if (!pairs.empty()) {
+    // Byte-weighted median, then the pairs within a band around it (sorting the stage's own
+    // fixed array: it is discarded after this).
+    std::sort(pairs.begin(), pairs.end(),
+              [](const PairSample& a, const PairSample& b) { return a.rate < b.rate; });
+    std::uint64_t total = 0;
+    for (const PairSample& x : pairs) {
+      total += x.bytes;
+    }
+    float median = pairs.back().rate;
+    std::uint64_t seen = 0;
+    for (const PairSample& x : pairs) {
+      seen += x.bytes;
+      if (2 * seen >= total) {
+        median = x.rate;
+        break;
+      }
+    }
+    for (const PairSample& x : pairs) {
+      if (x.rate >= median / kDispersionBand && x.rate <= median * kDispersionBand) {
+        path.dispersion_bytes += x.bytes;
+        path.dispersion_us += x.gap_us;
+      }
+    }
+  }
+  if (s.burst.last_send >= s.burst.first_send) {
+    path.burst_bytes = s.burst.bytes;
+    path.burst_send_us = static_cast<std::uint64_t>(s.burst.last_send - s.burst.first_send);
+    path.burst_arrival_us = s.burst.last_arrival - s.burst.first_arrival;
+  }
+  return path;
+}
 
 ReceptionMeter::ReceptionMeter(ReceptionMeterConfig config, OnStage on_stage)
     : config_(config),
@@ -55,6 +96,11 @@ ReceptionMeter::OpenStage* ReceptionMeter::slot_for(std::uint32_t stage, std::ui
   s.later_since_us = 0;
   s.has_owd = false;
   s.tail_count = 0;
+  s.max_owd = 0;
+  s.bytes = 0;
+  s.sized = false;
+  s.pair_count = 0;
+  s.burst = Burst{};
   note_later_stage(stage, now_us);
   return &s;
 }
@@ -82,15 +128,74 @@ void ReceptionMeter::on_packet(const PacketArrival& p) {
   if (p.count != 0) s->announced = p.count;
   s->first_us = std::min(s->first_us, p.arrival_us);
   s->last_us = std::max(s->last_us, p.arrival_us);
+  if (p.bytes != 0) {
+    s->bytes += p.bytes;
+    s->sized = true;
+  }
   if (p.one_way_delay_us) {
     const std::int64_t owd = *p.one_way_delay_us;
     s->min_owd = s->has_owd ? std::min(s->min_owd, owd) : owd;
+    s->max_owd = s->has_owd ? std::max(s->max_owd, owd) : owd;
     s->has_owd = true;
     s->tail_owd[s->tail_count % s->tail_owd.size()] = owd;
     ++s->tail_count;
   }
+  account_path(*s, p);
   if (s->announced != 0 && s->received >= s->announced) close(*s);
   poll(p.arrival_us);
+}
+
+std::int64_t ReceptionMeter::base_owd(const OpenStage& s) const {
+  if (min_count_ == 0) return s.min_owd;
+  return s.has_owd ? std::min(window_base_, s.min_owd) : window_base_;
+}
+
+void ReceptionMeter::end_burst() {
+  if (burst_stage_ != nullptr && burst_.bytes > burst_stage_->burst.bytes) {
+    burst_stage_->burst = burst_;
+  }
+  burst_stage_ = nullptr;
+}
+
+void ReceptionMeter::account_path(OpenStage& s, const PacketArrival& p) {
+  if (!p.one_way_delay_us) {
+    have_prev_ = false;
+    end_burst();
+    return;
+  }
+  const std::int64_t owd = *p.one_way_delay_us;
+  // The send time on the sender's clock plus a constant offset; only differences are used.
+  const std::int64_t send = static_cast<std::int64_t>(p.arrival_us) - owd;
+  if (have_prev_ && p.arrival_us >= prev_arrival_) {
+    const std::int64_t send_gap = send - (static_cast<std::int64_t>(prev_arrival_) - prev_owd_);
+    const std::int64_t prev_queue = prev_owd_ - base_owd(s);
+    // The previous packet was still queued when this one reached the bottleneck: they left
+    // back to back, and this one's arrival gap is its bytes at the bottleneck's rate.
+    if (p.bytes != 0 && prev_queue > send_gap + static_cast<std::int64_t>(config_.pair_margin_us) &&
+        s.pair_count < s.pairs.size()) {
+      const auto gap = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(
+          p.arrival_us - prev_arrival_, 1, std::numeric_limits<std::uint32_t>::max()));
+      s.pairs[s.pair_count++] =
+          PairSample{static_cast<float>(p.bytes) / static_cast<float>(gap), p.bytes, gap};
+    }
+    if (burst_stage_ == &s && send_gap >= 0 &&
+        send_gap <= static_cast<std::int64_t>(config_.train_gap_us)) {
+      burst_.bytes += p.bytes;
+      burst_.last_send = send;
+      burst_.last_arrival = p.arrival_us;
+    } else {
+      end_burst();
+    }
+  } else {
+    end_burst();
+  }
+  if (burst_stage_ == nullptr) {
+    burst_stage_ = &s;
+    burst_ = Burst{0, send, send, p.arrival_us, p.arrival_us};
+  }
+  have_prev_ = true;
+  prev_arrival_ = p.arrival_us;
+  prev_owd_ = owd;
 }
 
 void ReceptionMeter::poll(std::uint64_t now_us) {
@@ -118,6 +223,7 @@ void ReceptionMeter::close(OpenStage& s) {
   for (auto& other : slots_) {
     if (&other != &s && other.open && other.stage < s.stage) close(other);
   }
+  if (burst_stage_ == &s) end_burst();
   s.open = false;
   StageMeasurement m;
   m.stage = s.stage;
@@ -137,6 +243,7 @@ void ReceptionMeter::close(OpenStage& s) {
     for (std::size_t i = 0; i < min_count_; ++i) {
       base = std::min(base, stage_min_owd_[i]);
     }
+    window_base_ = base;
     const unsigned n = std::min<unsigned>(std::min<unsigned>(s.tail_count, config_.tail_packets),
                                           s.tail_owd.size());
     double sum = 0.0;
@@ -144,6 +251,7 @@ void ReceptionMeter::close(OpenStage& s) {
       sum += static_cast<double>(s.tail_owd[(s.tail_count - 1 - i) % s.tail_owd.size()]);
     }
     m.queue_delay_us = sum / n - static_cast<double>(base);
+    if (s.sized) m.path = path_of(s, base);
   }
   has_closed_ = true;
   last_closed_ = std::max(last_closed_, s.stage);

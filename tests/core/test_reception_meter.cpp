@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 namespace predrop::core {
@@ -13,10 +14,35 @@ struct Collector {
   explicit Collector(ReceptionMeterConfig cfg = {})
       : meter(cfg, [this](const StageMeasurement& m) { stages.push_back(m); }) {}
   void packet(std::uint32_t stage, std::uint16_t index, std::uint16_t count, std::uint64_t t,
-              std::optional<std::int64_t> owd = std::nullopt) {
-    meter.on_packet(PacketArrival{stage, index, count, t, owd});
+              std::optional<std::int64_t> owd = std::nullopt, std::uint32_t bytes = 0) {
+    meter.on_packet(PacketArrival{stage, index, count, t, owd, bytes});
   }
 };
+
+// A packet of the bed's key frame as a link counts it (1242 bytes of datagram + 42).
+constexpr std::uint32_t kFull = 1284;
+// The one-way delay's constant part (clock offset and propagation).
+constexpr std::int64_t kOffset = 5'000;
+
+/// Stage 0 of `n` packets sent `send_gap` µs apart from t = 0 through a tbf-like bottleneck of
+/// `rate` bytes per µs whose bucket lets the first `bucket` packets through at once; returns
+/// each packet's arrival time.
+std::vector<std::uint64_t> through_bottleneck(Collector& c, std::uint16_t n, std::uint64_t send_gap,
+                                              double rate, std::uint16_t bucket) {
+  std::vector<std::uint64_t> arrivals;
+  double last_departure = 0;
+  for (std::uint16_t i = 0; i < n; ++i) {
+    const auto send = static_cast<double>(i * send_gap);
+    const double departure = i < bucket ? send : std::fmax(send, last_departure + kFull / rate);
+    last_departure = departure;
+    const auto arrival = static_cast<std::uint64_t>(departure) + 100;
+    arrivals.push_back(arrival);
+    c.packet(0, i, n, arrival,
+             static_cast<std::int64_t>(arrival - static_cast<std::uint64_t>(send)) + kOffset,
+             kFull);
+  }
+  return arrivals;
+}
 
 TEST(ReceptionMeter, CompleteStageClosesAtOnceWithPeriod) {
   Collector c;
@@ -107,6 +133,90 @@ TEST(ReceptionMeter, QueueDelayAgainstBaseOfRecentStages) {
   EXPECT_DOUBLE_EQ(*c.stages[0].queue_delay_us, 0.0);
   EXPECT_DOUBLE_EQ(*c.stages[1].queue_delay_us, 30000.0);  // mean of the last two: 31000 - 1000
   EXPECT_DOUBLE_EQ(*c.stages[2].queue_delay_us, 40000.0);
+}
+
+TEST(ReceptionMeter, DispersionIsTheBottlenecksRateWithoutTheBucketsPackets) {
+  Collector c;
+  // A key frame of 10 packets sent 1 ms apart into 800 kbit/s (0.1 bytes/µs) behind a bucket
+  // that passes 3 of them at once: pairs from the 5th packet on left back to back.
+  through_bottleneck(c, 10, 1'000, 0.1, 3);
+  ASSERT_EQ(c.stages.size(), 1u);
+  ASSERT_TRUE(c.stages[0].path.has_value());
+  const PathMeasurement& p = *c.stages[0].path;
+  EXPECT_EQ(p.bytes_received, 10u * kFull);
+  // The pair (3rd, 4th) is not one: the 3rd left at once (bucket), so the 4th's gap is shorter
+  // than its bytes at the rate. The 4th waited: from it on every pair counts.
+  EXPECT_EQ(p.dispersion_bytes, 6u * kFull);
+  EXPECT_NEAR(static_cast<double>(p.dispersion_bytes) / static_cast<double>(p.dispersion_us), 0.1,
+              0.001);
+  // The last packet waited longest: it left 7 packets of 12.84 ms after the 3rd (2 ms), and was
+  // sent at 9 ms.
+  EXPECT_NEAR(p.queue_max_us, 2'000.0 + 7 * 12'840.0 - 9'000.0, 2.0);
+}
+
+TEST(ReceptionMeter, DispersionIgnoresAForwardingStall) {
+  Collector c;
+  // 20 packets sent 1 ms apart into 0.1 bytes/µs, no bucket; then a stall: the 21st is held
+  // 30 ms in a router and the 22nd follows it within 50 µs (both still queued behind the
+  // others, so both pairs qualify), which would make a sum over all pairs wrong both ways.
+  std::vector<std::uint64_t> a = through_bottleneck(c, 20, 1'000, 0.1, 0);
+  const std::uint64_t late = a.back() + 12'840 + 30'000;
+  c.packet(0, 20, 22, late, static_cast<std::int64_t>(late - 20'000) + kOffset, kFull);
+  c.packet(0, 21, 22, late + 50, static_cast<std::int64_t>(late + 50 - 21'000) + kOffset, kFull);
+  ASSERT_EQ(c.stages.size(), 1u);
+  const PathMeasurement& p = *c.stages[0].path;
+  // The 18 regular pairs (the first packet did not wait, so the pair it starts is none); both
+  // stall pairs are outside the band around the median.
+  EXPECT_EQ(p.dispersion_bytes, 18u * kFull);
+  EXPECT_NEAR(static_cast<double>(p.dispersion_bytes) / static_cast<double>(p.dispersion_us), 0.1,
+              0.001);
+}
+
+TEST(ReceptionMeter, UndispersedBurstOnAnOpenPath) {
+  Collector c;
+  // Ten packets sent 1 ms apart and received 1 ms apart: nothing queued, the burst crossed at
+  // its send rate.
+  for (std::uint16_t i = 0; i < 10; ++i) {
+    c.packet(0, i, 10, 10'000 + i * 1'000u, kOffset, kFull);
+  }
+  ASSERT_EQ(c.stages.size(), 1u);
+  const PathMeasurement& p = *c.stages[0].path;
+  EXPECT_EQ(p.dispersion_bytes, 0u);
+  EXPECT_EQ(p.dispersion_us, 0u);
+  EXPECT_DOUBLE_EQ(p.queue_max_us, 0.0);
+  EXPECT_EQ(p.burst_bytes, 9u * kFull);
+  EXPECT_EQ(p.burst_send_us, 9'000u);
+  EXPECT_EQ(p.burst_arrival_us, 9'000u);
+}
+
+TEST(ReceptionMeter, LargestBurstOfTheStageAndItsDispersedArrival) {
+  Collector c;
+  // Two bursts 20 ms apart (a send gap above train_gap_us): 3 packets, then 6 that a 0.1
+  // bytes/µs bottleneck spreads. The larger one is reported.
+  std::uint64_t t = 0;
+  for (std::uint16_t i = 0; i < 3; ++i) {
+    c.packet(0, i, 9, t + i * 1'000u, kOffset, kFull);
+  }
+  t = 22'000;
+  for (std::uint16_t i = 0; i < 6; ++i) {
+    const std::uint64_t send = t + i * 1'000u;
+    const std::uint64_t arrival = t + i * 12'840u;
+    c.packet(0, static_cast<std::uint16_t>(3 + i), 9, arrival,
+             static_cast<std::int64_t>(arrival - send) + kOffset, kFull);
+  }
+  ASSERT_EQ(c.stages.size(), 1u);
+  const PathMeasurement& p = *c.stages[0].path;
+  EXPECT_EQ(p.burst_bytes, 5u * kFull);
+  EXPECT_EQ(p.burst_send_us, 5'000u);
+  EXPECT_EQ(p.burst_arrival_us, 5u * 12'840u);
+}
+
+TEST(ReceptionMeter, NoPathMeasurementWithoutSizes) {
+  Collector c;
+  c.packet(0, 0, 2, 0, 1000);
+  c.packet(0, 1, 2, 10, 1000);
+  ASSERT_EQ(c.stages.size(), 1u);
+  EXPECT_FALSE(c.stages[0].path.has_value());
 }
 
 }  // namespace

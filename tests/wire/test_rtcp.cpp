@@ -91,6 +91,50 @@ const PdfbFeedback kFeedback{.metric = PdfbMetric::kPsnrDb,
                              .performance = 37.0,
                              .queue_delay_growth_us = -1000};
 
+// PDFB v1.1: the v1.0 fixture with the minor version 1 and seven words of path measurements.
+const Bytes kPdfbV11 = {
+    0x80, 0xCC, 0x00, 0x12,  // V=2, P=0, subtype 0 | PT=204 (APP) | length 18 words: 76 bytes
+    0x55, 0x66, 0x77, 0x88,  // reporter SSRC
+    'P',  'D',  'F',  'B',   // name
+    0x11,                    // version: major 1, minor 1
+    0x01,                    // metric: PSNR dB
+    0x00, 0x03,              // flags: P valid | queue-delay growth valid
+    0xDE, 0xAD, 0xBE, 0xEF,  // media SSRC
+    0x00, 0x00, 0x00, 0x07,  // stage id 7
+    0x00, 0x0F, 0x42, 0x40,  // L = 1000000 µs
+    0x00, 0x00, 0x03, 0x84,  // packets received 900
+    0x00, 0x00, 0x03, 0xE8,  // packets announced 1000
+    0x40, 0x42, 0x80, 0x00,  // P = 37.0 as binary64 (high word)
+    0x00, 0x00, 0x00, 0x00,  //   (low word)
+    0xFF, 0xFF, 0xFC, 0x18,  // queue-delay growth -1000 µs
+    0x00, 0x01, 0x86, 0xA0,  // v1.1: bytes received 100000
+    0x00, 0x01, 0x5F, 0x90,  //       largest queueing delay 90000 µs
+    0x00, 0x00, 0x27, 0x10,  //       dispersion bytes 10000
+    0x00, 0x01, 0x86, 0xA0,  //       dispersion µs 100000 (0.1 bytes/µs = 800 kbit/s)
+    0x00, 0x00, 0x2E, 0xE0,  //       burst bytes 12000
+    0x00, 0x00, 0x27, 0x10,  //       burst send span 10000 µs
+    0x00, 0x01, 0xD4, 0xC0,  //       burst arrival span 120000 µs
+};
+
+const PdfbFeedback kFeedbackV11{.metric = PdfbMetric::kPsnrDb,
+                                .performance_valid = true,
+                                .queue_delay_valid = true,
+                                .media_ssrc = 0xDEADBEEF,
+                                .stage_id = 7,
+                                .reception_period_us = 1000000,
+                                .packets_received = 900,
+                                .packets_announced = 1000,
+                                .performance = 37.0,
+                                .queue_delay_growth_us = -1000,
+                                .has_path = true,
+                                .bytes_received = 100000,
+                                .queue_max_us = 90000,
+                                .dispersion_bytes = 10000,
+                                .dispersion_us = 100000,
+                                .burst_bytes = 12000,
+                                .burst_send_us = 10000,
+                                .burst_arrival_us = 120000};
+
 // What FFmpeg 5.1 sends back to an RTP sender (libavformat/rtpdec.c,
 // ff_rtp_check_and_send_back_rr): one RR with one block, then SDES with the host name as CNAME.
 const Bytes kFfmpegReceiverReport = {
@@ -239,24 +283,69 @@ TEST(Pdfb, VersionRules) {
   Bytes v0 = kPdfb;
   v0[12] = 0x00;
   EXPECT_FALSE(parse_pdfb(v0));
+  // A minor above 0 must carry v1.1's seven words: the v1.0 size under minor 1 or 15 is cut.
   Bytes v1_15 = kPdfb;
-  v1_15[12] = 0xF1;  // major 1, minor 15, no extra fields yet: fine
-  EXPECT_TRUE(parse_pdfb(v1_15));
+  v1_15[12] = 0xF1;
+  r = parse_pdfb(v1_15);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("truncated"), std::string::npos) << r.error().message;
+  Bytes v1_1_short = concat({kPdfb, {0xCA, 0xFE, 0xBA, 0xBE}});
+  v1_1_short[3] = 0x0C;   // length 12 words: one appended word, not seven
+  v1_1_short[12] = 0x11;  // major 1, minor 1
+  EXPECT_FALSE(parse_pdfb(v1_1_short));
 
-  // A v1.1 packet appends one word; a v1.0 reader skips it.
-  Bytes v1_1 = concat({kPdfb, {0xCA, 0xFE, 0xBA, 0xBE}});
-  v1_1[3] = 0x0C;   // length 12 words
-  v1_1[12] = 0x11;  // major 1, minor 1
-  auto fb = parse_pdfb(v1_1);
+  // A later minor (1.2) appends a word after v1.1's: a v1.1 reader reads its fields, skips it.
+  Bytes v1_2 = concat({kPdfbV11, {0xCA, 0xFE, 0xBA, 0xBE}});
+  v1_2[3] = 0x13;   // length 19 words
+  v1_2[12] = 0x21;  // major 1, minor 2
+  auto fb = parse_pdfb(v1_2);
   ASSERT_TRUE(fb) << fb.error().message;
-  EXPECT_EQ(*fb, kFeedback);
+  EXPECT_EQ(*fb, kFeedbackV11);
 
-  // The same trailing word under minor 0 is an error: v1.0 is exactly 36 bytes.
-  Bytes v1_0_long = v1_1;
+  // The v1.1 words under minor 0 are an error: v1.0 is exactly 36 bytes.
+  Bytes v1_0_long = kPdfbV11;
   v1_0_long[12] = 0x01;
   r = parse_pdfb(v1_0_long);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("trailing"), std::string::npos) << r.error().message;
+}
+
+TEST(Pdfb, V11WritesAndParsesFixture) {
+  std::array<std::uint8_t, 96> out{};
+  auto n = write_pdfb(out, 0x55667788, kFeedbackV11);
+  ASSERT_TRUE(n) << n.error().message;
+  EXPECT_EQ(*n, kPdfbPacketSizeV11);
+  EXPECT_EQ(Bytes(out.begin(), out.begin() + *n), kPdfbV11);
+  std::uint32_t reporter = 0;
+  auto fb = parse_pdfb(kPdfbV11, &reporter);
+  ASSERT_TRUE(fb) << fb.error().message;
+  EXPECT_EQ(*fb, kFeedbackV11);
+  EXPECT_EQ(reporter, 0x55667788u);
+  // Without the path fields the writer still writes exactly v1.0, what a v1.0 reader expects.
+  PdfbFeedback v10 = kFeedbackV11;
+  v10.has_path = false;
+  n = write_pdfb(out, 0x55667788, v10);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(Bytes(out.begin(), out.begin() + *n), kPdfb);
+}
+
+TEST(Pdfb, V11RejectsEveryTruncationAndRoundTripsInACompound) {
+  for (std::size_t len = 0; len < kPdfbV11.size(); ++len) {
+    EXPECT_FALSE(parse_pdfb(std::span(kPdfbV11.data(), len))) << "length " << len;
+  }
+  const std::span<const std::uint8_t> payload(kPdfbV11.data() + 12, kPdfbPayloadSizeV11);
+  for (std::size_t len = 0; len < payload.size(); ++len) {
+    EXPECT_FALSE(parse_pdfb_payload(payload.first(len))) << "payload length " << len;
+  }
+  std::array<std::uint8_t, 256> out{};
+  ReceiverReport rr;
+  rr.ssrc = 0x55667788;
+  auto n = write_feedback_compound(out, rr, kFeedbackV11, "predrop");
+  ASSERT_TRUE(n) << n.error().message;
+  auto c = parse_rtcp_compound(std::span(out.data(), *n));
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_EQ(c->pdfb().size(), 1u);
+  EXPECT_EQ(c->pdfb()[0], kFeedbackV11);
 }
 
 TEST(Pdfb, FieldRules) {

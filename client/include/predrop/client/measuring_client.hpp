@@ -49,10 +49,12 @@ struct BlockResult {
   std::uint32_t planned = 0;  ///< Packets of the block in the reference packetization
   std::uint32_t sent = 0;     ///< Announced by the server (after its pre-discard)
   std::uint32_t received = 0;
-  double rate = 0.0;          ///< 1 - sent / planned: the server's R for the block
-  double network_loss = 0.0;  ///< 1 - received / sent
-  double queue_delay_ms = 0.0;
-  std::uint32_t frames = 0;  ///< Pictures the block should show
+  double rate = 0.0;             ///< 1 - sent / planned: the server's R for the block
+  double network_loss = 0.0;     ///< 1 - received / sent
+  double queue_delay_ms = 0.0;   ///< At the block's end (its last packets)
+  double queue_max_ms = 0.0;     ///< Largest of any packet of the block (PDFB v1.1)
+  double dispersion_kbps = 0.0;  ///< Bottleneck rate by packet dispersion, link kbit/s; 0 = none
+  std::uint32_t frames = 0;      ///< Pictures the block should show
 };
 
 /// Totals at the end.

@@ -7,6 +7,27 @@
 
 namespace predrop::core {
 
+/// Bytes a link adds to a packet's UDP payload: IPv4 (20) + UDP (8) + Ethernet (14) headers. A
+/// shaper such as Linux tbf counts these, so the receiver's byte counts (PathMeasurement) and the
+/// sender's (StageStart) both add them per packet, in the same unit as the bottleneck's rate.
+inline constexpr std::uint32_t kLinkOverheadBytes = 42;
+
+/// What the stage's packets tell about the path's bottleneck (needs one-way delays and sizes).
+struct PathMeasurement {
+  std::uint64_t bytes_received = 0;  ///< Link bytes of the packets received.
+  double queue_max_us = 0.0;         ///< Largest queueing delay of any packet (OWD - base).
+  /// Dispersion: link bytes and arrival gaps of the packet pairs kept (reception_meter.hpp);
+  /// bytes / µs is the bottleneck rate. Both 0 when no pair queued behind another.
+  std::uint64_t dispersion_bytes = 0;
+  std::uint64_t dispersion_us = 0;
+  /// The stage's largest burst (packets sent at most train_gap_us apart): link bytes after its
+  /// first packet, and the send and arrival spans from its first to its last packet. A burst
+  /// whose arrival span is no longer than its send span crossed the path at its send rate.
+  std::uint64_t burst_bytes = 0;
+  std::uint64_t burst_send_us = 0;
+  std::uint64_t burst_arrival_us = 0;
+};
+
 /// One receiver report for one stage, as the control unit sees it (wire-format independent).
 struct StageReport {
   /// Stage the report is about.
@@ -26,6 +47,8 @@ struct StageReport {
   /// Rate the sender used for this stage. Filled by the sender from its own records (not on the
   /// wire); improved policies use it to size R from the received fraction. Empty = unknown.
   std::optional<double> rate_used;
+  /// What the receiver measured of the path (PDFB v1.1); empty from older receivers and RRs.
+  std::optional<PathMeasurement> path;
 
   /// Fraction of the announced packets the network lost, or 0 when the count is unknown.
   double network_loss() const {

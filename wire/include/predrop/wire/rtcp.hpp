@@ -1,7 +1,8 @@
 #pragma once
 // RTCP codec: RFC 3550 §6.4.1 (SR), §6.4.2 (RR), §6.5 (SDES, CNAME item §6.5.1), §6.6 (BYE),
 // §6.7 (APP), compound packet rules §6.1 and the validity checks of Appendix A.2; demultiplexing
-// from RTP per RFC 5761 §4. Plus predrop's feedback, an APP packet named "PDFB" (docs/design.md §4).
+// from RTP per RFC 5761 §4. Plus predrop's feedback, an APP packet named "PDFB" (docs/design.md
+// §4).
 //
 // PDFB = APP packet (RFC 3550 §6.7), PT 204, subtype 0, name "PDFB", 48 bytes in total:
 //
@@ -25,12 +26,25 @@
 //   36-43 performance P                           IEEE-754 binary64; finite when bit0 is set
 //   44-47 one-way queue-delay growth in µs        i32: OWD of the last packets minus the stage's
 //                                                 minimum OWD; saturates
+//   --- appended by PDFB v1.1 (version byte 0x11; 28 more bytes: packet 76 bytes, length 18) ---
+//   48-51 bytes received                          link bytes (UDP payload + 42) of the stage
+//   52-55 largest queueing delay in µs            of any packet of the stage; valid with bit1
+//   56-59 dispersion bytes                        link bytes of the packet pairs that left the
+//   60-63 dispersion µs                           bottleneck back to back, and their arrival gaps:
+//                                                 bytes / µs is the bottleneck rate; 0 / 0 = none
+//   64-67 burst bytes                             the stage's largest burst: link bytes after its
+//   68-71 burst send span µs                      first packet, first-to-last send time (abs-send-
+//   72-75 burst arrival span µs                   time) and first-to-last arrival time
+//   (all u32, saturating; core::PathMeasurement, core/include/predrop/core/reception_meter.hpp)
 //
 // Versioning: the version byte is (minor << 4) | major, so v1.0 is 0x01. A reader of major 1
 // rejects any other major with an error naming both versions. Minor revisions may only append
 // fields after byte 47 (in 32-bit words, as APP data must be); a reader skips what it does not
 // know. Trailing bytes are accepted only if the minor is > 0: a v1.0 packet must be exactly 48
-// bytes, so a truncated or padded v1.0 packet is caught rather than silently misread.
+// bytes, so a truncated or padded v1.0 packet is caught rather than silently misread. A minor of
+// 1 or more must carry at least v1.1's 28 bytes (64 bytes of payload); a v1.1 reader skips what
+// a later minor appends. write_pdfb() writes v1.1 when the record has the path fields, else v1.0,
+// so that a receiver without them still sends exactly what a v1.0 reader expects.
 //
 // Contract: pure functions over caller memory; no allocation on success (errors carry a message
 // string). parse_rtcp_compound() validates the framing of the whole compound before it decodes
@@ -72,6 +86,10 @@ inline constexpr std::uint8_t kPdfbMajorVersion = 1;
 inline constexpr std::size_t kPdfbPayloadSize = 36;
 /// Size of a whole PDFB APP packet.
 inline constexpr std::size_t kPdfbPacketSize = 12 + kPdfbPayloadSize;
+/// Size of the v1.1 PDFB payload (v1.0 plus seven words of path measurements).
+inline constexpr std::size_t kPdfbPayloadSizeV11 = kPdfbPayloadSize + 28;
+/// Size of a whole PDFB v1.1 APP packet.
+inline constexpr std::size_t kPdfbPacketSizeV11 = 12 + kPdfbPayloadSizeV11;
 
 /// One reception report block (RFC 3550 §6.4.1).
 struct ReportBlock {
@@ -167,6 +185,15 @@ struct PdfbFeedback {
   std::uint32_t packets_announced = 0;     ///< 0 = unknown.
   double performance = 0.0;                ///< P; must be finite if performance_valid.
   std::int32_t queue_delay_growth_us = 0;  ///< use saturate_i32().
+  /// v1.1: the path fields below are present (written as minor 1, read from minor >= 1).
+  bool has_path = false;
+  std::uint32_t bytes_received = 0;    ///< Link bytes received.
+  std::uint32_t queue_max_us = 0;      ///< Largest queueing delay of any packet.
+  std::uint32_t dispersion_bytes = 0;  ///< Bytes of the back-to-back pairs (0: none).
+  std::uint32_t dispersion_us = 0;     ///< Their arrival gaps.
+  std::uint32_t burst_bytes = 0;       ///< Largest burst: bytes after its first packet.
+  std::uint32_t burst_send_us = 0;     ///< Its send span.
+  std::uint32_t burst_arrival_us = 0;  ///< Its arrival span.
 
   friend bool operator==(const PdfbFeedback&, const PdfbFeedback&) = default;
 };
@@ -225,8 +252,8 @@ core::Result<std::size_t> write_sdes_cname(std::span<std::uint8_t> out, std::uin
 /// Writes a BYE packet for one SSRC without a reason.
 core::Result<std::size_t> write_bye(std::span<std::uint8_t> out, std::uint32_t ssrc);
 
-/// Writes one PDFB APP packet (v1.0, 48 bytes). Fails if metric is 0 or if performance_valid is
-/// set and P is not finite.
+/// Writes one PDFB APP packet: v1.1 (76 bytes) with has_path, else v1.0 (48 bytes). Fails if
+/// metric is 0 or if performance_valid is set and P is not finite.
 core::Result<std::size_t> write_pdfb(std::span<std::uint8_t> out, std::uint32_t reporter_ssrc,
                                      const PdfbFeedback& feedback);
 
