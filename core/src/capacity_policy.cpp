@@ -16,6 +16,11 @@ constexpr double kBetaMinRate = 0.05;
 constexpr double kBetaMin = 0.2;
 constexpr double kBetaMax = 2.0;
 constexpr double kBetaWeight = 0.5;
+// The bottleneck counts as faster when its dispersion rate grew by more than this factor since
+// the estimate was last measured (dispersion scatters by ~2 % on the bed).
+constexpr double kDispersionRise = 1.15;
+// Probes capped at a quarter of the queue before they may double (see the clean branch).
+constexpr unsigned kCappedProbes = 4;
 
 bool finite_in(double v, double lo, double hi) {
   return std::isfinite(v) && v >= lo && v <= hi;
@@ -61,8 +66,8 @@ Status validate(const CapacityParams& p) {
   }
   if (p.queue_ref_us + p.probe_step_us > p.queue_limit_us) {
     return bad("probe_step_ms", p.probe_step_us / 1000.0,
-               "at most the queue limit minus queue_target_ms (a probe on a wrong sign must not "
-               "lose)");
+               "at most the queue limit minus queue_target_ms (a first probe into a full path "
+               "must not lose)");
   }
   if (!(std::isfinite(p.probe_max_us) && p.probe_max_us >= p.probe_step_us &&
         p.probe_max_us <= 1e7)) {
@@ -70,6 +75,19 @@ Status validate(const CapacityParams& p) {
   }
   if (!finite_in(p.busy_queue_us, 0.0, p.queue_low_us)) {
     return bad("busy_queue_us", p.busy_queue_us, "in [0, queue_low_us]");
+  }
+  if (!(std::isfinite(p.min_dispersion_bytes) && p.min_dispersion_bytes >= 0.0)) {
+    return bad("min_dispersion_bytes", p.min_dispersion_bytes, ">= 0");
+  }
+  if (!(std::isfinite(p.proof_bytes) && p.proof_bytes > 0.0)) {
+    return bad("proof_bytes", p.proof_bytes, "> 0");
+  }
+  if (!finite_in(p.alone_share, 0.0, 1.0)) return bad("alone_share", p.alone_share, "in [0, 1]");
+  if (!(std::isfinite(p.proof_factor) && p.proof_factor >= 1.0)) {
+    return bad("proof_factor", p.proof_factor, ">= 1");
+  }
+  if (!(std::isfinite(p.burst_jitter_us) && p.burst_jitter_us >= 0.0)) {
+    return bad("burst_jitter_us", p.burst_jitter_us, ">= 0");
   }
   if (p.release_stages < 1 || p.release_stages > 1000) {
     return bad("release_stages", p.release_stages, "in [1, 1000]");
@@ -102,62 +120,30 @@ bool CapacityPolicy::bytes_sent(std::uint32_t stage, double& bytes) const {
   return true;
 }
 
-double CapacityPolicy::probe_gain() const {
-  // Two levels. A first sign of spare capacity (an idle bottleneck where the model expected a
-  // queue: one noisy reading can look like that) buys probes of probe_step_us, which the queue
-  // absorbs without loss if the sign was wrong. A probe that comes back with the queue still empty
-  // confirms it: from then on every stage is planned at up to probe_max_us on top (BBR's startup,
-  // x2 of the estimate per block at 1 s blocks), until a report shows the bottleneck busy.
-  switch (probe_level_) {
-    case ProbeLevel::kNone:
-      return force_probe_ ? params_.probe_step_us : 0.0;
-    case ProbeLevel::kSign:
-      return params_.probe_step_us;
-    case ProbeLevel::kConfirmed:
-      return params_.probe_max_us;
-  }
-  return 0.0;
-}
-
-void CapacityPolicy::reset_probing() {
-  probe_level_ = ProbeLevel::kNone;
-  release_run_ = 0;
-}
-
-double CapacityPolicy::plan(double block_bytes, double duration_us, bool probe) {
+double CapacityPolicy::plan(double block_bytes, double duration_us) const {
   if (!limited_ || capacity_ <= 0.0 || block_bytes <= 0.0 || duration_us <= 0.0) {
     return clamp(params_.initial_rate);
   }
-  // NADA-style: send the capacity and steer the modelled queue to the reference within this
-  // block (give back what stands above it, fill up to it when below: a standing queue keeps
-  // every stage a measurement of the capacity).
-  double x = params_.margin * capacity_ * duration_us -
-             capacity_ * (predicted_queue_us_ - params_.queue_ref_us);
-  if (probe) x += probe_gain() * capacity_;
+  // NADA-style: send what the estimate carries in the block's time (less the idle margin) and
+  // give back the queue the model expects above the reference when the block starts. A probe
+  // rides on top of the estimate.
+  const double x = params_.margin * capacity_ * duration_us -
+                   capacity_ * (predicted_queue_us_ - params_.queue_ref_us) + capacity_ * probe_us_;
   const double keep = x / block_bytes;  // byte share of the block to send
   return clamp((1.0 - keep) / beta_);
 }
 
 double CapacityPolicy::rate_for_next(const StageStart& next) {
   Slot& s = ring_[next.stage % kRing];
-  s = Slot{next.stage,
-           static_cast<double>(next.block_bytes),
-           next.block_duration_us,
-           next.bytes_before,
-           0.0,
-           capacity_,
-           false};
+  s = Slot{next.stage, static_cast<double>(next.block_bytes), next.block_duration_us,
+           next.bytes_before, 0.0};
   last_block_bytes_ = s.block_bytes;
   last_duration_us_ = s.duration_us;
 
   // The queue the model expects when this stage starts: the last reported one, plus what the
   // stages sent since then add at the estimated capacity (their bytes are known exactly).
-  // Once a probe confirmed spare capacity the probes in flight are expected to be carried, so
-  // they are not counted as queue (counting them would give back every other probe); on a mere
-  // sign they are (if the sign was wrong, the next stage must not fill up on top of the probe).
   double q = has_report_ ? last_queue_us_ : 0.0;
-  if (has_report_ && capacity_ > 0.0 && probe_level_ != ProbeLevel::kConfirmed &&
-      next.stage > last_report_stage_ + 1) {
+  if (has_report_ && capacity_ > 0.0 && next.stage > last_report_stage_ + 1) {
     for (std::uint32_t j = last_report_stage_ + 1; j < next.stage; ++j) {
       double b = 0.0;
       const Slot* sj = slot(j);
@@ -166,27 +152,15 @@ double CapacityPolicy::rate_for_next(const StageStart& next) {
     }
   }
   predicted_queue_us_ = q;
-
-  const double normal = plan(s.block_bytes, s.duration_us, false);
-  // On a mere sign, one probe at a time: the stage before must not be an unreported probe, so a
-  // wrong sign adds probe_step_us of queue once, not once per stage in flight.
-  const Slot* prev = next.stage == 0 ? nullptr : slot(next.stage - 1);
-  const bool one_in_flight = probe_level_ == ProbeLevel::kSign && prev != nullptr && prev->probe &&
-                             (!has_report_ || last_report_stage_ < next.stage - 1);
-  const bool probe = limited_ && capacity_ > 0.0 && probe_gain() > 0.0 && !one_in_flight &&
-                     plan(s.block_bytes, s.duration_us, true) < normal;
-  rate_ = probe ? plan(s.block_bytes, s.duration_us, true) : normal;
-  if (probe) force_probe_ = false;
+  rate_ = plan(s.block_bytes, s.duration_us);
   s.rate = rate_;
-  s.probe = probe;
-  s.confirmed = probe_level_ == ProbeLevel::kConfirmed;
   return rate_;
 }
 
-void CapacityPolicy::note_congestion(double sample) {
-  limited_ = true;
-  capacity_ = sample > 0.0 ? sample : capacity_ * params_.missing_backoff;
-  reset_probing();
+void CapacityPolicy::raise_to(double estimate) {
+  // Never above the bottleneck's own rate when it is known.
+  if (dispersion_ > 0.0) estimate = std::fmin(estimate, dispersion_);
+  capacity_ = std::fmax(capacity_, estimate);
 }
 
 Decision CapacityPolicy::decide(const StageReport& report) {
@@ -219,106 +193,168 @@ Decision CapacityPolicy::decide(const StageReport& report) {
   } else if (base_period_us_ > 0.0) {
     q = std::fmax(0.0, period - base_period_us_);
   }
-  const double q_before = has_report_ ? last_queue_us_ : 0.0;
-  const double growth = q - q_before;
-  // The queue the model expected this stage to leave, from the previous stage's (when that was
-  // the last report) and this one's bytes at the estimated capacity.
+  const double growth = q - (has_report_ ? last_queue_us_ : 0.0);
   const bool follows = has_report_ && report.stage == last_report_stage_ + 1;
-
   const bool overuse =
       loss > params_.loss_threshold || q > params_.queue_high_us || growth > params_.queue_grow_us;
   const bool clean = loss <= params_.clean_loss && q <= params_.queue_low_us;
+  const bool busy = q > params_.busy_queue_us;
   if (!report.queue_delay_us && clean && period > 0.0 && !hook) {
     base_period_us_ = base_period_us_ > 0.0 ? std::fmin(base_period_us_, period) : period;
   }
-  const double delivered = sent * (1.0 - loss);
+
+  // Delivered bytes: counted by the receiver (v1.1) in the sender's unit when the hook gave
+  // link bytes, else what was sent less the loss.
+  const PathMeasurement* path = report.path ? &*report.path : nullptr;
+  const double delivered =
+      path != nullptr && hook ? static_cast<double>(path->bytes_received) : sent * (1.0 - loss);
+  // The bottleneck's rate by dispersion, and whether the stage's largest burst crossed at its
+  // send rate (see the file comment).
+  double fresh_dispersion = 0.0;  // this report's, if any
+  if (path != nullptr && hook &&
+      static_cast<double>(path->dispersion_bytes) >= params_.min_dispersion_bytes &&
+      path->dispersion_us > 0) {
+    fresh_dispersion =
+        static_cast<double>(path->dispersion_bytes) / static_cast<double>(path->dispersion_us);
+    dispersion_ = fresh_dispersion;
+  }
+  double proven = 0.0;
+  if (path != nullptr && hook && static_cast<double>(path->burst_bytes) >= params_.proof_bytes &&
+      static_cast<double>(path->burst_arrival_us) <=
+          static_cast<double>(path->burst_send_us) + params_.burst_jitter_us) {
+    proven = static_cast<double>(path->burst_bytes) /
+             std::fmax(static_cast<double>(path->burst_send_us), params_.burst_jitter_us);
+  }
+
+  // The received rate: between the last packets of two consecutive stages the sender sent
+  // exactly this stage's bytes over T and the queue changed by `growth`, so the bottleneck
+  // carried them in T + growth (the two queue readings share the receiver's base). D / L would
+  // be a few % high: L ends a frame interval before the block does.
+  double received = period > 0.0 ? delivered / period : 0.0;
+  if (follows && hook && t + growth > 0.5 * t) received = delivered / (t + growth);
+  if (dispersion_ > 0.0) received = std::fmin(received, dispersion_);
+
   std::string_view reason;
-  // The queue the next plans start from: the reading, except below the model's expectation after
-  // an idle non-probe stage (see the clean branch).
-  double queue_state = q;
-
-  const bool busy = q > params_.busy_queue_us;
-  // Capacity sample of a busy stage. Between the last packets of two consecutive stages the
-  // sender sent exactly this stage's bytes over T, and the queue changed by `growth`, so the
-  // bottleneck carried them in T + growth (the two queue readings share the receiver's base, so
-  // its error cancels). D / L would overestimate by the gap between a block's last packet and
-  // its end (a frame interval, ~3 % at 1 s blocks: 30 ms of queue per block).
-  double sample = period > 0.0 ? delivered / period : 0.0;
-  if (follows && t + growth > 0.5 * t) sample = delivered / (t + growth);
-  // Against the estimate the stage was planned with: a later raise by the max filter must not
-  // hide that the stage carried more than that.
-  const double planned_with = s != nullptr && s->capacity > 0.0 ? s->capacity : capacity_;
-  const double expected =
-      follows && planned_with > 0.0
-          ? std::clamp(q_before + sent / planned_with - t, 0.0, params_.queue_limit_us)
-          : 0.0;
-
-  if (overuse) {
-    // GCC: on overuse the estimate becomes the received rate (while the queue stays busy it is
-    // the capacity itself).
-    note_congestion(sample);
+  if (overuse && (busy || growth > params_.queue_grow_us)) {
+    // GCC: the estimate becomes the received rate (the session's share under tail drop, the
+    // bottleneck being busy to the block's end). Alone on it (the share is nearly all of the
+    // dispersion rate) the estimate is the dispersion rate itself; a clearly smaller share means
+    // other traffic (hysteresis: entered at alone_share, left below alone_share - 0.15).
+    limited_ = true;
+    if (received > 0.0) capacity_ = received;
+    if (dispersion_ > 0.0 && received > 0.0) {
+      if (received >= params_.alone_share * dispersion_) alone_ = true;
+      if (received < (params_.alone_share - 0.15) * dispersion_) alone_ = false;
+    }
+    if (alone_ && dispersion_ > 0.0) capacity_ = dispersion_;
+    dispersion_ref_ = dispersion_;
+    probe_us_ = 0.0;
+    clean_probes_ = 0;
+    release_run_ = 0;
     reason = loss > params_.loss_threshold ? "network loss: capacity = received rate"
                                            : "queue building: capacity = received rate";
-  } else if (busy && probe_level_ == ProbeLevel::kConfirmed && s != nullptr && !s->confirmed) {
-    // Confirmed spare capacity, and this stage was planned before the confirmation, at the old
-    // estimate: a few ms of queue at its end (one packet is 6-15 ms at 0.8-1.6 Mbit/s) is no news
-    // about the capacity the startup probes are finding, and must not stop them. Only a stage
-    // planned with the startup gain can (by a standing queue or overuse).
-    reason = "queue standing in a stage planned before the confirmation: probing goes on";
-  } else if (busy) {
-    // A queue at the stage's end without overuse: the bottleneck was busy, and the sample
-    // measures the capacity (up or down).
-    if (limited_ && sample > 0.0) capacity_ = sample;
-    reset_probing();
-    reason = "queue standing: capacity = delivery rate";
-  } else if (clean) {
-    // The bottleneck went idle: capacity is at least what was delivered (BBR's max filter; paced
-    // stages are spread over T, so max(L, T) keeps the sample a lower bound).
-    const double span = std::fmax(period, t);
-    if (span > 0.0) capacity_ = std::fmax(capacity_, delivered / span);
-    const bool probed = s != nullptr && s->probe;
-    // An idle end is only a sign of spare capacity: on the bed a block often ends in a frame gap
-    // with the queue drained (the reading is the delay of the block's last packets, and a packet
-    // is ~12 ms of queue at 800 kbit/s), and the model's own expectation is no better (1 % of
-    // error in Ĉ is 10 ms of queue per block). So the next plans start from the expectation when
-    // it is higher (such a reading must not make them fill the queue twice), and the sign buys
-    // one small probe. A probe's idle end is believed: its extra bytes would have stood in the
-    // queue had the capacity been Ĉ; that is the evidence.
-    if (!probed && known) queue_state = std::fmax(q, expected);
-    if (probed && limited_) {
-      probe_level_ = ProbeLevel::kConfirmed;
-      reason = "probe carried with the queue empty: capacity higher, probe x2";
-    } else if (limited_) {
-      if (probe_level_ == ProbeLevel::kNone) probe_level_ = ProbeLevel::kSign;
-      reason = "bottleneck idle: sign of spare capacity, probe";
+  } else if (overuse) {
+    // Loss in a block that ended with the queue empty: the bottleneck was not busy to the end,
+    // so the received rate is only a lower bound (e.g. a block planned to drain the queue whose
+    // key frame met the old one). GCC's loss controller instead: x (1 - loss / 2).
+    limited_ = true;
+    if (alone_ && dispersion_ > 0.0) {
+      capacity_ = dispersion_;
     } else {
-      reason = "clean: no bottleneck";
+      if (dispersion_ > 0.0) capacity_ = std::fmin(capacity_, dispersion_);
+      if (capacity_ <= 0.0) capacity_ = received;
+      capacity_ *= 1.0 - 0.5 * loss;
     }
-    if (limited_ && used <= kWholeRate) {
-      if (++release_run_ >= params_.release_stages) {
-        limited_ = false;
-        reset_probing();
-        reason = "whole stages delivered clean: bottleneck gone, R = r0";
+    probe_us_ = 0.0;
+    clean_probes_ = 0;
+    release_run_ = 0;
+    reason = "loss, queue empty at the end: capacity x (1 - loss / 2)";
+  } else if (clean && proven > 0.0 && proven >= params_.proof_factor * block / std::fmax(t, 1.0) &&
+             !(fresh_dispersion > 0.0 &&
+               fresh_dispersion < params_.proof_factor * block / std::fmax(t, 1.0))) {
+    // The key frame crossed at its send rate, well above the stream's, and nothing in the block
+    // dispersed slower: no bottleneck.
+    limited_ = false;
+    alone_ = false;
+    capacity_ = std::fmax(capacity_, proven);
+    probe_us_ = 0.0;
+    release_run_ = 0;
+    reason = "burst crossed undispersed: bottleneck gone, R = r0";
+  } else if (busy && limited_) {
+    // A queue at the block's end: the bottleneck was busy to the end, and the received rate is
+    // the session's share of it (up or down).
+    capacity_ = alone_ && dispersion_ > 0.0 ? dispersion_ : (received > 0.0 ? received : capacity_);
+    dispersion_ref_ = dispersion_;
+    probe_us_ = 0.0;
+    clean_probes_ = 0;
+    reason = alone_ ? "queue standing, alone: capacity = dispersion rate"
+                    : "queue standing: capacity = received rate";
+  } else if (clean && limited_) {
+    // The bottleneck went idle before the block's end: capacity is at least what was delivered
+    // (BBR's max filter; paced stages are spread over T, so max(L, T) keeps it a lower bound),
+    // and the estimate is what the plan sends margin of.
+    const double span = std::fmax(period, t);
+    if (span > 0.0) raise_to(delivered / (params_.margin * span));
+    if (alone_ && dispersion_ > 0.0) {
+      // Alone on the bottleneck: its rate, up or down, is the estimate.
+      capacity_ = dispersion_;
+      dispersion_ref_ = dispersion_;
+      probe_us_ = 0.0;
+      reason = "bottleneck idle, alone: capacity = dispersion rate";
+    } else if (dispersion_ > 0.0 && dispersion_ref_ > 0.0 &&
+               dispersion_ > kDispersionRise * dispersion_ref_) {
+      // The bottleneck itself got faster: the session's share grows with it.
+      raise_to(capacity_ * dispersion_ / dispersion_ref_);
+      dispersion_ref_ = dispersion_;
+      reason = "bottleneck faster (dispersion): capacity scaled with it";
+    } else if (dispersion_ > 0.0 && capacity_ >= dispersion_) {
+      reason = "bottleneck idle at the estimate = its rate: no probe";
+    } else {
+      // Spare capacity is possible: probe, doubling while probes come back clean (BBR).
+      // Spare capacity may be there because other traffic left (an unresponsive burst ended), or
+      // it may be other sessions' share, which they are about to use again: a probe that finds
+      // them must show as a standing queue before it loses, also when several sessions probe in
+      // the same block, so the first kCappedProbes probes take at most a tenth of the queue
+      // each. Once that many came back clean, nobody is claiming the room: double (BBR).
+      ++clean_probes_;
+      probe_us_ = probe_us_ <= 0.0 ? params_.probe_step_us
+                                   : std::fmin(2.0 * probe_us_, params_.probe_max_us);
+      if (clean_probes_ <= kCappedProbes) {
+        probe_us_ = std::fmin(probe_us_, 0.1 * params_.queue_limit_us);
       }
+      if (dispersion_ > 0.0 && capacity_ > 0.0) {
+        // Never above the bottleneck's own rate.
+        probe_us_ = std::fmin(probe_us_, t * (dispersion_ / capacity_ - params_.margin));
+      }
+      reason = "bottleneck idle: probe";
     }
+    if (used <= kWholeRate && path == nullptr && ++release_run_ >= params_.release_stages) {
+      // Without path measurements: whole blocks delivered clean end the episode.
+      limited_ = false;
+      probe_us_ = 0.0;
+      reason = "whole stages delivered clean: bottleneck gone, R = r0";
+    }
+  } else if (!limited_) {
+    reason = "clean: no bottleneck";
   } else {
-    reset_probing();
+    probe_us_ = 0.0;
+    clean_probes_ = 0;
     reason = "small loss: estimate held";
   }
   if (loss <= params_.clean_loss && report.performance < params_.quality_floor && limited_) {
-    force_probe_ = true;
+    probe_us_ = std::fmax(probe_us_, params_.probe_step_us);
     reason = "quality below the floor: probe next";
   }
 
-  last_queue_us_ = queue_state;
+  last_queue_us_ = q;
   last_report_stage_ = report.stage;
   has_report_ = true;
   // The rate for the next stage as far as this report goes (the hook re-plans with the real
   // block size when the stage starts).
+  predicted_queue_us_ = q;
   const double t_next = last_duration_us_ > 0.0 ? last_duration_us_ : t;
   const double b_next = last_duration_us_ > 0.0 ? last_block_bytes_ : 1.0;
-  predicted_queue_us_ = queue_state;
-  rate_ = plan(b_next, t_next, false);
+  rate_ = plan(b_next, t_next);
   return Decision{rate_, DecisionKind::kAdapt, reason, capacity_};
 }
 
@@ -330,10 +366,10 @@ Decision CapacityPolicy::decide_missing(std::uint32_t /*stage*/) {
   }
   limited_ = true;
   capacity_ *= params_.missing_backoff;
-  reset_probing();
+  probe_us_ = 0.0;
   const double t_next = last_duration_us_ > 0.0 ? last_duration_us_ : base_period_us_;
   const double b_next = last_duration_us_ > 0.0 ? last_block_bytes_ : 1.0;
-  rate_ = plan(b_next, t_next, false);
+  rate_ = plan(b_next, t_next);
   return Decision{rate_, DecisionKind::kMissing, "reports missing: capacity x backoff", capacity_};
 }
 

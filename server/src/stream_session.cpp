@@ -7,6 +7,9 @@
 #include <utility>
 
 #include "predrop/chain/feedback.hpp"
+#include "predrop/core/stage_report.hpp"
+#include "predrop/net/srtp_session.hpp"
+#include "predrop/wire/rtp.hpp"
 
 namespace predrop::server {
 
@@ -85,6 +88,8 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
   }
   stream_track_ = track_of_stream_.data();
   track_loop_ticks_ = loop_timestamp_.data();
+  packet_overhead_ = wire::rtp_header_size(config_.extension_ids) + core::kLinkOverheadBytes +
+                     (config_.srtp_suite ? net::srtp_rtp_tag_size(*config_.srtp_suite) : 0);
   transmitter_ = std::make_unique<chain::StageTransmitter>(
       rtp_socket, std::move(tc), std::move(srtp_out),
       core::DiscardPlanner(config_.discard, config_.discard_seed));
@@ -201,12 +206,14 @@ StreamSession::StageRecord* StreamSession::record(std::uint32_t stage) {
 void StreamSession::begin_stage(std::uint64_t now_us) {
   // Model-based policies size R from the block's real bytes and the bytes sent so far (the
   // difference between two stages' counts is what a stage sent); the others answer rate().
+  // Bytes as the link counts them, like the receiver's PDFB v1.1 counts and a shaper's rate.
   core::StageStart next{stage_, 0, static_cast<double>(media_->blocks()[block_].duration_us), 0};
   for (std::size_t i = 0; i < block_size(block_); ++i) {
-    next.block_bytes += block_packet(block_, i).payload_size;
+    next.block_bytes += block_packet(block_, i).payload_size + packet_overhead_;
   }
   for (std::size_t t = 0; t < config_.tracks.size(); ++t) {
-    next.bytes_before += transmitter_->track(t).octets;
+    next.bytes_before +=
+        transmitter_->track(t).octets + transmitter_->track(t).packets * packet_overhead_;
   }
   const double rate = controller_->rate_for_next(next);
   const auto plan = transmitter_->begin_stage(stage_, rate, block_importance(block_));

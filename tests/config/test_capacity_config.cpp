@@ -41,7 +41,8 @@ TEST(CapacityConfig, DefaultsBuild) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   const auto p = make_policy_config(r->control);
   ASSERT_TRUE(p.ok()) << p.error().message;
-  EXPECT_DOUBLE_EQ(p->capacity.queue_ref_us, 10'000);
+  EXPECT_DOUBLE_EQ(p->capacity.queue_ref_us, 0.0);
+  EXPECT_DOUBLE_EQ(p->capacity.margin, 0.97);
 }
 
 TEST(CapacityConfig, BadValuesAreNamed) {

@@ -123,10 +123,10 @@ struct ControlConfig {
   std::uint32_t report_timeout_stages = 2;  ///< A report is missing this many stages later.
   double psnr_cap_db = 60.0;  ///< PSNR of a lossless block is capped here (it is unbounded).
   // Policy "capacity" (docs/design.md §2.8); rmax and r0 above apply to it too.
-  double margin = 1.0;            ///< Fraction of the estimated capacity sent per block, (0, 1].
-  double queue_target_ms = 10.0;  ///< Queueing delay aimed at, [0, 60] ms.
-  double probe_step_ms = 15.0;    ///< Probe on a sign, ms of capacity; target + step <= 100 ms.
-  double probe_max_ms = 1000.0;   ///< Probe once confirmed, [probe_step_ms, 10000] ms.
+  double margin = 0.97;          ///< Fraction of the estimated capacity sent per block, (0, 1].
+  double queue_target_ms = 0.0;  ///< Queueing delay aimed at a block's end, [0, 60] ms.
+  double probe_step_ms = 15.0;   ///< First probe, ms of capacity; target + step <= 100 ms.
+  double probe_max_ms = 1000.0;  ///< Largest probe (doubling), [probe_step_ms, 10000] ms.
   double quality_floor = -std::numeric_limits<double>::infinity();  ///< P below it: probe.
 };
 

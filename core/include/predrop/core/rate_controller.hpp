@@ -78,10 +78,12 @@ struct ControllerStats {
 
 /// What the sender knows about a stage it is about to start (rate_for_next).
 struct StageStart {
-  std::uint32_t stage = 0;         ///< Index of the stage about to start.
-  std::uint64_t block_bytes = 0;   ///< Payload bytes of its block before discard.
+  std::uint32_t stage = 0;  ///< Index of the stage about to start.
+  /// Bytes of its block before discard: payload, or (the stream server) link bytes (payload +
+  /// per-packet headers + kLinkOverheadBytes, the unit of PDFB v1.1's byte counts).
+  std::uint64_t block_bytes = 0;
   double block_duration_us = 0.0;  ///< Media duration of the block (the paced send time), µs.
-  std::uint64_t bytes_before = 0;  ///< Payload bytes the session sent before this stage (total).
+  std::uint64_t bytes_before = 0;  ///< Bytes (same unit) the session sent before this stage.
 };
 
 /// A rate policy. The sender asks rate() when it starts a stage and feeds each report in.

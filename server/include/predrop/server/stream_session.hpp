@@ -300,6 +300,9 @@ class StreamSession {
   const media::RtpPacket& block_packet(std::uint32_t block, std::size_t i) const;
   std::span<const std::uint8_t> block_importance(std::uint32_t block) const;
 
+  /// Link bytes a packet adds to its payload (RTP header, SRTP tag, core::kLinkOverheadBytes):
+  /// the unit in which the capacity policy and the receiver's PDFB v1.1 count bytes.
+  std::size_t packet_overhead_ = 0;
   std::array<StageRecord, 64> records_{};
   SessionStats stats_;
 };
