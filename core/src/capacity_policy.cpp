@@ -86,6 +86,9 @@ Status validate(const CapacityParams& p) {
   if (!(std::isfinite(p.proof_factor) && p.proof_factor >= 1.0)) {
     return bad("proof_factor", p.proof_factor, ">= 1");
   }
+  if (!(std::isfinite(p.proof_queue_us) && p.proof_queue_us >= 0.0)) {
+    return bad("proof_queue_us", p.proof_queue_us, ">= 0");
+  }
   if (!(std::isfinite(p.burst_jitter_us) && p.burst_jitter_us >= 0.0)) {
     return bad("burst_jitter_us", p.burst_jitter_us, ">= 0");
   }
@@ -220,6 +223,7 @@ Decision CapacityPolicy::decide(const StageReport& report) {
   }
   double proven = 0.0;
   if (path != nullptr && hook && static_cast<double>(path->burst_bytes) >= params_.proof_bytes &&
+      path->queue_max_us <= params_.proof_queue_us &&
       static_cast<double>(path->burst_arrival_us) <=
           static_cast<double>(path->burst_send_us) + params_.burst_jitter_us) {
     proven = static_cast<double>(path->burst_bytes) /

@@ -512,10 +512,16 @@ TEST(CapacityPolicy, AnUndispersedKeyFrameEndsTheEpisode) {
   ASSERT_TRUE(c.on_report(open).ok());
   EXPECT_TRUE(c.limited());
   open.stage = 2;
-  open.path->burst_bytes = 10'000;  // ~8.9 Mbit/s, 7x the stream: conclusive
+  open.path->burst_bytes = 10'000;   // ~8.9 Mbit/s, 7x the stream
+  open.path->queue_max_us = 40'000;  // ... but something in the block queued: not conclusive
+  ASSERT_TRUE(c.on_report(open).ok());
+  EXPECT_TRUE(c.limited());
+  open.stage = 3;
+  open.path->queue_max_us = 3'000;  // conclusive
+  (void)c.rate_for_next(StageStart{3, 150'000, kBlockUs, 450'000});
   ASSERT_TRUE(c.on_report(open).ok());
   EXPECT_FALSE(c.limited());
-  EXPECT_EQ(c.rate_for_next(StageStart{3, 150'000, kBlockUs, 450'000}), 0.0);
+  EXPECT_EQ(c.rate_for_next(StageStart{4, 150'000, kBlockUs, 600'000}), 0.0);
 }
 
 TEST(CapacityPolicy, QualityFloorForcesAProbeOnlyWithoutNetworkLoss) {

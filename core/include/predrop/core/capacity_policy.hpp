@@ -83,6 +83,10 @@ struct CapacityParams {
   double alone_share = 0.85;
   /// ... and the bottleneck is gone when the proven rate is this many times the stream's.
   double proof_factor = 1.5;
+  /// ... and no packet of the block queued longer than this: a burst up to a shaper's bucket
+  /// plus its rate times the burst's send span also crosses undispersed (measured: 5 kB at
+  /// 2.46 Mbit/s behind the bed's 4 kB bucket), but then the rest of the key frame queues.
+  double proof_queue_us = 15'000;
   /// A burst counts as undispersed when it arrived over at most its send span plus this (on the
   /// open bed the arrival span is within 0.1 ms of the send span; 1 ms is what 1 kB beyond a
   /// 4 kB bucket adds at 8 Mbit/s).
