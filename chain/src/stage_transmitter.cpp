@@ -172,6 +172,20 @@ StagePlan StageTransmitter::begin_stage(std::uint32_t stage, double rate,
   return plan_;
 }
 
+StagePlan StageTransmitter::replan_rest(double rate, std::span<const std::uint8_t> rest,
+                                        std::size_t from) {
+  if (from > plan_.packets || rest.size() != plan_.packets - from) return plan_;
+  const std::span<std::uint8_t> mask(drop_.data() + from, rest.size());
+  const auto before = static_cast<std::size_t>(std::count(mask.begin(), mask.end(), 1));
+  const std::size_t discarded = planner_.plan(rate, rest, mask);
+  plan_.discarded = plan_.discarded - before + discarded;
+  plan_.to_send = plan_.packets - plan_.discarded;
+  stats_.packets_discarded = stats_.packets_discarded - before + discarded;
+  // Queued datagrams of this stage were written with the old count: they keep it.
+  build_templates();
+  return plan_;
+}
+
 std::size_t StageTransmitter::send(std::span<const OutgoingPacket> packets, std::size_t first,
                                    std::uint64_t now_us) {
   SendBatch* shared = t_scope;

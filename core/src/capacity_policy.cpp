@@ -136,28 +136,60 @@ double CapacityPolicy::plan(double block_bytes, double duration_us) const {
   return clamp((1.0 - keep) / beta_);
 }
 
-double CapacityPolicy::rate_for_next(const StageStart& next) {
-  Slot& s = ring_[next.stage % kRing];
-  s = Slot{next.stage, static_cast<double>(next.block_bytes), next.block_duration_us,
-           next.bytes_before, 0.0};
-  last_block_bytes_ = s.block_bytes;
-  last_duration_us_ = s.duration_us;
-
-  // The queue the model expects when this stage starts: the last reported one, plus what the
-  // stages sent since then add at the estimated capacity (their bytes are known exactly).
+double CapacityPolicy::queue_at_start(std::uint32_t stage) const {
+  // The last reported end-of-stage queue, plus what the stages sent since then add at the
+  // estimated capacity (their bytes are known exactly once the next one started).
   double q = has_report_ ? last_queue_us_ : 0.0;
-  if (has_report_ && capacity_ > 0.0 && next.stage > last_report_stage_ + 1) {
-    for (std::uint32_t j = last_report_stage_ + 1; j < next.stage; ++j) {
+  if (has_report_ && capacity_ > 0.0 && stage > last_report_stage_ + 1) {
+    for (std::uint32_t j = last_report_stage_ + 1; j < stage; ++j) {
       double b = 0.0;
       const Slot* sj = slot(j);
       if (sj == nullptr || !bytes_sent(j, b)) continue;
       q = std::clamp(q + b / capacity_ - sj->duration_us, 0.0, params_.queue_limit_us);
     }
   }
-  predicted_queue_us_ = q;
+  return q;
+}
+
+double CapacityPolicy::rate_for_next(const StageStart& next) {
+  Slot& s = ring_[next.stage % kRing];
+  s = Slot{next.stage,
+           static_cast<double>(next.block_bytes),
+           next.block_duration_us,
+           next.bytes_before,
+           0.0,
+           false};
+  last_block_bytes_ = s.block_bytes;
+  last_duration_us_ = s.duration_us;
+  predicted_queue_us_ = queue_at_start(next.stage);
   rate_ = plan(s.block_bytes, s.duration_us);
   s.rate = rate_;
   return rate_;
+}
+
+std::optional<double> CapacityPolicy::rate_for_rest(const StageProgress& p) {
+  Slot* s = &ring_[p.stage % kRing];
+  if (s->stage != p.stage || p.rest_bytes == 0 || p.duration_us <= 0.0 ||
+      p.elapsed_us >= p.duration_us) {
+    return std::nullopt;
+  }
+  double r = clamp(params_.initial_rate);
+  if (limited_ && capacity_ > 0.0) {
+    // The same plan for what is left: the time left at the estimate (less the margin), less the
+    // queue the model expects now (at the stage's start, plus its bytes so far at Ĉ, minus the
+    // time gone). The report that triggers this usually is the previous stage's, whose end queue
+    // is this stage's start queue.
+    const double left = p.duration_us - p.elapsed_us;
+    const double q_now = std::clamp(
+        queue_at_start(p.stage) + static_cast<double>(p.sent_bytes) / capacity_ - p.elapsed_us, 0.0,
+        params_.queue_limit_us);
+    const double x = params_.margin * capacity_ * left -
+                     capacity_ * (q_now - params_.queue_ref_us) + capacity_ * probe_us_;
+    r = clamp((1.0 - x / static_cast<double>(p.rest_bytes)) / beta_);
+  }
+  if (std::fabs(r - p.rate) < kReplanStep) return std::nullopt;
+  s->replanned = true;
+  return r;
 }
 
 void CapacityPolicy::raise_to(double estimate) {
@@ -181,7 +213,7 @@ Decision CapacityPolicy::decide(const StageReport& report) {
   double sent = 0.0;
   const bool known = hook && bytes_sent(report.stage, sent);
   if (known) {
-    if (used >= kBetaMinRate && block > 0.0) {
+    if (used >= kBetaMinRate && block > 0.0 && !s->replanned) {
       const double sample = std::clamp((1.0 - sent / block) / used, kBetaMin, kBetaMax);
       beta_ = kBetaWeight * beta_ + (1.0 - kBetaWeight) * sample;
     }

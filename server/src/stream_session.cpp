@@ -211,10 +211,7 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
   for (std::size_t i = 0; i < block_size(block_); ++i) {
     next.block_bytes += block_packet(block_, i).payload_size + packet_overhead_;
   }
-  for (std::size_t t = 0; t < config_.tracks.size(); ++t) {
-    next.bytes_before +=
-        transmitter_->track(t).octets + transmitter_->track(t).packets * packet_overhead_;
-  }
+  next.bytes_before = link_bytes_sent();
   const double rate = controller_->rate_for_next(next);
   const auto plan = transmitter_->begin_stage(stage_, rate, block_importance(block_));
   StageRecord& r = records_[stage_ % records_.size()];
@@ -232,6 +229,8 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
   r.discarded = plan.discarded;
   r.end_us = block_start_us(loops_, b) + static_cast<std::uint64_t>(b.duration_us);
   r.duration_us = static_cast<double>(b.duration_us);
+  r.bytes_before = next.bytes_before;
+  r.rest_rate = rate;
   for (std::size_t t = 0; t < std::min(kRrTracks, config_.tracks.size()); ++t) {
     r.first_packets[t] = transmitter_->track(t).packets;
   }
@@ -239,6 +238,41 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
   cursor_ = 0;
   ++stats_.stages_started;
   (void)now_us;
+}
+
+std::uint64_t StreamSession::link_bytes_sent() const {
+  std::uint64_t bytes = 0;
+  for (std::size_t t = 0; t < config_.tracks.size(); ++t) {
+    bytes += transmitter_->track(t).octets + transmitter_->track(t).packets * packet_overhead_;
+  }
+  return bytes;
+}
+
+void StreamSession::replan_current(std::uint64_t now_us) {
+  if (!stage_open_ || !playing_) return;
+  StageRecord* r = record(stage_);
+  const std::size_t n = block_size(block_);
+  if (r == nullptr || cursor_ >= n) return;
+  const auto& b = media_->blocks()[block_];
+  const std::uint64_t start = block_start_us(loops_, b);
+  core::StageProgress p;
+  p.stage = stage_;
+  p.elapsed_us = now_us > start ? static_cast<double>(now_us - start) : 0.0;
+  p.duration_us = static_cast<double>(b.duration_us);
+  const std::uint64_t sent = link_bytes_sent();
+  p.sent_bytes = sent > r->bytes_before ? sent - r->bytes_before : 0;
+  for (std::size_t i = cursor_; i < n; ++i) {
+    p.rest_bytes += block_packet(block_, i).payload_size + packet_overhead_;
+  }
+  p.rate = r->rest_rate;
+  const auto rate = controller_->rate_for_rest(p);
+  if (!rate) return;
+  const auto updated =
+      transmitter_->replan_rest(*rate, block_importance(block_).subspan(cursor_), cursor_);
+  r->discarded = updated.discarded;
+  r->rest_rate = *rate;
+  ++r->replans;
+  ++stats_.replans;
 }
 
 void StreamSession::end_stage() {
@@ -496,11 +530,11 @@ void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std
   }
   if (!config_.feedback) return;
   for (const auto& fb : compound->pdfb()) {
-    handle_report(fb);
+    handle_report(fb, now_us);
   }
 }
 
-void StreamSession::handle_report(const wire::PdfbFeedback& feedback) {
+void StreamSession::handle_report(const wire::PdfbFeedback& feedback, std::uint64_t now_us) {
   core::StageReport report = chain::to_stage_report(feedback);
   StageRecord* r = record(report.stage);
   if (r == nullptr || report.stage >= stage_ + (stage_open_ ? 1 : 0)) {
@@ -521,6 +555,7 @@ void StreamSession::handle_report(const wire::PdfbFeedback& feedback) {
   r->settled = true;
   if (report.stage >= next_report_) next_report_ = report.stage + 1;
   emit(*r, true, report, *d);
+  replan_current(now_us);
 }
 
 std::uint32_t StreamSession::ntp_compact_at(std::uint64_t now_us) const {
@@ -589,6 +624,7 @@ std::size_t StreamSession::handle_receiver_report(const wire::ReceiverReport& rr
       emit(*r, true, report, *d);
     }
     next_report_ = last + 1;
+    replan_current(now_us);
   }
   return accepted;
 }

@@ -120,6 +120,39 @@ TEST_F(SendBatchTest, TransmittersShareOneSendmmsgInsideAScope) {
   }
 }
 
+TEST_F(SendBatchTest, ReplanningTheRestOfAStageDiscardsOnlyLaterPacketsAndAnnouncesTheNewCount) {
+  // A report arrives after 4 of 10 packets went out at R = 0: the other 6 are planned anew at
+  // R = 0.5 (uniform discard: 3 of them go). The 4 sent announce 10; the later ones announce
+  // 4 + 3 = 7, the count a receiver ends the stage with.
+  auto a = transmitter(0xA, 0);
+  const std::vector<std::uint8_t> importance(10, 1);
+  a->begin_stage(3, 0.0, importance);
+  const auto p = packets(10);
+  EXPECT_EQ(a->send(std::span(p).first(4), 0, 1'000'000), 4u);
+  const chain::StagePlan plan = a->replan_rest(0.5, std::span(importance).subspan(4), 4);
+  EXPECT_EQ(plan.packets, 10u);
+  EXPECT_EQ(plan.discarded, 3u);
+  EXPECT_EQ(plan.to_send, 7u);
+  EXPECT_EQ(a->stats().packets_discarded, 3u);
+  EXPECT_EQ(a->send(std::span(p).subspan(4), 4, 1'000'000), 3u);
+  receive(7);
+  ASSERT_EQ(got_.size(), 7u);
+  for (std::size_t i = 0; i < 7; ++i) {
+    EXPECT_EQ(got_[i].stage.index, i);
+    EXPECT_EQ(got_[i].stage.count, i < 4 ? 10u : 7u);
+    EXPECT_EQ(got_[i].header.sequence, i);
+  }
+  // The first four are packets 0-3; the rest are 3 of packets 4-9 (payload 100 + index).
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(got_[i].payload, 100 + i);
+  }
+  for (std::size_t i = 4; i < 7; ++i) {
+    EXPECT_GE(got_[i].payload, 104u);
+  }
+  // A rest that does not match the stage changes nothing.
+  EXPECT_EQ(a->replan_rest(0.9, std::span(importance).subspan(2), 4).to_send, 7u);
+}
+
 TEST_F(SendBatchTest, WithoutAScopeEachCallFlushes) {
   auto a = transmitter(0xA, 0);
   const std::vector<std::uint8_t> importance(5, 1);

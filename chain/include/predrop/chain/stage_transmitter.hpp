@@ -173,6 +173,11 @@ class StageTransmitter {
   /// Starts stage `stage` of importance.size() packets at discard rate `rate`: decides which
   /// packets go. Flushes anything still batched from the previous stage.
   StagePlan begin_stage(std::uint32_t stage, double rate, std::span<const std::uint8_t> importance);
+  /// Plans the discards of the current stage's packets `from` .. from + rest.size() - 1 (none of
+  /// them sent yet) anew at `rate`, e.g. after a report that arrived while the stage is on the
+  /// wire. The packets sent from now on announce the new count (a receiver keeps the latest
+  /// count it saw); the earlier ones keep theirs. Returns the updated plan.
+  StagePlan replan_rest(double rate, std::span<const std::uint8_t> rest, std::size_t from);
   /// Sends `packets`, which are the current stage's packets first .. first + size - 1, skipping
   /// the discarded ones; stamps abs-send-time with `now_us` (monotonic). Returns how many were
   /// handed to the kernel, or, inside a SendBatchScope for this socket, how many were queued

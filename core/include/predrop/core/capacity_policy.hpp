@@ -109,6 +109,7 @@ class CapacityPolicy final : public RateController {
   std::string_view name() const override { return "capacity"; }
   double rate() const override { return rate_; }
   double rate_for_next(const StageStart& next) override;
+  std::optional<double> rate_for_rest(const StageProgress& progress) override;
 
   /// Estimated rate this session can send, in link bytes per µs (0 before any sample).
   double capacity_estimate() const { return capacity_; }
@@ -120,6 +121,8 @@ class CapacityPolicy final : public RateController {
   double predicted_queue_us() const { return predicted_queue_us_; }
   /// Byte share of a discarded packet fraction (1 = packets of equal size).
   double beta() const { return beta_; }
+  /// Smallest change of R that re-plans the rest of a stage in flight.
+  static constexpr double kReplanStep = 0.02;
 
  protected:
   Decision decide(const StageReport& report) override;
@@ -132,6 +135,7 @@ class CapacityPolicy final : public RateController {
     double duration_us = 0;
     std::uint64_t bytes_before = 0;  ///< Cumulative bytes sent before the stage started.
     double rate = 0;
+    bool replanned = false;  ///< Its rest was planned anew: its R says nothing about beta.
   };
   static constexpr std::size_t kRing = 64;
 
@@ -139,6 +143,8 @@ class CapacityPolicy final : public RateController {
   /// Bytes sent in `stage`, when the next stage's start told the cumulative count.
   bool bytes_sent(std::uint32_t stage, double& bytes) const;
   double plan(double block_bytes, double duration_us) const;
+  /// The queue the model expects when `stage` starts (last report + the stages sent since).
+  double queue_at_start(std::uint32_t stage) const;
   void raise_to(double estimate);
   double clamp(double r) const;
 

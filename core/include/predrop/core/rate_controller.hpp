@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -86,6 +87,16 @@ struct StageStart {
   std::uint64_t bytes_before = 0;  ///< Bytes (same unit) the session sent before this stage.
 };
 
+/// What the sender knows about the stage it is sending when a report arrives (rate_for_rest).
+struct StageProgress {
+  std::uint32_t stage = 0;       ///< The stage in flight.
+  double elapsed_us = 0.0;       ///< Since its scheduled start.
+  double duration_us = 0.0;      ///< Its media duration (the paced send time).
+  std::uint64_t sent_bytes = 0;  ///< Bytes it sent so far (StageStart's unit).
+  std::uint64_t rest_bytes = 0;  ///< Bytes of its packets not handed over yet, before discard.
+  double rate = 0.0;             ///< R its remaining packets would go with now.
+};
+
 /// A rate policy. The sender asks rate() when it starts a stage and feeds each report in.
 ///
 /// Reports may arrive while later stages are already in flight (paced streaming): R is the
@@ -106,6 +117,14 @@ class RateController {
   virtual double rate_for_next(const StageStart& next) {
     (void)next;
     return rate();
+  }
+  /// After a report: R for the rest of the stage in flight, for senders that can re-plan it
+  /// (streaming); nothing leaves its plan. The report on a stage arrives while the next one is
+  /// on the wire, so without this a report acts on the stage after that at the earliest. The
+  /// default leaves every plan alone.
+  virtual std::optional<double> rate_for_rest(const StageProgress& progress) {
+    (void)progress;
+    return std::nullopt;
   }
   /// Feeds the report of one stage. Invalid reports are rejected and change nothing.
   Result<Decision> on_report(const StageReport& report);

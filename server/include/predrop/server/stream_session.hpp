@@ -113,7 +113,8 @@ struct SessionStats {
   std::uint64_t reports = 0;
   std::uint64_t reports_rejected = 0;
   std::uint64_t reports_missing = 0;
-  std::uint64_t rtcp_errors = 0;          ///< SRTCP failures and malformed RTCP.
+  std::uint64_t replans = 0;      ///< Blocks in flight whose rest was planned anew after a report.
+  std::uint64_t rtcp_errors = 0;  ///< SRTCP failures and malformed RTCP.
   std::uint64_t rtcp_protect_errors = 0;  ///< SR/BYE that SRTCP failed to protect (not sent).
   std::uint64_t receiver_reports = 0;
   std::uint8_t last_fraction_lost = 0;  ///< From the client's last RR report block.
@@ -211,14 +212,21 @@ class StreamSession {
     /// mapping an RR's sequence numbers onto blocks.
     std::array<std::uint64_t, 4> first_packets{};
     std::array<std::uint64_t, 4> end_packets{};
-    double duration_us = 0;  ///< The block's scheduled duration.
+    double duration_us = 0;          ///< The block's scheduled duration.
+    std::uint64_t bytes_before = 0;  ///< Link bytes the session sent before the block began.
+    std::size_t replans = 0;         ///< Times its rest was planned anew after a report.
+    double rest_rate = 0;            ///< R its packets not sent yet go with.
   };
   static constexpr std::size_t kRrTracks = 4;
 
   std::uint64_t block_start_us(std::uint32_t loops, const media::Block& block) const;
   void begin_stage(std::uint64_t now_us);
   void end_stage();
-  void handle_report(const wire::PdfbFeedback& feedback);
+  void handle_report(const wire::PdfbFeedback& feedback, std::uint64_t now_us);
+  /// After an accepted report: lets the controller plan the rest of the block in flight anew.
+  void replan_current(std::uint64_t now_us);
+  /// Link bytes the session sent so far (payload + packet_overhead_ per packet).
+  std::uint64_t link_bytes_sent() const;
   // Returns the report blocks that passed the RR checks.
   std::size_t handle_receiver_report(const wire::ReceiverReport& rr, std::uint64_t now_us,
                                      bool authenticated);
