@@ -59,7 +59,7 @@ config="$out/server.toml"
 mode = "stream"
 metrics_listen = ""
 max_sessions = 16
-log_level = "warn"
+log_level = "${SERVER_LOG_LEVEL:-warn}"
 # The client's GET_PARAMETER keep-alive comes every session_timeout_s / 2; the server's RTSP idle
 # timeout must not close the connection of a playing session in between (it does at 30 s with the
 # defaults 60 / 30, which ends the client's run after ~29 blocks).

@@ -4,9 +4,11 @@
 #include <cassert>
 #include <chrono>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "predrop/chain/feedback.hpp"
+#include "predrop/core/log.hpp"
 #include "predrop/core/stage_report.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/wire/rtp.hpp"
@@ -266,6 +268,11 @@ void StreamSession::replan_current(std::uint64_t now_us) {
   }
   p.rate = r->rest_rate;
   const auto rate = controller_->rate_for_rest(p);
+  core::log(core::LogLevel::kDebug, "session",
+            "stage %u: report %.0f ms into the block, %zu of %zu packets handed over, rest R "
+            "%.3f -> %.3f%s",
+            p.stage, p.elapsed_us / 1000.0, cursor_, n, p.rate, rate.value_or(p.rate),
+            rate ? "" : " (kept)");
   if (!rate) return;
   const auto updated =
       transmitter_->replan_rest(*rate, block_importance(block_).subspan(cursor_), cursor_);
@@ -542,7 +549,11 @@ void StreamSession::handle_report(const wire::PdfbFeedback& feedback, std::uint6
     ++stats_.reports_rejected;
     return;
   }
-  report.rate_used = r->rate;
+  // The R the stage went with: planned at its start, or what its discards came to when a
+  // report re-planned its rest.
+  report.rate_used = r->replans > 0 && r->packets > 0
+                         ? static_cast<double>(r->discarded) / static_cast<double>(r->packets)
+                         : r->rate;
   auto d = controller_->on_report(report);
   if (!d) {
     ++stats_.reports_rejected;
@@ -611,7 +622,9 @@ std::size_t StreamSession::handle_receiver_report(const wire::ReceiverReport& rr
       const std::uint64_t hi = r->end_packets[t];
       const auto announced = static_cast<std::uint32_t>(hi > lo ? hi - lo : 0);
       core::StageReport report = chain::rr_stage_report(*iv, s, r->duration_us, announced);
-      report.rate_used = r->rate;
+      report.rate_used = r->replans > 0 && r->packets > 0
+                             ? static_cast<double>(r->discarded) / static_cast<double>(r->packets)
+                             : r->rate;
       r->settled = true;
       auto d = controller_->on_report(report);
       if (!d) {

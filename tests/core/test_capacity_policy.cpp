@@ -201,7 +201,7 @@ std::vector<std::vector<Row>> simulate(const std::function<double(std::uint32_t)
                            : pol[i]->rate();
       // The report on the previous block arrives while this one is on the wire.
       if (pending[i]) {
-        pending[i]->rate_used = rows[i].back().planned;
+        pending[i]->rate_used = rows[i].back().rate;  // what the server reports: effective R
         auto d = pol[i]->on_report(*pending[i]);
         EXPECT_TRUE(d.ok());
         if (d.ok()) rows[i].back().reason = d->reason;

@@ -122,7 +122,7 @@ class CapacityPolicy final : public RateController {
   /// Byte share of a discarded packet fraction (1 = packets of equal size).
   double beta() const { return beta_; }
   /// Smallest change of R that re-plans the rest of a stage in flight.
-  static constexpr double kReplanStep = 0.02;
+  static constexpr double kReplanStep = 0.1;
 
  protected:
   Decision decide(const StageReport& report) override;
@@ -135,7 +135,6 @@ class CapacityPolicy final : public RateController {
     double duration_us = 0;
     std::uint64_t bytes_before = 0;  ///< Cumulative bytes sent before the stage started.
     double rate = 0;
-    bool replanned = false;  ///< Its rest was planned anew: its R says nothing about beta.
   };
   static constexpr std::size_t kRing = 64;
 
