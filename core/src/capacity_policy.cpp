@@ -131,9 +131,17 @@ double CapacityPolicy::plan(double block_bytes, double duration_us) const {
   // give back the queue the model expects above the reference when the block starts. A probe
   // rides on top of the estimate.
   const double x = params_.margin * capacity_ * duration_us -
-                   capacity_ * (predicted_queue_us_ - params_.queue_ref_us) + capacity_ * probe_us_;
+                   capacity_ * (predicted_queue_us_ - params_.queue_ref_us) + probe_bytes();
   const double keep = x / block_bytes;  // byte share of the block to send
   return clamp((1.0 - keep) / beta_);
+}
+
+double CapacityPolicy::probe_bytes() const {
+  // A probe is time at the bottleneck: with its rate known (dispersion), probe_us_ of it, the
+  // same bytes for every session behind it whatever its share, so that sessions that probe and
+  // are cut back in proportion (the received rate) drift toward equal shares (additive increase,
+  // multiplicative decrease); else probe_us_ of the estimate.
+  return probe_us_ * (dispersion_ > 0.0 ? dispersion_ : capacity_);
 }
 
 double CapacityPolicy::queue_at_start(std::uint32_t stage) const {
@@ -179,13 +187,15 @@ std::optional<double> CapacityPolicy::rate_for_rest(const StageProgress& p) {
         queue_at_start(p.stage) + static_cast<double>(p.sent_bytes) / capacity_ - p.elapsed_us, 0.0,
         params_.queue_limit_us);
     const double x = params_.margin * capacity_ * left -
-                     capacity_ * (q_now - params_.queue_ref_us) + capacity_ * probe_us_;
+                     capacity_ * (q_now - params_.queue_ref_us) + probe_bytes();
     r = clamp((1.0 - x / static_cast<double>(p.rest_bytes)) / beta_);
   }
-  // Only a change the model is sure of: the rest's packets have no key frame, so its byte share
-  // per discarded packet is not the block's beta, and small corrections would only move R
+  // Only a change the model is sure of: after a report of congestion (a queue or loss to give
+  // back) any change, else only a large one: the rest's packets have no key frame, so its byte
+  // share per discarded packet is not the block's beta, and small corrections would only move R
   // around (measured on the bed: every block re-planned upward by 0.03-0.05, R 0.06 too high).
-  if (std::fabs(r - p.rate) < kReplanStep) return std::nullopt;
+  const double step = congested_ ? kReplanStepCongested : kReplanStep;
+  if (std::fabs(r - p.rate) < step) return std::nullopt;
   return r;
 }
 
@@ -268,6 +278,7 @@ Decision CapacityPolicy::decide(const StageReport& report) {
   if (dispersion_ > 0.0) received = std::fmin(received, dispersion_);
 
   std::string_view reason;
+  congested_ = overuse || busy;
   if (overuse && (busy || growth > params_.queue_grow_us)) {
     // GCC: the estimate becomes the received rate (the session's share under tail drop, the
     // bottleneck being busy to the block's end). Alone on it (the share is nearly all of the
@@ -357,7 +368,7 @@ Decision CapacityPolicy::decide(const StageReport& report) {
       }
       if (dispersion_ > 0.0 && capacity_ > 0.0) {
         // Never above the bottleneck's own rate.
-        probe_us_ = std::fmin(probe_us_, t * (dispersion_ / capacity_ - params_.margin));
+        probe_us_ = std::fmin(probe_us_, t * (1.0 - params_.margin * capacity_ / dispersion_));
       }
       reason = "bottleneck idle: probe";
     }

@@ -121,8 +121,10 @@ class CapacityPolicy final : public RateController {
   double predicted_queue_us() const { return predicted_queue_us_; }
   /// Byte share of a discarded packet fraction (1 = packets of equal size).
   double beta() const { return beta_; }
-  /// Smallest change of R that re-plans the rest of a stage in flight.
+  /// Smallest change of R that re-plans the rest of a stage in flight, and after a report of
+  /// congestion (overuse or a queue standing at the block's end).
   static constexpr double kReplanStep = 0.1;
+  static constexpr double kReplanStepCongested = 0.02;
 
  protected:
   Decision decide(const StageReport& report) override;
@@ -142,6 +144,8 @@ class CapacityPolicy final : public RateController {
   /// Bytes sent in `stage`, when the next stage's start told the cumulative count.
   bool bytes_sent(std::uint32_t stage, double& bytes) const;
   double plan(double block_bytes, double duration_us) const;
+  /// Bytes the probe adds to a plan.
+  double probe_bytes() const;
   /// The queue the model expects when `stage` starts (last report + the stages sent since).
   double queue_at_start(std::uint32_t stage) const;
   void raise_to(double estimate);
@@ -158,6 +162,7 @@ class CapacityPolicy final : public RateController {
   bool alone_ = false;
   double probe_us_ = 0.0;      ///< The probe on top of Ĉ (0 = none).
   unsigned clean_probes_ = 0;  ///< Probes in a row that came back with the bottleneck idle.
+  bool congested_ = false;     ///< The last report showed overuse or a standing queue.
   double beta_ = 1.0;          ///< (1 - sent bytes / block bytes) / R, learnt from stages.
   double last_queue_us_ = 0;   ///< Queue at the end of the last reported stage.
   std::uint32_t last_report_stage_ = 0;
