@@ -30,6 +30,8 @@ wire::PdfbFeedback make_feedback(const core::StageMeasurement& m, double perform
     f.bytes_received = wire::saturate_u32(p.bytes_received);
     f.queue_max_us = wire::saturate_u32(
         static_cast<std::uint64_t>(std::llround(std::fmax(0.0, p.queue_max_us))));
+    f.queue_min_us = wire::saturate_u32(
+        static_cast<std::uint64_t>(std::llround(std::fmax(0.0, p.queue_min_us))));
     f.dispersion_bytes = wire::saturate_u32(p.dispersion_bytes);
     f.dispersion_us = wire::saturate_u32(p.dispersion_us);
     f.burst_bytes = wire::saturate_u32(p.burst_bytes);
@@ -52,6 +54,7 @@ core::StageReport to_stage_report(const wire::PdfbFeedback& f) {
     p.bytes_received = f.bytes_received;
     // The largest queueing delay shares the end-of-stage delay's validity (both need OWDs).
     p.queue_max_us = f.queue_delay_valid ? f.queue_max_us : 0.0;
+    p.queue_min_us = f.queue_delay_valid ? f.queue_min_us : 0.0;
     p.dispersion_bytes = f.dispersion_bytes;
     p.dispersion_us = f.dispersion_us;
     p.burst_bytes = f.burst_bytes;

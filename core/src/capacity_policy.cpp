@@ -9,6 +9,8 @@ namespace predrop::core {
 namespace {
 // Below this R a stage counts as sent whole (the planner's rounding leaves a few packets).
 constexpr double kWholeRate = 0.005;
+// The estimate after a clean block sent whole: this times its delivery rate.
+constexpr double kWholeGain = 1.25;
 // R must be at least this for a stage to tell how bytes and packets relate (beta).
 constexpr double kBetaMinRate = 0.05;
 // beta is kept in this range: a planner cannot remove more than 2x R's share of the bytes, and
@@ -16,9 +18,6 @@ constexpr double kBetaMinRate = 0.05;
 constexpr double kBetaMin = 0.2;
 constexpr double kBetaMax = 2.0;
 constexpr double kBetaWeight = 0.5;
-// The bottleneck counts as faster when its dispersion rate grew by more than this factor since
-// the estimate was last measured (dispersion scatters by ~2 % on the bed).
-constexpr double kDispersionRise = 1.15;
 // Probes capped at a quarter of the queue before they may double (see the clean branch).
 constexpr unsigned kCappedProbes = 4;
 
@@ -137,11 +136,12 @@ double CapacityPolicy::plan(double block_bytes, double duration_us) const {
 }
 
 double CapacityPolicy::probe_bytes() const {
-  // A probe is time at the bottleneck: with its rate known (dispersion), probe_us_ of it, the
-  // same bytes for every session behind it whatever its share, so that sessions that probe and
-  // are cut back in proportion (the received rate) drift toward equal shares (additive increase,
-  // multiplicative decrease); else probe_us_ of the estimate.
-  return probe_us_ * (dispersion_ > 0.0 ? dispersion_ : capacity_);
+  // With the bottleneck's rate known (dispersion), a probe is probe_us_ of the part of it this
+  // session does not use: a session with a smaller share probes more, so that sessions that
+  // probe and are cut back in proportion (the received rate) drift toward equal shares (the
+  // restoring force that proportional cuts alone lack); else probe_us_ of the estimate.
+  if (dispersion_ <= 0.0) return probe_us_ * capacity_;
+  return probe_us_ * std::fmax(0.0, dispersion_ - capacity_);
 }
 
 double CapacityPolicy::queue_at_start(std::uint32_t stage) const {
@@ -228,7 +228,10 @@ Decision CapacityPolicy::decide(const StageReport& report) {
     sent = block * std::fmax(0.0, 1.0 - beta_ * used);
   }
 
-  // Queueing delay: the receiver's, or (no timestamps) the stretch of L over the base period.
+  // Queueing delay at the stage's end: the receiver's reading, or (no timestamps) the stretch of
+  // L over the base period. It is what the next stage starts on, and with its growth it turns
+  // the delivered bytes into the received rate.
+  const PathMeasurement* path = report.path ? &*report.path : nullptr;
   double q = 0.0;
   if (report.queue_delay_us) {
     q = std::fmax(0.0, *report.queue_delay_us);
@@ -236,18 +239,28 @@ Decision CapacityPolicy::decide(const StageReport& report) {
     q = std::fmax(0.0, period - base_period_us_);
   }
   const double growth = q - (has_report_ ? last_queue_us_ : 0.0);
+  // The queue that stood through the whole stage (PDFB v1.1: the smallest per-packet delay),
+  // for the congestion signals: with several sessions the end-of-stage reading often lands on
+  // another one's key frame (measured on the bed: one session of three read a growing queue at
+  // every block's end and its estimate fell to a third of its share), the standing queue does
+  // not. Without v1.1, the end-of-stage reading.
+  const double stand =
+      path != nullptr && hook && report.queue_delay_us ? std::fmax(0.0, path->queue_min_us) : q;
+  const double stand_growth = stand - (has_report_ ? last_stand_us_ : 0.0);
+  last_stand_us_ = stand;
   const bool follows = has_report_ && report.stage == last_report_stage_ + 1;
-  const bool overuse =
-      loss > params_.loss_threshold || q > params_.queue_high_us || growth > params_.queue_grow_us;
-  const bool clean = loss <= params_.clean_loss && q <= params_.queue_low_us;
-  const bool busy = q > params_.busy_queue_us;
+  const bool overuse = loss > params_.loss_threshold || stand > params_.queue_high_us ||
+                       stand_growth > params_.queue_grow_us;
+  const bool clean = loss <= params_.clean_loss && stand <= params_.queue_low_us;
+  const bool busy = stand > params_.busy_queue_us;
+  // The bottleneck was still busy when the stage's last packets left it.
+  const bool busy_end = busy || q > params_.busy_queue_us;
   if (!report.queue_delay_us && clean && period > 0.0 && !hook) {
     base_period_us_ = base_period_us_ > 0.0 ? std::fmin(base_period_us_, period) : period;
   }
 
   // Delivered bytes: counted by the receiver (v1.1) in the sender's unit when the hook gave
   // link bytes, else what was sent less the loss.
-  const PathMeasurement* path = report.path ? &*report.path : nullptr;
   const double delivered =
       path != nullptr && hook ? static_cast<double>(path->bytes_received) : sent * (1.0 - loss);
   // The bottleneck's rate by dispersion, and whether the stage's largest burst crossed at its
@@ -279,7 +292,7 @@ Decision CapacityPolicy::decide(const StageReport& report) {
 
   std::string_view reason;
   congested_ = overuse || busy;
-  if (overuse && (busy || growth > params_.queue_grow_us)) {
+  if (overuse && (busy_end || stand_growth > params_.queue_grow_us)) {
     // GCC: the estimate becomes the received rate (the session's share under tail drop, the
     // bottleneck being busy to the block's end). Alone on it (the share is nearly all of the
     // dispersion rate) the estimate is the dispersion rate itself; a clearly smaller share means
@@ -291,7 +304,6 @@ Decision CapacityPolicy::decide(const StageReport& report) {
       if (received < (params_.alone_share - 0.15) * dispersion_) alone_ = false;
     }
     if (alone_ && dispersion_ > 0.0) capacity_ = dispersion_;
-    dispersion_ref_ = dispersion_;
     probe_us_ = 0.0;
     clean_probes_ = 0;
     release_run_ = 0;
@@ -328,7 +340,6 @@ Decision CapacityPolicy::decide(const StageReport& report) {
     // A queue at the block's end: the bottleneck was busy to the end, and the received rate is
     // the session's share of it (up or down).
     capacity_ = alone_ && dispersion_ > 0.0 ? dispersion_ : (received > 0.0 ? received : capacity_);
-    dispersion_ref_ = dispersion_;
     probe_us_ = 0.0;
     clean_probes_ = 0;
     reason = alone_ ? "queue standing, alone: capacity = dispersion rate"
@@ -339,18 +350,14 @@ Decision CapacityPolicy::decide(const StageReport& report) {
     // and the estimate is what the plan sends margin of.
     const double span = std::fmax(period, t);
     if (span > 0.0) raise_to(delivered / (params_.margin * span));
+    // A block sent whole went through with the bottleneck idle at its end: the stream's next
+    // blocks, up to 25 % larger (BBR's probing gain), will too, so they go whole as well.
+    if (span > 0.0 && used <= kWholeRate) raise_to(kWholeGain * delivered / span);
     if (alone_ && dispersion_ > 0.0) {
       // Alone on the bottleneck: its rate, up or down, is the estimate.
       capacity_ = dispersion_;
-      dispersion_ref_ = dispersion_;
       probe_us_ = 0.0;
       reason = "bottleneck idle, alone: capacity = dispersion rate";
-    } else if (dispersion_ > 0.0 && dispersion_ref_ > 0.0 &&
-               dispersion_ > kDispersionRise * dispersion_ref_) {
-      // The bottleneck itself got faster: the session's share grows with it.
-      raise_to(capacity_ * dispersion_ / dispersion_ref_);
-      dispersion_ref_ = dispersion_;
-      reason = "bottleneck faster (dispersion): capacity scaled with it";
     } else if (dispersion_ > 0.0 && capacity_ >= dispersion_) {
       reason = "bottleneck idle at the estimate = its rate: no probe";
     } else {

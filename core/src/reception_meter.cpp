@@ -17,6 +17,7 @@ PathMeasurement ReceptionMeter::path_of(OpenStage& s, std::int64_t base) {
   PathMeasurement path;
   path.bytes_received = s.bytes;
   path.queue_max_us = static_cast<double>(std::max<std::int64_t>(0, s.max_owd - base));
+  path.queue_min_us = static_cast<double>(std::max<std::int64_t>(0, s.min_owd - base));
   const std::span<PairSample> pairs(s.pairs.data(), s.pair_count);
   if (!pairs.empty()) {
     // Byte-weighted median, then the pairs within a band around it (sorting the stage's own

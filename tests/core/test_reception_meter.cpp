@@ -152,6 +152,7 @@ TEST(ReceptionMeter, DispersionIsTheBottlenecksRateWithoutTheBucketsPackets) {
   // The last packet waited longest: it left 7 packets of 12.84 ms after the 3rd (2 ms), and was
   // sent at 9 ms.
   EXPECT_NEAR(p.queue_max_us, 2'000.0 + 7 * 12'840.0 - 9'000.0, 2.0);
+  EXPECT_DOUBLE_EQ(p.queue_min_us, 0.0);  // the bucket's packets did not wait
 }
 
 TEST(ReceptionMeter, DispersionIgnoresAForwardingStall) {

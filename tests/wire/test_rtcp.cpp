@@ -93,7 +93,7 @@ const PdfbFeedback kFeedback{.metric = PdfbMetric::kPsnrDb,
 
 // PDFB v1.1: the v1.0 fixture with the minor version 1 and seven words of path measurements.
 const Bytes kPdfbV11 = {
-    0x80, 0xCC, 0x00, 0x12,  // V=2, P=0, subtype 0 | PT=204 (APP) | length 18 words: 76 bytes
+    0x80, 0xCC, 0x00, 0x13,  // V=2, P=0, subtype 0 | PT=204 (APP) | length 19 words: 80 bytes
     0x55, 0x66, 0x77, 0x88,  // reporter SSRC
     'P',  'D',  'F',  'B',   // name
     0x11,                    // version: major 1, minor 1
@@ -109,6 +109,7 @@ const Bytes kPdfbV11 = {
     0xFF, 0xFF, 0xFC, 0x18,  // queue-delay growth -1000 µs
     0x00, 0x01, 0x86, 0xA0,  // v1.1: bytes received 100000
     0x00, 0x01, 0x5F, 0x90,  //       largest queueing delay 90000 µs
+    0x00, 0x00, 0x03, 0xE8,  //       smallest queueing delay 1000 µs
     0x00, 0x00, 0x27, 0x10,  //       dispersion bytes 10000
     0x00, 0x01, 0x86, 0xA0,  //       dispersion µs 100000 (0.1 bytes/µs = 800 kbit/s)
     0x00, 0x00, 0x2E, 0xE0,  //       burst bytes 12000
@@ -129,6 +130,7 @@ const PdfbFeedback kFeedbackV11{.metric = PdfbMetric::kPsnrDb,
                                 .has_path = true,
                                 .bytes_received = 100000,
                                 .queue_max_us = 90000,
+                                .queue_min_us = 1000,
                                 .dispersion_bytes = 10000,
                                 .dispersion_us = 100000,
                                 .burst_bytes = 12000,
@@ -283,20 +285,20 @@ TEST(Pdfb, VersionRules) {
   Bytes v0 = kPdfb;
   v0[12] = 0x00;
   EXPECT_FALSE(parse_pdfb(v0));
-  // A minor above 0 must carry v1.1's seven words: the v1.0 size under minor 1 or 15 is cut.
+  // A minor above 0 must carry v1.1's eight words: the v1.0 size under minor 1 or 15 is cut.
   Bytes v1_15 = kPdfb;
   v1_15[12] = 0xF1;
   r = parse_pdfb(v1_15);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("truncated"), std::string::npos) << r.error().message;
   Bytes v1_1_short = concat({kPdfb, {0xCA, 0xFE, 0xBA, 0xBE}});
-  v1_1_short[3] = 0x0C;   // length 12 words: one appended word, not seven
+  v1_1_short[3] = 0x0C;   // length 12 words: one appended word, not eight
   v1_1_short[12] = 0x11;  // major 1, minor 1
   EXPECT_FALSE(parse_pdfb(v1_1_short));
 
   // A later minor (1.2) appends a word after v1.1's: a v1.1 reader reads its fields, skips it.
   Bytes v1_2 = concat({kPdfbV11, {0xCA, 0xFE, 0xBA, 0xBE}});
-  v1_2[3] = 0x13;   // length 19 words
+  v1_2[3] = 0x14;   // length 20 words
   v1_2[12] = 0x21;  // major 1, minor 2
   auto fb = parse_pdfb(v1_2);
   ASSERT_TRUE(fb) << fb.error().message;

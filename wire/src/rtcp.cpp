@@ -384,6 +384,7 @@ Result<std::size_t> write_pdfb(std::span<std::uint8_t> out, std::uint32_t report
   if (fb.has_path) {
     w.write_u32(fb.bytes_received);
     w.write_u32(fb.queue_max_us);
+    w.write_u32(fb.queue_min_us);
     w.write_u32(fb.dispersion_bytes);
     w.write_u32(fb.dispersion_us);
     w.write_u32(fb.burst_bytes);
@@ -458,7 +459,7 @@ Result<PdfbFeedback> parse_pdfb_payload(std::span<const std::uint8_t> data) {
   }
   if (minor >= 1 && data.size() < kPdfbPayloadSizeV11) {
     return make_error("PDFB v1." + std::to_string(minor) + " payload truncated: " +
-                      std::to_string(data.size()) + " of at least 64 bytes");
+                      std::to_string(data.size()) + " of at least 68 bytes");
   }
   core::ByteReader r(data.first(kPdfbPayloadSize));
   r.skip(1);
@@ -486,6 +487,7 @@ Result<PdfbFeedback> parse_pdfb_payload(std::span<const std::uint8_t> data) {
     fb.has_path = true;
     fb.bytes_received = v11.read_u32();
     fb.queue_max_us = v11.read_u32();
+    fb.queue_min_us = v11.read_u32();
     fb.dispersion_bytes = v11.read_u32();
     fb.dispersion_us = v11.read_u32();
     fb.burst_bytes = v11.read_u32();

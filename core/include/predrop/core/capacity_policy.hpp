@@ -17,7 +17,9 @@
 // The receiver's PDFB v1.1 measurements (core::PathMeasurement) make the estimate conclusive:
 //  - the dispersion rate d (packet pairs that left the bottleneck back to back) is the
 //    bottleneck's own rate, measured in every block whose key frame queued at it; Ĉ never exceeds
-//    it, and when d grows the session's estimate grows with it (its share of the new rate);
+//    it, and a session that has the bottleneck to itself takes it as its estimate;
+//  - the smallest queueing delay of the block's packets is the queue that stood through it,
+//    which other sessions' bursts at the block's end do not move;
 //  - a large burst (the key frame) that crossed the path without dispersion proves the path
 //    carries its send rate, several times the stream's: the bottleneck is gone and R = r0 from the
 //    next block planned, without a probe.
@@ -154,9 +156,8 @@ class CapacityPolicy final : public RateController {
   CapacityParams params_;
   double rate_;
   bool limited_ = false;
-  double capacity_ = 0.0;        ///< Ĉ, link bytes per µs.
-  double dispersion_ = 0.0;      ///< d of the last report that had one.
-  double dispersion_ref_ = 0.0;  ///< d when Ĉ was last measured (overuse or a busy block).
+  double capacity_ = 0.0;    ///< Ĉ, link bytes per µs.
+  double dispersion_ = 0.0;  ///< d of the last report that had one.
   /// The session had the bottleneck to itself at the last overuse (received rate ~ d): then the
   /// estimate is d itself.
   bool alone_ = false;
@@ -165,6 +166,7 @@ class CapacityPolicy final : public RateController {
   bool congested_ = false;     ///< The last report showed overuse or a standing queue.
   double beta_ = 1.0;          ///< (1 - sent bytes / block bytes) / R, learnt from stages.
   double last_queue_us_ = 0;   ///< Queue at the end of the last reported stage.
+  double last_stand_us_ = 0;   ///< Queue that stood through the last reported stage.
   std::uint32_t last_report_stage_ = 0;
   bool has_report_ = false;
   double predicted_queue_us_ = 0;

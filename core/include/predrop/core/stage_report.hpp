@@ -16,6 +16,9 @@ inline constexpr std::uint32_t kLinkOverheadBytes = 42;
 struct PathMeasurement {
   std::uint64_t bytes_received = 0;  ///< Link bytes of the packets received.
   double queue_max_us = 0.0;         ///< Largest queueing delay of any packet (OWD - base).
+  /// Smallest queueing delay of any packet: the queue that stood through the whole stage. Other
+  /// sessions' bursts at the stage's end raise the end-of-stage reading, not this.
+  double queue_min_us = 0.0;
   /// Dispersion: link bytes and arrival gaps of the packet pairs kept (reception_meter.hpp);
   /// bytes / µs is the bottleneck rate. Both 0 when no pair queued behind another.
   std::uint64_t dispersion_bytes = 0;

@@ -26,15 +26,16 @@
 //   36-43 performance P                           IEEE-754 binary64; finite when bit0 is set
 //   44-47 one-way queue-delay growth in µs        i32: OWD of the last packets minus the stage's
 //                                                 minimum OWD; saturates
-//   --- appended by PDFB v1.1 (version byte 0x11; 28 more bytes: packet 76 bytes, length 18) ---
+//   --- appended by PDFB v1.1 (version byte 0x11; 32 more bytes: packet 80 bytes, length 19) ---
 //   48-51 bytes received                          link bytes (UDP payload + 42) of the stage
 //   52-55 largest queueing delay in µs            of any packet of the stage; valid with bit1
-//   56-59 dispersion bytes                        link bytes of the packet pairs that left the
-//   60-63 dispersion µs                           bottleneck back to back, and their arrival gaps:
+//   56-59 smallest queueing delay in µs           of any packet: the queue that stood throughout
+//   60-63 dispersion bytes                        link bytes of the packet pairs that left the
+//   64-67 dispersion µs                           bottleneck back to back, and their arrival gaps:
 //                                                 bytes / µs is the bottleneck rate; 0 / 0 = none
-//   64-67 burst bytes                             the stage's largest burst: link bytes after its
-//   68-71 burst send span µs                      first packet, first-to-last send time (abs-send-
-//   72-75 burst arrival span µs                   time) and first-to-last arrival time
+//   68-71 burst bytes                             the stage's largest burst: link bytes after its
+//   72-75 burst send span µs                      first packet, first-to-last send time (abs-send-
+//   76-79 burst arrival span µs                   time) and first-to-last arrival time
 //   (all u32, saturating; core::PathMeasurement, core/include/predrop/core/reception_meter.hpp)
 //
 // Versioning: the version byte is (minor << 4) | major, so v1.0 is 0x01. A reader of major 1
@@ -42,7 +43,7 @@
 // fields after byte 47 (in 32-bit words, as APP data must be); a reader skips what it does not
 // know. Trailing bytes are accepted only if the minor is > 0: a v1.0 packet must be exactly 48
 // bytes, so a truncated or padded v1.0 packet is caught rather than silently misread. A minor of
-// 1 or more must carry at least v1.1's 28 bytes (64 bytes of payload); a v1.1 reader skips what
+// 1 or more must carry at least v1.1's 32 bytes (68 bytes of payload); a v1.1 reader skips what
 // a later minor appends. write_pdfb() writes v1.1 when the record has the path fields, else v1.0,
 // so that a receiver without them still sends exactly what a v1.0 reader expects.
 //
@@ -86,8 +87,8 @@ inline constexpr std::uint8_t kPdfbMajorVersion = 1;
 inline constexpr std::size_t kPdfbPayloadSize = 36;
 /// Size of a whole PDFB APP packet.
 inline constexpr std::size_t kPdfbPacketSize = 12 + kPdfbPayloadSize;
-/// Size of the v1.1 PDFB payload (v1.0 plus seven words of path measurements).
-inline constexpr std::size_t kPdfbPayloadSizeV11 = kPdfbPayloadSize + 28;
+/// Size of the v1.1 PDFB payload (v1.0 plus eight words of path measurements).
+inline constexpr std::size_t kPdfbPayloadSizeV11 = kPdfbPayloadSize + 32;
 /// Size of a whole PDFB v1.1 APP packet.
 inline constexpr std::size_t kPdfbPacketSizeV11 = 12 + kPdfbPayloadSizeV11;
 
@@ -189,6 +190,7 @@ struct PdfbFeedback {
   bool has_path = false;
   std::uint32_t bytes_received = 0;    ///< Link bytes received.
   std::uint32_t queue_max_us = 0;      ///< Largest queueing delay of any packet.
+  std::uint32_t queue_min_us = 0;      ///< Smallest queueing delay of any packet.
   std::uint32_t dispersion_bytes = 0;  ///< Bytes of the back-to-back pairs (0: none).
   std::uint32_t dispersion_us = 0;     ///< Their arrival gaps.
   std::uint32_t burst_bytes = 0;       ///< Largest burst: bytes after its first packet.
@@ -252,7 +254,7 @@ core::Result<std::size_t> write_sdes_cname(std::span<std::uint8_t> out, std::uin
 /// Writes a BYE packet for one SSRC without a reason.
 core::Result<std::size_t> write_bye(std::span<std::uint8_t> out, std::uint32_t ssrc);
 
-/// Writes one PDFB APP packet: v1.1 (76 bytes) with has_path, else v1.0 (48 bytes). Fails if
+/// Writes one PDFB APP packet: v1.1 (80 bytes) with has_path, else v1.0 (48 bytes). Fails if
 /// metric is 0 or if performance_valid is set and P is not finite.
 core::Result<std::size_t> write_pdfb(std::span<std::uint8_t> out, std::uint32_t reporter_ssrc,
                                      const PdfbFeedback& feedback);
