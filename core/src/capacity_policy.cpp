@@ -123,6 +123,11 @@ bool CapacityPolicy::bytes_sent(std::uint32_t stage, double& bytes) const {
 }
 
 double CapacityPolicy::plan(double block_bytes, double duration_us) const {
+  return plan(block_bytes, duration_us, 0, {});
+}
+
+double CapacityPolicy::plan(double block_bytes, double duration_us, std::uint32_t packets,
+                            std::span<const std::uint64_t> removable) const {
   if (!limited_ || capacity_ <= 0.0 || block_bytes <= 0.0 || duration_us <= 0.0) {
     return clamp(params_.initial_rate);
   }
@@ -131,8 +136,22 @@ double CapacityPolicy::plan(double block_bytes, double duration_us) const {
   // rides on top of the estimate.
   const double x = params_.margin * capacity_ * duration_us -
                    capacity_ * (predicted_queue_us_ - params_.queue_ref_us) + probe_bytes();
-  const double keep = x / block_bytes;  // byte share of the block to send
-  return clamp((1.0 - keep) / beta_);
+  return rate_keeping(x, block_bytes, packets, removable);
+}
+
+double CapacityPolicy::rate_keeping(double keep, double bytes, std::uint32_t packets,
+                                    std::span<const std::uint64_t> removable) const {
+  if (packets > 0 && removable.size() > 1) {
+    // The sender's discard order: the fewest packets whose discard removes what must go.
+    const double remove = bytes - keep;
+    if (remove <= 0.0) return clamp(0.0);
+    const auto it = std::lower_bound(removable.begin(), removable.end(),
+                                     static_cast<std::uint64_t>(std::ceil(remove)));
+    const auto k = static_cast<double>(std::min<std::ptrdiff_t>(
+        it - removable.begin(), static_cast<std::ptrdiff_t>(removable.size()) - 1));
+    return clamp(k / static_cast<double>(packets));
+  }
+  return clamp((1.0 - keep / bytes) / beta_);
 }
 
 double CapacityPolicy::probe_bytes() const {
@@ -166,7 +185,7 @@ double CapacityPolicy::rate_for_next(const StageStart& next) {
   last_block_bytes_ = s.block_bytes;
   last_duration_us_ = s.duration_us;
   predicted_queue_us_ = queue_at_start(next.stage);
-  rate_ = plan(s.block_bytes, s.duration_us);
+  rate_ = plan(s.block_bytes, s.duration_us, next.packets, next.removable);
   s.rate = rate_;
   return rate_;
 }
@@ -188,7 +207,7 @@ std::optional<double> CapacityPolicy::rate_for_rest(const StageProgress& p) {
         params_.queue_limit_us);
     const double x = params_.margin * capacity_ * left -
                      capacity_ * (q_now - params_.queue_ref_us) + probe_bytes();
-    r = clamp((1.0 - x / static_cast<double>(p.rest_bytes)) / beta_);
+    r = rate_keeping(x, static_cast<double>(p.rest_bytes), p.rest_packets, p.removable);
   }
   // Only a change the model is sure of: after a report of congestion (a queue or loss to give
   // back) any change, else only a large one: the rest's packets have no key frame, so its byte

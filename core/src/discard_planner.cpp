@@ -108,6 +108,28 @@ void DiscardPlanner::mark_random(std::size_t count, std::size_t droppable,
   }
 }
 
+std::size_t DiscardPlanner::priority_order(std::span<const std::uint8_t> importance,
+                                           std::span<std::uint32_t> order) {
+  // Counting sort by importance, each level's packets latest first, as mark_priority() picks
+  // them: lower levels go before higher ones, and at the cut level the latest first.
+  std::array<std::size_t, 256> start{};
+  for (auto v : importance) {
+    ++start[v];
+  }
+  std::size_t sum = 0;
+  for (auto& s : start) {
+    const std::size_t c = s;
+    s = sum;
+    sum += c;
+  }
+  const std::size_t droppable = start[kNeverDrop];
+  for (std::size_t i = importance.size(); i-- > 0;) {
+    if (importance[i] == kNeverDrop) continue;
+    order[start[importance[i]]++] = static_cast<std::uint32_t>(i);
+  }
+  return droppable;
+}
+
 void DiscardPlanner::mark_priority(std::size_t count, std::span<const std::uint8_t> importance,
                                    std::span<std::uint8_t> drop) const {
   // Counting by importance level finds the cut level in O(n) without sorting: every packet

@@ -90,6 +90,14 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
   }
   stream_track_ = track_of_stream_.data();
   track_loop_ticks_ = loop_timestamp_.data();
+  if (config_.discard == core::DiscardPolicy::kPriority) {
+    std::size_t largest = 0;
+    for (std::uint32_t b = 0; b < media_->blocks().size(); ++b) {
+      largest = std::max(largest, block_size(b));
+    }
+    discard_order_.resize(largest);
+    removable_.resize(largest + 1);
+  }
   packet_overhead_ = wire::rtp_header_size(config_.extension_ids) + core::kLinkOverheadBytes +
                      (config_.srtp_suite ? net::srtp_rtp_tag_size(*config_.srtp_suite) : 0);
   transmitter_ = std::make_unique<chain::StageTransmitter>(
@@ -214,6 +222,8 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
     next.block_bytes += block_packet(block_, i).payload_size + packet_overhead_;
   }
   next.bytes_before = link_bytes_sent();
+  next.packets = static_cast<std::uint32_t>(block_size(block_));
+  next.removable = discard_curve(0);
   const double rate = controller_->rate_for_next(next);
   const auto plan = transmitter_->begin_stage(stage_, rate, block_importance(block_));
   StageRecord& r = records_[stage_ % records_.size()];
@@ -242,6 +252,21 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
   (void)now_us;
 }
 
+std::span<const std::uint64_t> StreamSession::discard_curve(std::size_t first) {
+  if (config_.discard != core::DiscardPolicy::kPriority) return {};
+  const auto importance = block_importance(block_).subspan(first);
+  if (importance.size() > discard_order_.size()) return {};
+  const std::size_t droppable = core::DiscardPlanner::priority_order(
+      importance, std::span(discard_order_.data(), importance.size()));
+  removable_[0] = 0;
+  for (std::size_t k = 0; k < droppable; ++k) {
+    removable_[k + 1] = removable_[k] +
+                        block_packet(block_, first + discard_order_[k]).payload_size +
+                        packet_overhead_;
+  }
+  return std::span<const std::uint64_t>(removable_.data(), droppable + 1);
+}
+
 std::uint64_t StreamSession::link_bytes_sent() const {
   std::uint64_t bytes = 0;
   for (std::size_t t = 0; t < config_.tracks.size(); ++t) {
@@ -267,6 +292,8 @@ void StreamSession::replan_current(std::uint64_t now_us) {
     p.rest_bytes += block_packet(block_, i).payload_size + packet_overhead_;
   }
   p.rate = r->rest_rate;
+  p.rest_packets = static_cast<std::uint32_t>(n - cursor_);
+  p.removable = discard_curve(cursor_);
   const auto rate = controller_->rate_for_rest(p);
   core::log(core::LogLevel::kDebug, "session",
             "stage %u: report %.0f ms into the block, %zu of %zu packets handed over, rest R "

@@ -585,6 +585,45 @@ TEST(CapacityPolicy, DispersionCapsTheEstimateAndAloneTakesIt) {
   EXPECT_NEAR(c.capacity_estimate(), 0.1, 1e-12);
 }
 
+TEST(CapacityPolicy, TheDiscardCurveTurnsTheByteBudgetIntoR) {
+  // Make it limited at a known estimate (alone: the dispersion rate, 0.1 bytes/µs), then plan a
+  // 150 kB block of 100 packets whose priority order removes 300 bytes per packet for the first
+  // 60 (disposable frames), 3000 after: 0.97 x 100 kB may be sent, 53 kB must go: 60 small
+  // packets (18 kB) + 12 large (36 kB) = 72 packets, R = 0.72 (beta would say otherwise).
+  CapacityPolicy c(CapacityParams{});
+  (void)c.rate_for_next(StageStart{0, 150'000, kBlockUs, 0});
+  (void)c.rate_for_next(StageStart{1, 150'000, kBlockUs, 150'000});
+  StageReport r;
+  r.stage = 0;
+  r.packets_announced = 100;
+  r.packets_received = 67;
+  r.reception_period_us = 1'000'000;
+  r.queue_delay_us = 60'000;  // a queue standing through the block: overuse, received rate
+  PathMeasurement p;
+  p.bytes_received = 100'000;
+  p.queue_min_us = 60'000;
+  p.dispersion_bytes = 10'000;
+  p.dispersion_us = 100'000;
+  r.path = p;
+  ASSERT_TRUE(c.on_report(r).ok());
+  ASSERT_NEAR(c.capacity_estimate(), 0.1, 1e-9);
+  std::vector<std::uint64_t> removable(101, 0);
+  for (std::size_t k = 1; k <= 100; ++k) {
+    removable[k] = removable[k - 1] + (k <= 60 ? 300 : 3'000);
+  }
+  StageStart next{2, 150'000, kBlockUs, 300'000};
+  next.packets = 100;
+  next.removable = removable;
+  // The queue the model expects at the start: block 1's bytes at Ĉ over T, capped.
+  const double r2 = c.rate_for_next(next);
+  const double keep = 0.97 * 0.1 * kBlockUs - 0.1 * c.predicted_queue_us();
+  std::size_t k = 0;
+  while (k < 100 && static_cast<double>(removable[k]) < 150'000 - keep) {
+    ++k;
+  }
+  EXPECT_DOUBLE_EQ(r2, std::min(0.9, static_cast<double>(k) / 100.0));
+}
+
 TEST(CapacityPolicy, AnUndispersedKeyFrameEndsTheEpisode) {
   CapacityPolicy c(CapacityParams{});
   (void)c.rate_for_next(StageStart{0, 150'000, kBlockUs, 0});

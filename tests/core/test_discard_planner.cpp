@@ -166,5 +166,25 @@ TEST(DiscardPlannerProperty, MarksExactlyCountAndNeverNeverDrop) {
   }
 }
 
+TEST(DiscardPlanner, PriorityOrderIsTheOrderThePlannerDiscardsIn) {
+  // For every count k, the first k packets of priority_order() are the ones plan() marks.
+  const std::vector<std::uint8_t> importance = {254, 3, 0, 255, 3, 0, 128, 3, 255, 0, 17, 254};
+  std::vector<std::uint32_t> order(importance.size());
+  const std::size_t droppable = DiscardPlanner::priority_order(importance, order);
+  EXPECT_EQ(droppable, 10u);
+  for (std::size_t k = 0; k <= droppable; ++k) {
+    DiscardPlanner p(DiscardPolicy::kPriority);
+    std::vector<std::uint8_t> drop(importance.size());
+    // A rate that rounds to exactly k packets (no carry on a fresh planner).
+    const double rate = static_cast<double>(k) / static_cast<double>(importance.size());
+    ASSERT_EQ(p.plan(rate, importance, drop), k);
+    std::vector<std::uint8_t> first(importance.size(), 0);
+    for (std::size_t j = 0; j < k; ++j) {
+      first[order[j]] = 1;
+    }
+    EXPECT_EQ(first, drop) << "k = " << k;
+  }
+}
+
 }  // namespace
 }  // namespace predrop::core

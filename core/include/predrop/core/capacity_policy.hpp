@@ -146,6 +146,12 @@ class CapacityPolicy final : public RateController {
   /// Bytes sent in `stage`, when the next stage's start told the cumulative count.
   bool bytes_sent(std::uint32_t stage, double& bytes) const;
   double plan(double block_bytes, double duration_us) const;
+  /// The same plan with the block's exact discard curve (StageStart::removable).
+  double plan(double block_bytes, double duration_us, std::uint32_t packets,
+              std::span<const std::uint64_t> removable) const;
+  /// R that keeps `keep` of `bytes`: through the discard curve when there is one, else beta.
+  double rate_keeping(double keep, double bytes, std::uint32_t packets,
+                      std::span<const std::uint64_t> removable) const;
   /// Bytes the probe adds to a plan.
   double probe_bytes() const;
   /// The queue the model expects when `stage` starts (last report + the stages sent since).

@@ -45,6 +45,13 @@ class DiscardPlanner {
   /// The policy in use.
   DiscardPolicy policy() const { return policy_; }
 
+  /// The order in which kPriority discards the packets of a stage: the first k entries of
+  /// `order` (indices into importance) are the k packets plan() marks at a count of k. Fills
+  /// order[0, droppable) and returns droppable (packets of importance kNeverDrop are not in it).
+  /// `order` needs importance.size() entries. No allocation.
+  static std::size_t priority_order(std::span<const std::uint8_t> importance,
+                                    std::span<std::uint32_t> order);
+
  private:
   std::size_t discard_count(double rate, std::size_t n, std::size_t droppable);
   void mark_uniform(std::size_t count, std::span<const std::uint8_t> importance,

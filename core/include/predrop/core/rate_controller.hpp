@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,16 +86,26 @@ struct StageStart {
   std::uint64_t block_bytes = 0;
   double block_duration_us = 0.0;  ///< Media duration of the block (the paced send time), µs.
   std::uint64_t bytes_before = 0;  ///< Bytes (same unit) the session sent before this stage.
+  /// Packets of the block before discard (the count R is a fraction of).
+  std::uint32_t packets = 0;
+  /// Optional, when the sender's discard order is known (priority discard): removable[k] is the
+  /// bytes (same unit) that discarding k packets removes, k = 0 .. the droppable count. Lets a
+  /// policy turn a byte budget into R exactly instead of through a learnt byte share. Borrowed
+  /// for the call.
+  std::span<const std::uint64_t> removable;
 };
 
 /// What the sender knows about the stage it is sending when a report arrives (rate_for_rest).
 struct StageProgress {
-  std::uint32_t stage = 0;       ///< The stage in flight.
-  double elapsed_us = 0.0;       ///< Since its scheduled start.
-  double duration_us = 0.0;      ///< Its media duration (the paced send time).
-  std::uint64_t sent_bytes = 0;  ///< Bytes it sent so far (StageStart's unit).
-  std::uint64_t rest_bytes = 0;  ///< Bytes of its packets not handed over yet, before discard.
-  double rate = 0.0;             ///< R its remaining packets would go with now.
+  std::uint32_t stage = 0;         ///< The stage in flight.
+  double elapsed_us = 0.0;         ///< Since its scheduled start.
+  double duration_us = 0.0;        ///< Its media duration (the paced send time).
+  std::uint64_t sent_bytes = 0;    ///< Bytes it sent so far (StageStart's unit).
+  std::uint64_t rest_bytes = 0;    ///< Bytes of its packets not handed over yet, before discard.
+  double rate = 0.0;               ///< R its remaining packets would go with now.
+  std::uint32_t rest_packets = 0;  ///< Its packets not handed over yet (R is a fraction of them).
+  /// As StageStart::removable, for the packets not handed over yet.
+  std::span<const std::uint64_t> removable;
 };
 
 /// A rate policy. The sender asks rate() when it starts a stage and feeds each report in.

@@ -311,6 +311,14 @@ class StreamSession {
   /// Link bytes a packet adds to its payload (RTP header, SRTP tag, core::kLinkOverheadBytes):
   /// the unit in which the capacity policy and the receiver's PDFB v1.1 count bytes.
   std::size_t packet_overhead_ = 0;
+  /// Scratch for the discard curve (StageStart::removable) under priority discard: the order
+  /// the planner discards a block's packets in, and the cumulative link bytes; sized once for the
+  /// largest block, so that no block allocates.
+  std::vector<std::uint32_t> discard_order_;
+  std::vector<std::uint64_t> removable_;
+  /// Fills removable_ for the block's packets from `first` on; returns the span (empty unless
+  /// priority discard).
+  std::span<const std::uint64_t> discard_curve(std::size_t first);
   std::array<StageRecord, 64> records_{};
   SessionStats stats_;
 };
