@@ -18,7 +18,12 @@ constexpr double kBetaMinRate = 0.05;
 constexpr double kBetaMin = 0.2;
 constexpr double kBetaMax = 2.0;
 constexpr double kBetaWeight = 0.5;
-// Probes capped at a quarter of the queue before they may double (see the clean branch).
+// A block whose packet pairs dispersed at less than this multiple of the stream's rate has a
+// bottleneck, whatever its largest burst did (on the open bed the only dispersed pairs are a
+// forwarding stall's, at 100+ Mbit/s; behind 2460 kbit/s shared by three sessions a 5 kB burst
+// crossed undispersed while the block's pairs dispersed at 2460 kbit/s).
+constexpr double kNoiseDispersion = 10.0;
+// Probes capped (a tenth of the queue) for this many rounds before they may double.
 constexpr unsigned kCappedProbes = 4;
 
 bool finite_in(double v, double lo, double hi) {
@@ -346,9 +351,9 @@ Decision CapacityPolicy::decide(const StageReport& report) {
     reason = "loss, queue empty at the end: capacity x (1 - loss / 2)";
   } else if (clean && proven > 0.0 && proven >= params_.proof_factor * block / std::fmax(t, 1.0) &&
              !(fresh_dispersion > 0.0 &&
-               fresh_dispersion < params_.proof_factor * block / std::fmax(t, 1.0))) {
-    // The key frame crossed at its send rate, well above the stream's, and nothing in the block
-    // dispersed slower: no bottleneck.
+               fresh_dispersion < kNoiseDispersion * block / std::fmax(t, 1.0))) {
+    // The key frame crossed at its send rate, well above the stream's, and no pair of the block
+    // dispersed at a rate a bottleneck would have: no bottleneck.
     limited_ = false;
     alone_ = false;
     capacity_ = std::fmax(capacity_, proven);
