@@ -80,7 +80,7 @@ scenario_policies() {
     open) echo "none basic history-k3 adaptive capacity" ;;
     steady | onoff | staircase) echo "$FULL" ;;
     cross | shared) echo "$SHORT" ;;
-    ddl) echo "ddl-none ddl-fixed-30 ddl-fixed-50 ddl-basic ddl-history-k3 ddl-adaptive" ;;
+    ddl) echo "ddl-none ddl-fixed-30 ddl-fixed-50 ddl-basic ddl-history-k3 ddl-adaptive ddl-capacity" ;;
   esac
 }
 scenario_meta() {
