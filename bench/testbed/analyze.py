@@ -565,7 +565,11 @@ def main():
                 r["scenario"] = scen
             continue
         runs = []
-        for name in meta["policies"]:
+        # The scenario's policies, then any other run folder in it (a SCENARIOS/POLICIES subset
+        # run may have added rows the scenario's default list does not name).
+        extra = sorted(d for d in os.listdir(os.path.join(results, scen))
+                       if d not in meta["policies"] and os.path.exists(os.path.join(results, scen, d, "client-0.csv")))
+        for name in meta["policies"] + extra:
             d = os.path.join(results, scen, name)
             if not os.path.isdir(d):
                 continue
