@@ -29,7 +29,8 @@ class RelayTrace final : public DdlRelayListener {
     if (csv_ != nullptr) {
       std::fprintf(csv_,
                    "stage,rank,reported,rate,planned,discarded,sent,L_us,P,received,announced,"
-                   "queue_delay_us,decision,next_rate\n");
+                   "queue_delay_us,decision,next_rate,up_first_us,up_last_us,closed_us,"
+                   "sent_done_us,pace_kbps\n");
     }
   }
 
@@ -52,12 +53,17 @@ class RelayTrace final : public DdlRelayListener {
 
   void on_report(const DdlRelayReportRow& r) override {
     if (csv_ == nullptr) return;
-    std::fprintf(csv_, "%u,%u,%d,%.4f,%u,%u,%u,%.0f,%.6g,%u,%u,%s,%s,%.4f\n", r.stage,
-                 unsigned{r.rank}, r.reported ? 1 : 0, r.report.rate_used.value_or(0.0), r.planned,
-                 r.discarded, r.sent, r.report.reception_period_us, r.report.performance,
+    std::fprintf(csv_,
+                 "%u,%u,%d,%.4f,%u,%u,%u,%.0f,%.6g,%u,%u,%s,%s,%.4f,%llu,%llu,%llu,%llu,%.0f\n",
+                 r.stage, unsigned{r.rank}, r.reported ? 1 : 0, r.report.rate_used.value_or(0.0),
+                 r.planned, r.discarded, r.sent, r.report.reception_period_us, r.report.performance,
                  r.report.packets_received, r.report.packets_announced,
                  r.report.queue_delay_us ? std::to_string(*r.report.queue_delay_us).c_str() : "",
-                 std::string(core::to_string(r.decision.kind)).c_str(), r.next_rate);
+                 std::string(core::to_string(r.decision.kind)).c_str(), r.next_rate,
+                 static_cast<unsigned long long>(r.times.up_first_us),
+                 static_cast<unsigned long long>(r.times.up_last_us),
+                 static_cast<unsigned long long>(r.times.closed_us),
+                 static_cast<unsigned long long>(r.times.sent_done_us), r.pace_kbps);
   }
 
   void on_finished(const core::Status& st) override {

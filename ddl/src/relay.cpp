@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "predrop/core/byte_io.hpp"
+#include "predrop/core/deadline_queue.hpp"
 #include "predrop/core/log.hpp"
 #include "predrop/ddl/callback_boundary.hpp"
 #include "predrop/ddl/chunk.hpp"
@@ -41,6 +42,9 @@ namespace {
 constexpr const char* kLog = "ddl-relay";
 constexpr std::uint64_t kHousekeepingMs = 250;
 constexpr std::uint64_t kAuthWarningIntervalUs = 5'000'000;
+// A peer whose pacer allows its next packet this close to now is sent to in this pass: the
+// timer fires at 1 ms granularity and seldom early.
+constexpr std::uint64_t kPaceSlackUs = 300;
 
 // Checked before anything is sized by them.
 DdlRelayOptions validated(DdlRelayOptions o) {
@@ -106,6 +110,7 @@ class DdlRelay::Impl {
     housekeeping_ = std::make_unique<net::Timer>(
         loop_, [this] { guarded("housekeeping timer", [this] { on_housekeeping(); }); });
     housekeeping_->start(kHousekeepingMs, kHousekeepingMs);
+    pace_queue_.reserve(o_.workers);
     running_ = true;
     return core::Ok{};
   }
@@ -500,8 +505,8 @@ class DdlRelay::Impl {
       });
     }
     if (o_.paced) {
-      on_pace_timer();
-      if (pace_pending(members_.peers())) pace_timer_->start(1, 1);
+      pace_queue_.clear();
+      pump_pacing(now, true);
     }
     to_listener([&](DdlRelayListener& l) { l.on_stage(row); });
 
@@ -521,14 +526,40 @@ class DdlRelay::Impl {
     }
   }
 
+  // Sends to every peer whose pacer allows it now (`all`: every peer with packets to go, at a
+  // stage's close; else those due in pace_queue_), then sleeps until the earliest next one.
+  void pump_pacing(std::uint64_t now, bool all) {
+    const auto peers = members_.peers();
+    for (std::size_t i = 0; i < peers.size(); ++i) {
+      RelayPeer* p = peers[i].get();
+      const auto key = static_cast<std::uint32_t>(i);
+      if (p == nullptr || p->gone || p->pace_next >= p->pace_end) {
+        pace_queue_.remove(key);
+        continue;
+      }
+      if (!all && pace_queue_.due(key) > now + kPaceSlackUs) continue;
+      std::optional<std::uint64_t> due;
+      for_peer(*p, [&] { due = pace_peer(*p, aggregate_.packets(), stage_ - 1, now); });
+      if (due) {
+        pace_queue_.schedule(key, *due);
+      } else {
+        pace_queue_.remove(key);
+      }
+    }
+    if (pace_queue_.empty()) {
+      pace_timer_->stop();
+      return;
+    }
+    // At least 1 ms ahead: libuv runs a timer due now in the same pass again (a loop that never
+    // polls; the streaming server's pacer re-arms the same way).
+    const std::uint64_t next = pace_queue_.next_due();
+    const std::uint64_t ms = next > now ? std::max<std::uint64_t>(1, (next - now + 999) / 1000) : 1;
+    pace_timer_->start(ms);
+  }
+
   void on_pace_timer() {
     if (!running_) return;
-    const std::uint64_t now = clock_.now_us();
-    // One batch per worker per tick, interleaved.
-    for (const auto& p : members_.peers()) {
-      if (p) for_peer(*p, [&] { pace_peer(*p, aggregate_.packets(), stage_ - 1, now); });
-    }
-    if (!pace_pending(members_.peers())) pace_timer_->stop();
+    pump_pacing(clock_.now_us(), false);
   }
 
   void on_housekeeping() {
@@ -618,6 +649,7 @@ class DdlRelay::Impl {
 
   std::unique_ptr<net::UdpEndpoint> socket_;
   std::unique_ptr<net::Timer> pace_timer_, housekeeping_;
+  core::DeadlineQueue pace_queue_;  // per peer index: when its pacer allows its next packet
   std::unique_ptr<ControlChannel> control_;
   bool auth_warned_ = false;
   std::uint64_t last_auth_warning_us_ = 0;

@@ -19,6 +19,7 @@ std::unique_ptr<RelayPeer> make_relay_peer(const RelayPeerSettings& s, net::UdpE
   p->ssrc = ssrc;
   p->downlink_ssrc = downlink_ssrc;
   p->last_heard_us = now;
+  p->packet_bytes = chunk_payload_size(s.chunk_elements) + kChunkPacketOverheadBytes;
   RelayPeer* raw = p.get();
 
   chain::ReceiverConfig rc;

@@ -19,7 +19,9 @@
 #include "predrop/core/policy_factory.hpp"
 #include "predrop/core/rate_controller.hpp"
 #include "predrop/core/stage_report.hpp"
+#include "predrop/ddl/path_pacer.hpp"
 #include "predrop/ddl/protocol.hpp"
+#include "predrop/ddl/relay.hpp"
 #include "predrop/net/socket_address.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 #include "predrop/wire/rtp.hpp"
@@ -36,6 +38,7 @@ struct PlanRecord {
   bool settled = false;  ///< Reported or declared missing.
   double rate = 0.0;
   std::uint32_t planned = 0, discarded = 0, sent = 0;
+  DdlRelayStageTimes times;
 };
 
 /// One worker of the job.
@@ -59,9 +62,12 @@ struct RelayPeer {
   std::array<PlanRecord, kPlanRing> plans{};
   std::uint32_t oldest_unsettled = 0;
   std::array<core::StageMeasurement, 4> metered{};  ///< The uplink meter's last stages.
-  // Pacing (relay_sender.hpp): the aggregate packets [pace_next, pace_end) are still to go.
+  // Pacing (relay_sender.hpp): the aggregate packets [pace_next, pace_end) are still to go, at
+  // the rate of this worker's path (its reports' received / L).
   std::size_t pace_next = 0;
   std::size_t pace_end = 0;
+  std::size_t packet_bytes = 0;  ///< One aggregate datagram on the wire (for the pacer).
+  PathPacer pacer;
 };
 
 /// What every peer's chains are built from.

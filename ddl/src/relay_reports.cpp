@@ -17,6 +17,8 @@ void handle_report(RelayPeer& p, const wire::PdfbFeedback& fb, DdlRelayStats& st
   }
   if (d->kind == core::DecisionKind::kStale) return;
   ++stats.reports;
+  // The worker's reception of the aggregate: its path's delivery rate, for the pacer.
+  (void)p.pacer.on_report(report.packets_received, p.packet_bytes, report.reception_period_us);
   if (rec.used && rec.stage == s) rec.settled = true;
   if (listener == nullptr) return;
   DdlRelayReportRow row;
@@ -29,6 +31,8 @@ void handle_report(RelayPeer& p, const wire::PdfbFeedback& fb, DdlRelayStats& st
   row.planned = rec.planned;
   row.discarded = rec.discarded;
   row.sent = rec.sent;
+  row.times = rec.times;
+  row.pace_kbps = p.pacer.rate().value_or(0.0) * 8000.0;
   listener->on_report(row);
 }
 
@@ -54,6 +58,7 @@ void settle_missing_reports(RelayPeer& p, std::uint32_t closed, std::uint32_t ti
         row.planned = rec.planned;
         row.discarded = rec.discarded;
         row.sent = rec.sent;
+        row.times = rec.times;
         listener->on_report(row);
       }
     }

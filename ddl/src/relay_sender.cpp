@@ -21,7 +21,8 @@ DdlRelayPeerStage send_stage(RelayPeer& p, const StageSend& send, ControlChannel
                    rate,
                    static_cast<std::uint32_t>(plan.packets),
                    static_cast<std::uint32_t>(plan.discarded),
-                   0};
+                   0,
+                   DdlRelayStageTimes{c.first_us, c.last_us, send.now, 0}};
   // Stage closed + the relay's report on this worker's uplink, before the aggregate itself.
   core::StageMeasurement m;
   m.stage = s;
@@ -45,6 +46,7 @@ DdlRelayPeerStage send_stage(RelayPeer& p, const StageSend& send, ControlChannel
     p.pace_end = send.packets.size();
   } else {
     rec.sent = static_cast<std::uint32_t>(p.tx->send(send.packets, 0, send.now));
+    rec.times.sent_done_us = send.now;
   }
   DdlRelayPeerStage ps;
   ps.rank = p.rank;
@@ -59,20 +61,21 @@ DdlRelayPeerStage send_stage(RelayPeer& p, const StageSend& send, ControlChannel
   return ps;
 }
 
-bool pace_pending(std::span<const std::unique_ptr<RelayPeer>> peers) {
-  for (const auto& p : peers) {
-    if (p && !p->gone && p->pace_next < p->pace_end) return true;
+std::optional<std::uint64_t> pace_peer(RelayPeer& p, std::span<const chain::OutgoingPacket> packets,
+                                       std::uint32_t stage, std::uint64_t now) {
+  PlanRecord& rec = p.plans[stage % kPlanRing];
+  while (!p.gone && p.pace_next < p.pace_end) {
+    const std::size_t want = std::min(kRelayPaceBatch, p.pace_end - p.pace_next);
+    const std::size_t n = p.pacer.allowance(now, p.packet_bytes, want);
+    if (n == 0) return p.pacer.next_due_us(now, p.packet_bytes);
+    // Pre-discarded packets in the range are skipped by the transmitter and cost no tokens.
+    const std::size_t sent = p.tx->send(packets.subspan(p.pace_next, n), p.pace_next, now);
+    p.pacer.sent(sent, p.packet_bytes);
+    rec.sent += static_cast<std::uint32_t>(sent);
+    p.pace_next += n;
+    if (p.pace_next >= p.pace_end) rec.times.sent_done_us = now;
   }
-  return false;
-}
-
-void pace_peer(RelayPeer& p, std::span<const chain::OutgoingPacket> packets, std::uint32_t stage,
-               std::uint64_t now) {
-  if (p.gone || p.pace_next >= p.pace_end) return;
-  const std::size_t n = std::min(kRelayPaceBatch, p.pace_end - p.pace_next);
-  const std::size_t sent = p.tx->send(packets.subspan(p.pace_next, n), p.pace_next, now);
-  p.plans[stage % kPlanRing].sent += static_cast<std::uint32_t>(sent);
-  p.pace_next += n;
+  return std::nullopt;
 }
 
 }  // namespace predrop::ddl

@@ -3,13 +3,15 @@
 // plans its discards at that worker's R, the relay records what it planned (for the report to
 // come), tells the worker the stage closed (PDSC) together with its report on the worker's own
 // uplink (PDFB, P not valid), and then sends the shared aggregate packets through the worker's
-// transmitter: at once (burst), or one sendmmsg batch per worker per pacing tick, interleaved
-// (paced; docs/ddl-mode.md "Pacing").
+// transmitter: at once (burst), or as fast as the worker's path pacer allows (paced: at the
+// rate of that worker's path, everything at once while the path is free or not yet measured;
+// docs/ddl-torch.md "Pacing at the path's rate").
 //
 // Threading: the relay's loop thread. Nothing here allocates or logs.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "predrop/chain/stage_transmitter.hpp"
@@ -21,7 +23,7 @@
 
 namespace predrop::ddl {
 
-/// Aggregate packets per worker per pacing tick (one sendmmsg call).
+/// Aggregate packets per sendmmsg call.
 inline constexpr std::size_t kRelayPaceBatch = net::UdpEndpoint::kMaxSendBatch;
 
 /// What send_stage() needs besides the peer.
@@ -40,12 +42,10 @@ struct StageSend {
 DdlRelayPeerStage send_stage(RelayPeer& peer, const StageSend& send, ControlChannel& control,
                              net::UdpEndpoint& socket);
 
-/// True if some live peer still has paced packets to send.
-bool pace_pending(std::span<const std::unique_ptr<RelayPeer>> peers);
-
-/// One pacing tick of stage `stage` for one peer: its next batch, if it has packets to go.
-/// The relay calls it for every live peer in turn, so that no worker waits for the others.
-void pace_peer(RelayPeer& peer, std::span<const chain::OutgoingPacket> packets, std::uint32_t stage,
-               std::uint64_t now);
+/// Sends what `peer`'s pacer allows at `now` of stage `stage`'s aggregate still to go (in
+/// sendmmsg batches); returns when it may send more, or nullopt when nothing is left.
+std::optional<std::uint64_t> pace_peer(RelayPeer& peer,
+                                       std::span<const chain::OutgoingPacket> packets,
+                                       std::uint32_t stage, std::uint64_t now);
 
 }  // namespace predrop::ddl

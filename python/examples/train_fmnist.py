@@ -46,6 +46,11 @@ def main():
                     help="average the ranks' models exactly (over gloo) after the last stage")
     ap.add_argument("--final-test-subset", type=int, default=0,
                     help="test images for the final accuracy (default: --test-subset)")
+    ap.add_argument("--timeline", action="store_true",
+                    help="with --backend gloo: time the all-reduce in a comm hook (the relay's "
+                         "timeline columns are always written)")
+    ap.add_argument("--pacing", choices=["paced", "burst"], default="paced",
+                    help="the relay's [ddl].pacing")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=1)
@@ -74,7 +79,7 @@ def main():
                feedback=a.fill == "feedback",
                average="model" if a.fill == "model" else "gradient",
                idle_close_ms=a.idle_close_ms, final_sync=a.final_sync,
-               final_test_subset=a.final_test_subset)
+               final_test_subset=a.final_test_subset, timeline=a.timeline)
     if a.backend == "relay":
         if a.relay:
             cfg.update(relay=a.relay, key=os.environ.get("PREDROP_DDL_KEY"))
@@ -84,6 +89,7 @@ def main():
                             fixed_rate=a.rate, rmax=a.rmax, stage_deadline_ms=deadline,
                             missing_fill="own" if a.fill in ("own", "model") else "zero",
                             discard="random" if a.fill == "model" else "priority",
+                            pacing=a.pacing,
                             trace_csv=os.path.abspath(os.path.join(a.out, "relay-trace.csv")))
             cfg.update(relay=r.address, key=r.key)
             print(f"relay {r.address} ({a.policy}), {a.workers} ranks x {a.stages} stages, "

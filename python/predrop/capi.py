@@ -9,7 +9,7 @@ import ctypes
 
 from . import _build
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 
 class StageInfo(ctypes.Structure):
@@ -30,7 +30,18 @@ class StageInfo(ctypes.Structure):
         ("deadline_us", ctypes.c_uint64),
         ("reception_period_us", ctypes.c_double),
         ("stage_us", ctypes.c_uint64),
+        # The stage's timeline, CLOCK_MONOTONIC us (time.monotonic_ns() // 1000), 0: not reached.
+        ("submit_us", ctypes.c_uint64),
+        ("begin_us", ctypes.c_uint64),
+        ("uplink_sent_us", ctypes.c_uint64),
+        ("pdsc_us", ctypes.c_uint64),
+        ("first_chunk_us", ctypes.c_uint64),
+        ("last_chunk_us", ctypes.c_uint64),
+        ("closed_us", ctypes.c_uint64),
     ]
+
+TIMELINE = ("submit_us", "begin_us", "uplink_sent_us", "pdsc_us", "first_chunk_us",
+            "last_chunk_us", "closed_us")
 
 
 STAGE_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(StageInfo))

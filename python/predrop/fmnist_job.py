@@ -23,7 +23,41 @@ from . import fmnist
 
 COLUMNS = ["stage", "rank", "R", "L_ms", "loss", "probe_loss", "P", "test_acc", "close_reason",
            "received", "announced", "filled", "partial", "deadline_ms", "stage_ms", "wall_s",
-           "residual_norm"]
+           "residual_norm",
+           # The stage's timeline, CLOCK_MONOTONIC us (docs/ddl-torch.md "Where a stage's time
+           # goes"): the loop's own points, then the hook's and the relay peer's.
+           "iter_us", "backward_us", "backward_end_us", "step_end_us", "hook_us", "submit_us",
+           "begin_us", "uplink_sent_us", "pdsc_us", "first_chunk_us", "last_chunk_us",
+           "closed_us", "callback_us", "done_us"]
+
+TIMELINE_HOOK = ("hook_us", "submit_us", "begin_us", "uplink_sent_us", "pdsc_us",
+                 "first_chunk_us", "last_chunk_us", "closed_us", "callback_us", "done_us")
+
+
+def now_us():
+    """CLOCK_MONOTONIC in us, the clock of the relay's and the peer's timelines."""
+    return time.monotonic_ns() // 1000
+
+
+class TimedAllreduce:
+    """gloo's all-reduce as a comm hook that notes when the stage's first bucket reached it and
+    when the last all-reduce completed (``timeline=True`` with backend gloo only: the default
+    run uses DDP's built-in all-reduce, which has no Python in its path)."""
+
+    def __init__(self):
+        self.hook_us = 0
+        self.done_us = 0
+
+    @staticmethod
+    def hook(state, bucket):
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        if bucket.index() == 0:
+            state.hook_us = now_us()
+
+        def done(fut):
+            state.done_us = now_us()
+            return fut.value()
+        return default_hooks.allreduce_hook(None, bucket).then(done)
 
 
 def make_model(seed):
@@ -41,7 +75,7 @@ DEFAULTS = dict(backend="relay", stages=200, batch=32, lr=0.05, momentum=0.9, se
                 relay_silence_ms=5000,
                 join_timeout_ms=10000, print_rows=True, library=None, target_acc=None,
                 feedback=False, average="gradient", save_params=False, final_sync=False,
-                sync_every=0, final_test_subset=0, idle_close_ms=0)
+                sync_every=0, final_test_subset=0, idle_close_ms=0, timeline=False)
 
 
 def run_rank(rank, world, cfg, queue=None, progress=None):
@@ -76,6 +110,10 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
                               error_feedback=c["feedback"], average=c["average"],
                               stages=c["stages"], idle_close_ms=c["idle_close_ms"])
         ddp.register_comm_hook(state, pt.relay_hook)
+    timed = None
+    if c["backend"] == "gloo" and c["timeline"]:
+        timed = TimedAllreduce()
+        ddp.register_comm_hook(timed, TimedAllreduce.hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=c["lr"], momentum=c["momentum"])
 
     def probe_loss():
@@ -119,9 +157,11 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
                 order, pos = torch.randperm(len(shard), generator=bg), 0
             idx = shard[order[pos:pos + c["batch"]]]
             pos += c["batch"]
+            times = {"iter_us": now_us()}
             opt.zero_grad()
             loss = F.cross_entropy(ddp(x_train[idx]), y_train[idx])
             t_back = time.monotonic()
+            times["backward_us"] = now_us()
             try:
                 loss.backward()
             except RuntimeError as e:
@@ -134,7 +174,9 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
                 summary["fail_after_s"] = time.monotonic() - t_back
                 code = 3
                 break
+            times["backward_end_us"] = now_us()
             opt.step()
+            times["step_end_us"] = now_us()
             pl = probe_loss()
             if state:
                 state.report_loss(pl)
@@ -159,6 +201,11 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
                    "test_acc": "" if acc is None else round(acc, 4),
                    "wall_s": round(time.monotonic() - t0, 3)}
             prev_probe = pl
+            row.update(times)
+            if timed:
+                row.update(hook_us=timed.hook_us, done_us=timed.done_us)
+            if info:
+                row.update({k: info.get(k, "") for k in TIMELINE_HOOK})
             if info:
                 row.update({"R": round(info["R"], 4), "L_ms": round(info["L_ms"], 3),
                             "close_reason": info["close_reason"], "received": info["received"],

@@ -37,6 +37,7 @@ which ``loss.backward()`` raises; every later stage fails at once with the same 
 
 import collections
 import ctypes
+import time
 
 import torch
 
@@ -87,6 +88,7 @@ class RelayState:
         self.last_stage = None   # id of the last closed stage
         self._reported = None
         self._prev_loss = None
+        self._hook_us = 0        # the open stage's first bucket reached the hook
         self.error = None
         self._peer = capi.Peer(relay, n, self._on_stage, key=key, rank=rank,
                                model_seed=model_seed, bind=bind,
@@ -108,6 +110,7 @@ class RelayState:
     # ---- the transport's thread ----
 
     def _on_stage(self, info):
+        callback_us = time.monotonic_ns() // 1000
         pending, self._inflight = self._inflight, []
         row = {
             "stage": info.stage, "ok": info.status == 0,
@@ -118,7 +121,12 @@ class RelayState:
             "L_ms": info.reception_period_us / 1000.0, "stage_ms": info.stage_us / 1000.0,
             # The relay's pre-discard for this peer, as seen here: chunks it did not send.
             "R": 1.0 - info.announced / info.chunks if info.chunks else 0.0,
+            # The stage's timeline (us, CLOCK_MONOTONIC): docs/ddl-torch.md "Where a stage's
+            # time goes".
+            "hook_us": self._hook_us, "callback_us": callback_us,
         }
+        for k in capi.TIMELINE:
+            row[k] = getattr(info, k)
         if info.status == 0 and self.average == "model":
             self._apply_model(info)
         if info.status == 0:
@@ -132,6 +140,7 @@ class RelayState:
                     fut.set_result(self._local[off:off + cnt])
                 else:
                     fut.set_result(self._avg[off:off + cnt])
+            row["done_us"] = time.monotonic_ns() // 1000
         else:
             why = info.error.decode(errors="replace") if info.error else "failed"
             self.error = f"predrop relay: stage {info.stage} failed: {why}"
@@ -188,6 +197,8 @@ class RelayState:
             return fut
         n = buf.numel()
         off = self._offset
+        if off == 0:
+            self._hook_us = time.monotonic_ns() // 1000
         if off + n > self.elements:
             fut.set_exception(RelayError(
                 f"predrop relay: the buckets hold more than the {self.elements} gradient "

@@ -69,6 +69,7 @@ struct predrop_ddl_peer {
   bool submit_pending = false;
   std::vector<float> staged;
   float* average_out = nullptr;
+  std::uint64_t submit_us = 0;  // when the open stage was submitted
   std::deque<std::pair<std::uint32_t, double>> reports;
   bool close_requested = false;
   net::AsyncWake* wake = nullptr;  // valid while the loop thread runs
@@ -187,10 +188,17 @@ struct predrop_ddl_peer {
     info.deadline_us = s.deadline_us;
     info.reception_period_us = s.reception_period_us;
     info.stage_us = s.stage_us;
+    info.begin_us = s.begin_us;
+    info.uplink_sent_us = s.uplink_sent_us;
+    info.pdsc_us = s.pdsc_us;
+    info.first_chunk_us = s.first_chunk_us;
+    info.last_chunk_us = s.last_chunk_us;
+    info.closed_us = s.closed_us;
     {
       const std::lock_guard lock(mutex);
       stage_open = false;
       next_stage = s.stage + 1;
+      info.submit_us = submit_us;
     }
     if (on_stage != nullptr) on_stage(user, &info);
   }
@@ -348,6 +356,7 @@ int predrop_ddl_submit(predrop_ddl_peer* peer, const float* gradient, float* ave
       peer->error = "predrop_ddl_submit: the peer's thread is not running";
       return -1;
     }
+    peer->submit_us = net::monotonic_now_us();
     std::copy(gradient, gradient + elements, peer->staged.begin());
     peer->average_out = average;
     peer->submit_pending = true;

@@ -21,6 +21,7 @@
 #include "predrop/ddl/callback_boundary.hpp"
 #include "predrop/ddl/chunk.hpp"
 #include "predrop/ddl/control_channel.hpp"
+#include "predrop/ddl/path_pacer.hpp"
 #include "predrop/ddl/stage_collector.hpp"
 #include "predrop/ddl/stage_peer.hpp"
 #include "predrop/net/srtp_session.hpp"
@@ -31,6 +32,7 @@ namespace predrop::ddl::capi {
 namespace {
 
 constexpr const char* kLog = "ddl-peer";
+// Gradient packets per sendmmsg call.
 constexpr std::size_t kPaceBatch = net::UdpEndpoint::kMaxSendBatch;
 // A PDJN without an answer is sent again after this long.
 constexpr std::uint64_t kJoinRetryUs = 250'000;
@@ -218,6 +220,11 @@ class GradientPeer::Impl {
     }
     last_from_relay_us_ = t;
     if (sp_ && state_ == State::kRunning) sp_->heard(t);
+    // The relay's report on this peer's uplink (sent with each PDSC): the path's delivery rate.
+    if (m->feedback && m->feedback->media_ssrc == ssrc_) {
+      (void)up_pacer_.on_report(m->feedback->packets_received, packet_bytes_,
+                                m->feedback->reception_period_us);
+    }
     if (m->stage_closed) on_stage_closed(*m->stage_closed, t);
     if (m->bye && state_ != State::kDone) fail("the relay ended the job (BYE)");
   }
@@ -376,6 +383,7 @@ class GradientPeer::Impl {
                                     std::uint64_t{o_.idle_close_ms} * 1000});
 
     payload_size_ = ddl::chunk_payload_size(plan_.chunk_elements());
+    packet_bytes_ = payload_size_ + ddl::kChunkPacketOverheadBytes;
     up_payloads_.assign(payload_size_ * plan_.size(), 0);
     up_packets_.resize(plan_.size());
     chain::TransmitterConfig tc;
@@ -425,26 +433,39 @@ class GradientPeer::Impl {
     }
     (void)tx_->begin_stage(s, 0.0, {});
     pace_next_ = 0;
+    uplink_sent_us_ = 0;
     if (paced_) {
       on_pace_timer();
-      if (pace_next_ < up_packets_.size()) pace_timer_->start(1, 1);
     } else {
       tx_->send(up_packets_, 0, clock_.now_us());
       pace_next_ = up_packets_.size();
+      uplink_sent_us_ = clock_.now_us();
     }
     // The relay may have closed this stage without us already (its aggregate waits in the
     // collector's next slot), so look now rather than at the next chunk.
     after_io(clock_.now_us());
   }
 
+  // Sends what the uplink's pacer allows now (everything while the path is free or not yet
+  // measured), then sleeps until it allows more (ddl::PathPacer).
   void on_pace_timer() {
     if (state_ != State::kRunning || !stage_open()) return;
-    const std::size_t n = std::min(kPaceBatch, up_packets_.size() - pace_next_);
-    if (n > 0) {
-      tx_->send(std::span(up_packets_).subspan(pace_next_, n), pace_next_, clock_.now_us());
+    const std::uint64_t now = clock_.now_us();
+    while (pace_next_ < up_packets_.size()) {
+      const std::size_t want = std::min(kPaceBatch, up_packets_.size() - pace_next_);
+      const std::size_t n = up_pacer_.allowance(now, packet_bytes_, want);
+      if (n == 0) {
+        const std::uint64_t due = up_pacer_.next_due_us(now, packet_bytes_);
+        // At least 1 ms ahead (libuv would run a timer due now again in the same pass).
+        pace_timer_->start(std::max<std::uint64_t>(1, (due - now + 999) / 1000));
+        return;
+      }
+      up_pacer_.sent(tx_->send(std::span(up_packets_).subspan(pace_next_, n), pace_next_, now),
+                     packet_bytes_);
       pace_next_ += n;
     }
-    if (pace_next_ >= up_packets_.size()) pace_timer_->stop();
+    uplink_sent_us_ = now;
+    pace_timer_->stop();
   }
 
   void on_aggregate_packet(const wire::RtpPacketView& v, std::uint64_t arrival) {
@@ -525,6 +546,12 @@ class GradientPeer::Impl {
     row.deadline_us = r.deadline_budget_us;
     row.reception_period_us = static_cast<double>(c.period_us());
     row.stage_us = now > sp_->stage_started_us() ? now - sp_->stage_started_us() : 0;
+    row.begin_us = sp_->stage_started_us();
+    row.uplink_sent_us = uplink_sent_us_;
+    row.pdsc_us = closed_info ? sp_->closed_info_at_us() : 0;
+    row.first_chunk_us = r.received != 0 ? c.first_us : 0;
+    row.last_chunk_us = r.received != 0 ? c.last_us : 0;
+    row.closed_us = now;
     row.filled = static_cast<std::uint32_t>(
         ddl::fill_missing(fill_, plan_, sp_->received(), sp_->aggregate(), gradient_));
 
@@ -601,9 +628,12 @@ class GradientPeer::Impl {
   std::unique_ptr<chain::StageTransmitter> tx_;
   std::array<core::StageMeasurement, 4> measurements_{};
   std::size_t payload_size_ = 0;
+  std::size_t packet_bytes_ = 0;  // one gradient datagram on the wire (for the pacer)
+  ddl::PathPacer up_pacer_;       // the uplink's pacing at its path's rate
   std::vector<std::uint8_t> up_payloads_;
   std::vector<chain::OutgoingPacket> up_packets_;
   std::size_t pace_next_ = 0;
+  std::uint64_t uplink_sent_us_ = 0;  // the open stage's last gradient chunk left (0: not yet)
   std::uint64_t armed_ms_ = ~0ULL;
 
   std::vector<float> gradient_;

@@ -103,6 +103,15 @@ struct DdlRelayStageRow {
   std::vector<DdlRelayPeerStage> peers;  ///< By rank.
 };
 
+/// When one worker's part of a stage happened at the relay (clock µs, 0: did not happen): with
+/// the worker's own timeline it shows where the time of a stage goes (docs/ddl-torch.md).
+struct DdlRelayStageTimes {
+  std::uint64_t up_first_us = 0;   ///< Its first gradient chunk of the stage arrived.
+  std::uint64_t up_last_us = 0;    ///< Its last one arrived.
+  std::uint64_t closed_us = 0;     ///< The stage closed.
+  std::uint64_t sent_done_us = 0;  ///< The last aggregate packet to it was handed to the kernel.
+};
+
 /// A worker's report for a stage, or the note that it never came, and the controller's answer.
 struct DdlRelayReportRow {
   std::uint32_t stage = 0;
@@ -112,6 +121,8 @@ struct DdlRelayReportRow {
   core::Decision decision;
   double next_rate = 0.0;                              ///< The controller's R after the report.
   std::uint32_t planned = 0, discarded = 0, sent = 0;  ///< What the relay sent in that stage.
+  DdlRelayStageTimes times;                            ///< Its timeline at the relay.
+  double pace_kbps = 0.0;  ///< The pacing rate toward it after the report (0: not limited).
 };
 
 /// Membership events.

@@ -102,6 +102,8 @@ class StagePeer {
   std::span<const std::uint16_t> received() const { return received_; }
   /// The PDSC of the open (or just closed) stage, if it came.
   const std::optional<StageClosed>& closed_info() const { return closed_info_; }
+  /// When that PDSC came (us; 0 if it did not).
+  std::uint64_t closed_info_at_us() const { return closed_info_at_us_; }
   /// Chunks of the open stage flagged partial by the relay.
   std::uint32_t partial() const { return partial_; }
   /// The newest stage the relay said it closed.

@@ -74,6 +74,15 @@ struct GradientStage {
   std::uint64_t deadline_us = 0;     ///< The D that applied.
   double reception_period_us = 0.0;  ///< L of the aggregate (reported with P).
   std::uint64_t stage_us = 0;        ///< From submit() to the close.
+  // The stage's timeline, clock µs (CLOCK_MONOTONIC for the real clock; 0: did not happen), so
+  // that a trainer can tell where the time of a stage went (docs/ddl-torch.md "Where a stage's
+  // time goes").
+  std::uint64_t begin_us = 0;        ///< The loop thread opened the stage.
+  std::uint64_t uplink_sent_us = 0;  ///< The last gradient chunk was handed to the kernel.
+  std::uint64_t pdsc_us = 0;         ///< The relay's "stage closed" (PDSC) arrived.
+  std::uint64_t first_chunk_us = 0;  ///< The first chunk of the aggregate arrived.
+  std::uint64_t last_chunk_us = 0;   ///< The last chunk of the aggregate arrived.
+  std::uint64_t closed_us = 0;       ///< The stage closed (before the fill and the callback).
 };
 
 /// One peer of a job.

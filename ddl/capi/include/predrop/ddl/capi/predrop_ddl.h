@@ -28,8 +28,9 @@ extern "C" {
 #define PREDROP_DDL_API __attribute__((visibility("default")))
 
 /* Version of this ABI; predrop_ddl_open() refuses options of another. */
-/* 2: predrop_ddl_options.stages and idle_close_ms, close_reasons 3 and 4. */
-#define PREDROP_DDL_ABI_VERSION 2
+/* 2: predrop_ddl_options.stages and idle_close_ms, close_reasons 3 and 4.
+ * 3: the stage's timeline in predrop_ddl_stage_info (submit_us .. closed_us). */
+#define PREDROP_DDL_ABI_VERSION 3
 
 /* One closed stage, passed to the stage callback. */
 typedef struct predrop_ddl_stage_info {
@@ -47,6 +48,15 @@ typedef struct predrop_ddl_stage_info {
   uint64_t deadline_us;       /* the stage deadline D that applied */
   double reception_period_us; /* L of the aggregate */
   uint64_t stage_us;          /* from submit to close */
+  /* The stage's timeline: CLOCK_MONOTONIC in microseconds (Python's time.monotonic_ns() / 1000
+   * on Linux), 0 where it did not happen. */
+  uint64_t submit_us;      /* predrop_ddl_submit() was called */
+  uint64_t begin_us;       /* the peer's thread opened the stage */
+  uint64_t uplink_sent_us; /* the last gradient chunk was handed to the kernel */
+  uint64_t pdsc_us;        /* the relay's "stage closed" arrived */
+  uint64_t first_chunk_us; /* the first chunk of the average arrived */
+  uint64_t last_chunk_us;  /* the last chunk of the average arrived */
+  uint64_t closed_us;      /* the stage closed (the callback follows the fill and the copy) */
 } predrop_ddl_stage_info;
 
 /* Called on the peer's thread when a submitted stage closes or fails. */
