@@ -13,11 +13,14 @@
 // Wire formats and decisions: docs/ddl-mode.md. run_ddl_mode() is in ddl_mode.cpp.
 #include "predrop/ddl/relay.hpp"
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "predrop/core/byte_io.hpp"
 #include "predrop/core/deadline_queue.hpp"
@@ -111,6 +114,7 @@ class DdlRelay::Impl {
         loop_, [this] { guarded("housekeeping timer", [this] { on_housekeeping(); }); });
     housekeeping_->start(kHousekeepingMs, kHousekeepingMs);
     pace_queue_.reserve(o_.workers);
+    pace_order_.reserve(o_.workers);
     running_ = true;
     return core::Ok{};
   }
@@ -527,12 +531,29 @@ class DdlRelay::Impl {
   }
 
   // Sends to every peer whose pacer allows it now (`all`: every peer with packets to go, at a
-  // stage's close; else those due in pace_queue_), then sleeps until the earliest next one.
+  // stage's close; else those due in pace_queue_), then sleeps until the earliest next one. At a
+  // close the peer behind the slowest path goes first: its stage takes longest to drain, and the
+  // others' batches (SRTP and sendmmsg of a whole stage each) would delay its first packet.
   void pump_pacing(std::uint64_t now, bool all) {
     const auto peers = members_.peers();
-    for (std::size_t i = 0; i < peers.size(); ++i) {
-      RelayPeer* p = peers[i].get();
-      const auto key = static_cast<std::uint32_t>(i);
+    pace_order_.clear();
+    for (std::size_t i = 0; i < peers.size() && pace_order_.size() < pace_order_.capacity(); ++i) {
+      pace_order_.push_back(static_cast<std::uint32_t>(i));
+    }
+    if (all) {
+      const auto slowness = [&](std::uint32_t i) {
+        const RelayPeer* p = peers[i].get();
+        const auto e = p != nullptr ? p->pacer.estimate() : std::nullopt;
+        return e ? *e : std::numeric_limits<double>::infinity();
+      };
+      // std::sort, not stable_sort: it allocates nothing (ties go by rank).
+      std::sort(pace_order_.begin(), pace_order_.end(), [&](std::uint32_t a, std::uint32_t b) {
+        const double sa = slowness(a), sb = slowness(b);
+        return sa < sb || (sa == sb && a < b);
+      });
+    }
+    for (const std::uint32_t key : pace_order_) {
+      RelayPeer* p = peers[key].get();
       if (p == nullptr || p->gone || p->pace_next >= p->pace_end) {
         pace_queue_.remove(key);
         continue;
@@ -649,7 +670,8 @@ class DdlRelay::Impl {
 
   std::unique_ptr<net::UdpEndpoint> socket_;
   std::unique_ptr<net::Timer> pace_timer_, housekeeping_;
-  core::DeadlineQueue pace_queue_;  // per peer index: when its pacer allows its next packet
+  core::DeadlineQueue pace_queue_;         // per peer index: when its pacer allows its next packet
+  std::vector<std::uint32_t> pace_order_;  // peer indices in sending order (reserved: workers)
   std::unique_ptr<ControlChannel> control_;
   bool auth_warned_ = false;
   std::uint64_t last_auth_warning_us_ = 0;

@@ -18,6 +18,7 @@
 #include "predrop/ddl/chunk.hpp"
 #include "predrop/ddl/control_channel.hpp"
 #include "predrop/ddl/importance.hpp"
+#include "predrop/ddl/path_pacer.hpp"
 #include "predrop/ddl/stage_collector.hpp"
 #include "predrop/ddl/stage_peer.hpp"
 #include "predrop/ddl/train/mlp.hpp"
@@ -31,7 +32,7 @@ namespace predrop::ddl::train {
 namespace {
 
 constexpr const char* kLog = "ddl-worker";
-// Datagrams handed to the kernel per pacing tick (one sendmmsg call).
+// Datagrams handed to the kernel per sendmmsg call.
 constexpr std::size_t kPaceBatch = net::UdpEndpoint::kMaxSendBatch;
 // A PDJN without an answer is sent again after this long.
 constexpr std::uint64_t kJoinRetryUs = 250'000;
@@ -337,6 +338,9 @@ class DdlWorker::Impl {
     if (a.status == JoinStatus::kStart && state_ == State::kWaiting) {
       join_timer_->stop();
       state_ = State::kRunning;
+      // As the torch peer: a worker that skipped ahead past the job's end closes those stages at
+      // once instead of waiting for a relay whose other workers have left.
+      sp_->set_last_stage(a.start_stage + o_.stages - 1);
       if (o_.vanish_at_stage && *o_.vanish_at_stage <= a.start_stage) {
         vanish();
         return true;
@@ -397,6 +401,7 @@ class DdlWorker::Impl {
 
     // Uplink: one track to the relay; payloads are re-encoded in place every stage.
     payload_size_ = ddl::chunk_payload_size(plan_.chunk_elements());
+    packet_bytes_ = payload_size_ + ddl::kChunkPacketOverheadBytes;
     up_payloads_.assign(payload_size_ * plan_.size(), 0);
     up_packets_.resize(plan_.size());
     importance_.assign(plan_.size(), 0);
@@ -453,9 +458,18 @@ class DdlWorker::Impl {
     e.used = true;
     e.rate = up_rate_;
     pace_next_ = 0;
-    if (paced_) {
+    if (sp_->ended()) {
+      // Past the job's last stage (after skipping ahead): nobody runs it, nothing to send; the
+      // stage timer closes it at once (ddl::StagePeer).
+      if (!warned_ended_) {
+        warned_ended_ = true;
+        core::log(core::LogLevel::kWarn, kLog,
+                  "worker %u: stage %u is past the job's last stage %u: closed at once",
+                  unsigned{rank_}, s, *sp_->last_stage());
+      }
+      pace_next_ = up_packets_.size();
+    } else if (paced_) {
       on_pace_timer();
-      if (pace_next_ < up_packets_.size()) pace_timer_->start(1, 1);
     } else {
       tx_->send(up_packets_, 0, clock_.now_us());
       pace_next_ = up_packets_.size();
@@ -463,14 +477,25 @@ class DdlWorker::Impl {
     arm_stage_timer(clock_.now_us());
   }
 
+  // Sends what the uplink's pacer allows now (everything while the path is free or not yet
+  // measured), then sleeps until it allows more (ddl::PathPacer, as GradientPeer).
   void on_pace_timer() {
     if (state_ != State::kRunning) return;
-    const std::size_t n = std::min(kPaceBatch, up_packets_.size() - pace_next_);
-    if (n > 0) {
-      tx_->send(std::span(up_packets_).subspan(pace_next_, n), pace_next_, clock_.now_us());
+    const std::uint64_t now = clock_.now_us();
+    while (pace_next_ < up_packets_.size()) {
+      const std::size_t want = std::min(kPaceBatch, up_packets_.size() - pace_next_);
+      const std::size_t n = up_pacer_.allowance(now, packet_bytes_, want);
+      if (n == 0) {
+        const std::uint64_t due = up_pacer_.next_due_us(now, packet_bytes_);
+        // At least 1 ms ahead (libuv would run a timer due now again in the same pass).
+        pace_timer_->start(std::max<std::uint64_t>(1, (due - now + 999) / 1000));
+        return;
+      }
+      up_pacer_.sent(tx_->send(std::span(up_packets_).subspan(pace_next_, n), pace_next_, now),
+                     packet_bytes_);
       pace_next_ += n;
     }
-    if (pace_next_ >= up_packets_.size()) pace_timer_->stop();
+    pace_timer_->stop();
   }
 
   void on_aggregate_packet(const wire::RtpPacketView& v, std::uint64_t arrival) {
@@ -639,6 +664,10 @@ class DdlWorker::Impl {
   }
 
   void on_uplink_report(const wire::PdfbFeedback& fb) {
+    // The relay's reception of this worker's gradient: the uplink's delivery rate, for its pacer.
+    if (fb.media_ssrc == ssrc_) {
+      (void)up_pacer_.on_report(fb.packets_received, packet_bytes_, fb.reception_period_us);
+    }
     EgressEntry& e = egress_ring_[fb.stage_id % kEgressRing];
     if (!e.used || e.stage != fb.stage_id || e.have_report) return;
     e.have_report = true;
@@ -731,6 +760,9 @@ class DdlWorker::Impl {
   std::unique_ptr<chain::StageTransmitter> tx_;
   std::array<core::StageMeasurement, 4> measurements_{};
   std::size_t payload_size_ = 0;
+  std::size_t packet_bytes_ = 0;  // one gradient datagram on the wire (for the pacer)
+  ddl::PathPacer up_pacer_;       // the uplink's pacing at its path's rate
+  bool warned_ended_ = false;
   std::vector<std::uint8_t> up_payloads_;
   std::vector<chain::OutgoingPacket> up_packets_;
   std::vector<std::uint8_t> importance_;
