@@ -86,6 +86,14 @@ ChunkOutcome StageCollector::on_chunk(std::uint32_t stage, std::uint32_t contrib
   const auto ahead = static_cast<std::int32_t>(stage - *current_);
   if (ahead < 0) {
     ++counters_.late;
+    // The first late chunk of a stage the deadline closed: how long that stage would have had to
+    // wait for it (see the header).
+    ClosedBase& b = closed_bases_[stage % kClosedRing];
+    if (b.waiting && b.stage == stage && now_us >= b.base_us) {
+      b.waiting = false;
+      estimator_.record(now_us - b.base_us);
+      ++counters_.late_periods;
+    }
     return ChunkOutcome::kLate;
   }
   if (static_cast<std::uint32_t>(ahead) >= window_) {
@@ -214,6 +222,12 @@ ClosedStage StageCollector::close(CloseReason reason, std::uint64_t now_us,
   if (reason == CloseReason::kComplete && slot.any) {
     estimator_.record(r.period_us());
   } else if (reason == CloseReason::kDeadline && r.received > 0) {
+    closed_bases_[r.stage % kClosedRing] = ClosedBase{r.stage, r.first_us, true};
+  }
+  // A contributor that sent nothing says nothing about its pace: only its late chunks will.
+  const bool someone_absent = std::any_of(
+      slot.per.begin(), slot.per.end(), [](const ContributorReport& c) { return c.received == 0; });
+  if (reason == CloseReason::kDeadline && r.received > 0 && !someone_absent) {
     const double scaled = static_cast<double>(r.period_us()) * static_cast<double>(r.expected) /
                           static_cast<double>(r.received);
     // Half the range, computed in integers on purpose (no precision is wanted here).

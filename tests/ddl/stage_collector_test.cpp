@@ -3,6 +3,8 @@
 // an empty stage whose peers moved on, forced closing and stage-id wrap-around.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "predrop/ddl/stage_collector.hpp"
@@ -193,6 +195,44 @@ TEST_F(StageCollectorTest, SteadyLossStillAdaptsTheDeadline) {
   }
   // Period 4 ms x 6 / 5 = 4.8 ms; D = 2 x 4.8 = 9.6 ms.
   EXPECT_EQ(f.rx_.deadline_budget_us(), 9'600u);
+}
+
+TEST_F(StageCollectorTest, AnAlwaysLateContributorGrowsTheDeadlineUntilItIsIn) {
+  // Worker 0 sends its chunks at once; worker 1 (behind a slower path) always starts 30 ms after
+  // the stage's first chunk. A stage closed by the deadline without worker 1 contributes no
+  // extrapolated period (worker 1 sent nothing in it); its first late chunk contributes 30 ms.
+  // D grows to 2 x 30 ms and from then on every stage waits for worker 1 and closes complete.
+  Harness f(DeadlineConfig{1'000, 1'000'000, 5'000, 2.0, 5});
+  f.rx_.start(0);
+  std::vector<CloseReason> reasons;
+  std::uint64_t t0 = 0;
+  for (std::uint32_t s = 0; s < 12; ++s) {
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> events;  // (time, worker), chunk c
+    for (std::uint64_t c = 0; c < 3; ++c) {
+      events.emplace_back(t0 + c * 1'000, 0);
+      events.emplace_back(t0 + 30'000 + c * 1'000, 1);
+    }
+    std::sort(events.begin(), events.end());
+    std::size_t next_chunk[2] = {0, 0};
+    for (const auto& [t, w] : events) {
+      if (const auto at = f.rx_.deadline_at_us(); at && *at <= t) {
+        if (auto r = f.poll(*at)) reasons.push_back(r->reason);
+      }
+      (void)f.send(s, w, next_chunk[w]++, t);
+      if (auto r = f.poll(t)) reasons.push_back(r->reason);
+    }
+    if (const auto at = f.rx_.deadline_at_us(); at && reasons.size() == s) {
+      if (auto r = f.poll(*at)) reasons.push_back(r->reason);
+    }
+    ASSERT_EQ(reasons.size(), s + 1U) << "stage " << s;
+    t0 += 100'000;
+  }
+  EXPECT_EQ(reasons.front(), CloseReason::kDeadline);
+  EXPECT_GE(f.rx_.counters().late_periods, 1U);
+  for (std::size_t s = 8; s < reasons.size(); ++s) {
+    EXPECT_EQ(reasons[s], CloseReason::kComplete) << "stage " << s;
+  }
+  EXPECT_GE(f.rx_.deadline_budget_us(), 60'000U);
 }
 
 TEST_F(StageCollectorTest, LateAndTooEarlyChunksAreCountedAndDropped) {

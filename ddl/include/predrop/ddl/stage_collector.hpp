@@ -15,7 +15,12 @@
 // only gives a lower bound, so it contributes (last - first) x expected / received, the
 // completion-ratio extrapolation of OptiReduce's adaptive timeout (Warraich et al., NSDI 2025;
 // gloo_uhc.patch: elapsed / completion_ratio); otherwise persistent network loss would leave D
-// at its initial value forever.
+// at its initial value forever. That extrapolation assumes the missing chunks were on their way;
+// a contributor not heard from at all in the stage (a rank that always starts later, behind a
+// slower path) says nothing about its pace, so such a stage contributes no period at the close.
+// Instead the first late chunk of a stage closed by the deadline contributes its arrival - base:
+// how long the stage would have had to wait for it. Without that D never grows to include a rank
+// that is always late (docs/ddl-torch.md "An adaptive deadline that sees late ranks").
 //
 // Stage ids are compared with serial-number arithmetic (RFC 1982 style, 32 bit). Chunks of a stage
 // older than the current one are `late` and dropped; chunks up to window-1 stages ahead are kept
@@ -128,13 +133,14 @@ struct ClosedStage {
 
 /// Running counts since construction.
 struct ReceiverCounters {
-  std::uint64_t received = 0;   ///< Chunks accepted.
-  std::uint64_t duplicate = 0;  ///< Chunks already held.
-  std::uint64_t late = 0;       ///< Chunks of closed stages.
-  std::uint64_t too_early = 0;  ///< Chunks too far ahead.
-  std::uint64_t rejected = 0;   ///< Invalid chunks.
-  std::uint64_t missing = 0;    ///< Sum of ClosedStage::missing.
-  std::uint64_t lost = 0;       ///< Sum of ClosedStage::lost.
+  std::uint64_t received = 0;      ///< Chunks accepted.
+  std::uint64_t duplicate = 0;     ///< Chunks already held.
+  std::uint64_t late = 0;          ///< Chunks of closed stages.
+  std::uint64_t late_periods = 0;  ///< Late chunks that fed the deadline (one per closed stage).
+  std::uint64_t too_early = 0;     ///< Chunks too far ahead.
+  std::uint64_t rejected = 0;      ///< Invalid chunks.
+  std::uint64_t missing = 0;       ///< Sum of ClosedStage::missing.
+  std::uint64_t lost = 0;          ///< Sum of ClosedStage::lost.
   std::uint64_t stages_complete = 0;
   std::uint64_t stages_deadline = 0;
   std::uint64_t stages_forced = 0;
@@ -193,12 +199,22 @@ class StageCollector {
   const ChunkPlan& plan() const { return plan_; }
 
  private:
+  /// Closed stages remembered for their late chunks.
+  static constexpr std::size_t kClosedRing = 8;
+
   struct Slot {
     Aggregator agg;
     std::vector<ContributorReport> per;
     std::uint64_t first_us = 0;
     std::uint64_t last_us = 0;
     bool any = false;
+  };
+
+  // A stage closed by the deadline, waiting for its first late chunk.
+  struct ClosedBase {
+    std::uint32_t stage = 0;
+    std::uint64_t base_us = 0;
+    bool waiting = false;
   };
 
   // Slot of the stage `ahead` stages after the current one (ahead < window_).
@@ -218,6 +234,7 @@ class StageCollector {
   std::vector<ContributorReport> closed_per_;  // backs ClosedStage::contributors
   std::optional<std::uint32_t> current_;
   std::uint32_t head_ = 0;  // slot of the current stage
+  std::array<ClosedBase, kClosedRing> closed_bases_{};
   ReceiverCounters counters_;
 };
 
