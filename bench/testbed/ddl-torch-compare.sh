@@ -45,8 +45,8 @@ runs=(
   "200mbit relay history model"
 )
 [[ -n "${DDL_TORCH_RUNS:-}" ]] && mapfile -t runs < <(tr ',' '\n' <<<"$DDL_TORCH_RUNS")
-echo "| bottleneck | backend | policy | fill | run | load avg | wall s | rank 1: stage, s to ${target} | rank 1 final acc | rank 0: s to ${target} | rank 0 final acc | rank 1 mean R | rank 1 chunks received | uplink chunks late at the relay | tbf drops |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| bottleneck | backend | policy | fill | run | load avg | wall s | rank 1: stage, s to ${target} | rank 1 final acc | rank 0: s to ${target} | rank 0 final acc | rank 1 mean R | rank 1 chunks received | uplink chunks late at the relay | tbf drops | rank 1 stage ms (median) |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for run in "${runs[@]}"; do
   read -r r backend policy fill rep <<<"$run"
   rep="${rep:-1}"
@@ -71,13 +71,20 @@ def summary(k):
 def f(v, fmt):
     return "-" if v is None else format(v, fmt)
 s0, s1 = summary(0), summary(1)
-rs, rx = [], []
+rs, rx, it = [], [], []
 p = os.path.join(d, "rank-1.csv")
 if os.path.exists(p):
-    for x in csv.DictReader(open(p)):
+    rows = list(csv.DictReader(open(p)))
+    for x in rows:
         if x.get("R"):
             rs.append(float(x["R"]))
             rx.append(int(x["received"]))
+    # Stage time: iteration start to the next one, stages without an evaluation, after 10.
+    for a, b in zip(rows, rows[1:]):
+        if int(a["stage"]) >= 10 and not a.get("test_acc") and a.get("iter_us") and b.get("iter_us"):
+            it.append((int(b["iter_us"]) - int(a["iter_us"])) / 1000.0)
+it.sort()
+med = f"{it[len(it) // 2]:.1f}" if it else "-"
 mean = lambda v, fmt: format(sum(v) / len(v), fmt) if v else "-"
 drops = "-"
 q = os.path.join(d, "qdisc.txt")
@@ -94,6 +101,6 @@ print(f"| {rate} | {backend} | {policy} | {fill} | {rep} | {load} | {s1.get('wal
       f"{s1.get('stage_at_target', '-')}, {f(s1.get('time_to_target_train'), '.1f')} | "
       f"{f(s1.get('final_acc'), '.4f')} | {f(s0.get('time_to_target_train'), '.1f')} | "
       f"{f(s0.get('final_acc'), '.4f')} | {mean(rs, '.3f')} | {mean(rx, '.1f')} | {late} | "
-      f"{drops} |" + (f" error: {err}" if err else ""), flush=True)
+      f"{drops} | {med} |" + (f" error: {err}" if err else ""), flush=True)
 PY
 done
