@@ -163,8 +163,10 @@ Decision AdaptivePolicy::decide(const StageReport& r) {
   // the DDL relay report no one-way delay). In paced streaming L follows the block's frame
   // timing, not the path: on the bed it varies by 10 % between clean blocks (a block whose first
   // packets were lost starts late), and reading that as a stretch ratcheted R up to rmax.
-  const bool stretched =
-      !r.queue_delay_us && base > 0 && params_.t2.increase_exceeds(r.reception_period_us, base);
+  // The stretch must also be longer than the timing noise of a free path (stretch_min_us).
+  const bool stretched = !r.queue_delay_us && base > 0 &&
+                         params_.t2.increase_exceeds(r.reception_period_us, base) &&
+                         r.reception_period_us - base > params_.stretch_min_us;
   if (stretched) {
     const double capacity = (1.0 - used) * base / r.reception_period_us;
     return raise(1.0 - capacity * params_.margin, "reception period stretched: R sized from L");

@@ -184,6 +184,23 @@ TEST(AdaptivePolicy, StretchedReceptionPeriodSizesRateWhereNoQueueIsMeasured) {
   EXPECT_NEAR(d->rate, 1.0 - 0.5 * 0.93, 1e-9);
 }
 
+TEST(AdaptivePolicy, StretchWithinTheNoiseOfAFreePathIsNoSignal) {
+  // A DDL peer next to the relay: L of a few hundred µs that jitters by a factor of 3 with the
+  // scheduler. 10 % of that is not congestion; R stays at 0 (it used to go to rmax).
+  AdaptivePolicy p(AdaptiveParams{}, 0.0);
+  auto burst = [](std::uint32_t s, double l_us) {
+    StageReport r = stage(s, 0.0, 0.0, 1.0, 0, l_us);
+    r.queue_delay_us.reset();
+    return r;
+  };
+  ASSERT_TRUE(p.on_report(burst(0, 150)).ok());
+  for (std::uint32_t s = 1; s < 20; ++s) {
+    EXPECT_DOUBLE_EQ(p.on_report(burst(s, s % 2 ? 450 : 2'900)).value().rate, 0.0) << s;
+  }
+  // A stretch beyond the noise still counts.
+  EXPECT_GT(p.on_report(burst(20, 10'000)).value().rate, 0.5);
+}
+
 TEST(AdaptivePolicy, PacedReportsWithQueueDelayIgnoreLStretch) {
   AdaptivePolicy p(AdaptiveParams{}, 0.0);
   // Paced 1 s blocks: one clean block was short (its first packets were lost), the next is

@@ -61,6 +61,9 @@ struct AdaptiveParams {
   double queue_high_us = 30'000;  ///< Queueing delay that means a queue is building.
   double queue_low_us = 10'000;   ///< Queueing delay at or below which a stage is clean.
   Threshold t2 = Threshold::fraction(0.10);  ///< L stretch against the base L that counts.
+  /// ... and it must be at least this long too: on a free path L is a few hundred µs and its
+  /// scheduling noise alone is 10 % (a DDL relay's peer next to it sat at rmax by that noise).
+  double stretch_min_us = 3'000;
   unsigned base_window = 30;      ///< Stages over which the base (uncongested) L is the minimum.
   unsigned hold_stages = 3;       ///< Clean stages before a capacity pulse.
   unsigned max_hold_stages = 5;   ///< Cap of the hold, which grows x2 after each failed pulse.
