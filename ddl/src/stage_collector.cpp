@@ -91,8 +91,15 @@ ChunkOutcome StageCollector::on_chunk(std::uint32_t stage, std::uint32_t contrib
     ClosedBase& b = closed_bases_[stage % kClosedRing];
     if (b.waiting && b.stage == stage && now_us >= b.base_us) {
       b.waiting = false;
-      estimator_.record(now_us - b.base_us);
+      const std::uint64_t late = now_us - b.base_us;
+      estimator_.record(late);
       ++counters_.late_periods;
+      const bool holding =
+          late_hold_us_ != 0 && static_cast<std::int32_t>(*current_ - late_hold_until_) < 0;
+      const double held = std::min(static_cast<double>(estimator_.config().max_deadline_us),
+                                   kLateHoldMargin * static_cast<double>(late));
+      late_hold_us_ = std::max(holding ? late_hold_us_ : 0, static_cast<std::uint64_t>(held));
+      late_hold_until_ = *current_ + kLateHoldStages;
     }
     return ChunkOutcome::kLate;
   }
@@ -160,10 +167,19 @@ std::optional<std::uint64_t> StageCollector::base_us() const {
 std::optional<std::uint64_t> StageCollector::deadline_at_us() const {
   const auto base = base_us();
   if (!base) return std::nullopt;
-  const std::uint64_t d = estimator_.deadline_us();
+  const std::uint64_t d = deadline_budget_us();
   return *base > std::numeric_limits<std::uint64_t>::max() - d
              ? std::numeric_limits<std::uint64_t>::max()
              : *base + d;
+}
+
+std::uint64_t StageCollector::deadline_budget_us() const {
+  const std::uint64_t d = estimator_.deadline_us();
+  if (late_hold_us_ == 0 || !current_ ||
+      static_cast<std::int32_t>(*current_ - late_hold_until_) >= 0) {
+    return d;
+  }
+  return std::max(d, late_hold_us_);
 }
 
 std::optional<ClosedStage> StageCollector::poll(std::uint64_t now_us, std::span<float> average,
@@ -198,7 +214,7 @@ ClosedStage StageCollector::close(CloseReason reason, std::uint64_t now_us,
   r.first_us = slot.any ? slot.first_us : 0;
   r.last_us = slot.any ? slot.last_us : 0;
   r.closed_us = now_us;
-  r.deadline_budget_us = estimator_.deadline_us();
+  r.deadline_budget_us = deadline_budget_us();
   r.received = static_cast<std::uint32_t>(slot.agg.received());
   for (const ContributorReport& c : slot.per) {
     const std::uint32_t expected = expected_from(c);

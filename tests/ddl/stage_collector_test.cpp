@@ -235,6 +235,46 @@ TEST_F(StageCollectorTest, AnAlwaysLateContributorGrowsTheDeadlineUntilItIsIn) {
   EXPECT_GE(f.rx_.deadline_budget_us(), 60'000U);
 }
 
+TEST_F(StageCollectorTest, AOneOffLateChunkHoldsTheDeadlineUpFor32Stages) {
+  // Both workers send at once (L = 1 ms, D at the 5 ms floor) until, in stage 10, worker 1 is
+  // 40 ms late (an evaluation, a preemption): the stage closes at the deadline without it, and
+  // its late chunk holds D at 1.25 x 40 ms = 50 ms for 32 stages, though the median of the short
+  // periods alone would give 5 ms again; after that D falls back.
+  Harness f(DeadlineConfig{5'000, 1'000'000, 5'000, 2.0, 5});
+  f.rx_.start(0);
+  std::uint64_t t = 0;
+  auto on_time = [&](std::uint32_t s) {
+    for (std::uint32_t w = 0; w < 2; ++w) {
+      for (std::size_t c = 0; c < 3; ++c) {
+        (void)f.send(s, w, c, t + c * 200 + w * 100);
+      }
+    }
+    auto r = f.poll(t + 1'000);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->reason, CloseReason::kComplete) << "stage " << s;
+    t += 20'000;
+  };
+  for (std::uint32_t s = 0; s < 10; ++s)
+    on_time(s);
+  EXPECT_EQ(f.rx_.deadline_budget_us(), 5'000U);
+  // Stage 10: worker 0 only; the deadline closes it; worker 1's chunks come 40 ms after base.
+  for (std::size_t c = 0; c < 3; ++c)
+    (void)f.send(10, 0, c, t + c * 200);
+  auto r = f.poll(*f.rx_.deadline_at_us());
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->reason, CloseReason::kDeadline);
+  EXPECT_EQ(f.send(10, 1, 0, t + 40'000), ChunkOutcome::kLate);
+  EXPECT_EQ(f.rx_.counters().late_periods, 1U);
+  EXPECT_EQ(f.rx_.deadline_budget_us(), 50'000U);
+  t += 60'000;
+  for (std::uint32_t s = 11; s < 42; ++s) {
+    on_time(s);
+    EXPECT_EQ(f.rx_.deadline_budget_us(), 50'000U) << "after stage " << s;
+  }
+  on_time(42);  // stage 43 is the 33rd after the late one: the hold is over
+  EXPECT_EQ(f.rx_.deadline_budget_us(), 5'000U);
+}
+
 TEST_F(StageCollectorTest, LateAndTooEarlyChunksAreCountedAndDropped) {
   rx_.start(0);
   send_all(0, 0, 10);

@@ -20,7 +20,10 @@
 // slower path) says nothing about its pace, so such a stage contributes no period at the close.
 // Instead the first late chunk of a stage closed by the deadline contributes its arrival - base:
 // how long the stage would have had to wait for it. Without that D never grows to include a rank
-// that is always late (docs/ddl-torch.md "An adaptive deadline that sees late ranks").
+// that is always late (docs/ddl-torch.md "An adaptive deadline that sees late ranks"). A late
+// chunk also holds D at 1.25 x its lateness or more for the next 32 stages: a rank that is late
+// only now and then (an evaluation every few stages, a preempted process) would otherwise be left
+// out again as soon as the median of the complete stages' short periods took over.
 //
 // Stage ids are compared with serial-number arithmetic (RFC 1982 style, 32 bit). Chunks of a stage
 // older than the current one are `late` and dropped; chunks up to window-1 stages ahead are kept
@@ -189,8 +192,9 @@ class StageCollector {
     return slot_ahead(0).last_us;
   }
 
-  /// The D that applies to the current stage (us).
-  std::uint64_t deadline_budget_us() const { return estimator_.deadline_us(); }
+  /// The D that applies to the current stage (us): the estimator's, or more while a late chunk
+  /// holds it up (see the file comment).
+  std::uint64_t deadline_budget_us() const;
   /// The deadline estimator (its history of periods).
   const DeadlineEstimator& estimator() const { return estimator_; }
   /// Counts since construction.
@@ -201,6 +205,9 @@ class StageCollector {
  private:
   /// Closed stages remembered for their late chunks.
   static constexpr std::size_t kClosedRing = 8;
+  /// Stages a late chunk holds D up for, and by how much more than its lateness.
+  static constexpr std::uint32_t kLateHoldStages = 32;
+  static constexpr double kLateHoldMargin = 1.25;
 
   struct Slot {
     Aggregator agg;
@@ -235,6 +242,8 @@ class StageCollector {
   std::optional<std::uint32_t> current_;
   std::uint32_t head_ = 0;  // slot of the current stage
   std::array<ClosedBase, kClosedRing> closed_bases_{};
+  std::uint64_t late_hold_us_ = 0;     // D is at least this ...
+  std::uint32_t late_hold_until_ = 0;  // ... while the current stage is before this one
   ReceiverCounters counters_;
 };
 
