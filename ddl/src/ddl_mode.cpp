@@ -115,6 +115,8 @@ int run_ddl_mode(const config::ServerConfig& config) {
   o.discard_seed = config.discard.seed;
   o.report_timeout_stages = config.control.report_timeout_stages;
   o.peer_timeout_ms = config.server.session_timeout_s * 1000;
+  // For A/B measurements only (docs/ddl-torch.md "Where a stage's time goes").
+  if (const char* g = std::getenv("PREDROP_DDL_NO_GSO"); g != nullptr && *g == '1') o.gso = false;
 
   // The job key: PREDROP_DDL_KEY (an a=crypto line, or base64 of the configured suite), else a
   // fresh one, printed for the workers.

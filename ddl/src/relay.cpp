@@ -106,6 +106,7 @@ class DdlRelay::Impl {
                               sock.error().message);
     }
     socket_ = std::move(sock.value());
+    socket_->set_gso(o_.gso);
     stages_.attach_timer(loop_,
                          [this] { guarded("deadline timer", [this] { on_deadline_timer(); }); });
     pace_timer_ = std::make_unique<net::Timer>(

@@ -304,6 +304,10 @@ predrop_ddl_peer* predrop_ddl_open(const predrop_ddl_options* o, char* error, si
     if (o->relay_silence_ms != 0) po.relay_silence_ms = o->relay_silence_ms;
     po.stages = o->stages;
     po.idle_close_ms = o->idle_close_ms;
+    // For A/B measurements only (docs/ddl-torch.md "Where a stage's time goes").
+    if (const char* g = std::getenv("PREDROP_DDL_NO_GSO"); g != nullptr && *g == '1') {
+      po.gso = false;
+    }
     init_srtp_once();
 
     auto* p = new predrop_ddl_peer;

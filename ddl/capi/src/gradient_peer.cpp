@@ -93,6 +93,7 @@ class GradientPeer::Impl {
       return core::make_error("cannot open the peer's UDP socket: " + sock.error().message);
     }
     socket_ = std::move(sock.value());
+    socket_->set_gso(o_.gso);
     join_timer_ = std::make_unique<net::Timer>(
         loop_, [this] { guarded("join timer", [this] { check_join(clock_.now_us()); }); });
     stage_timer_ = std::make_unique<net::Timer>(loop_, [this] {

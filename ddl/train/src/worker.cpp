@@ -117,6 +117,7 @@ class DdlWorker::Impl {
       return core::make_error("cannot open the worker's UDP socket: " + sock.error().message);
     }
     socket_ = std::move(sock.value());
+    socket_->set_gso(true);  // the gradient's equal-sized packets as UDP GSO messages
     join_timer_ = std::make_unique<net::Timer>(
         loop_, [this] { guarded("join timer", [this] { on_join_timer(); }); });
     stage_timer_ = std::make_unique<net::Timer>(

@@ -75,6 +75,9 @@ struct DdlRelayOptions {
   std::uint32_t evict_min_silence_ms = 1000;  ///< ... and for at least this long.
   std::uint32_t peer_timeout_ms = 60'000;     ///< Remove a worker silent for this long.
   int socket_buffer_bytes = 4 << 20;          ///< SO_RCVBUF/SO_SNDBUF (capped by the kernel).
+  /// A stage's equal-sized packets to one worker leave as UDP GSO messages
+  /// (net::UdpEndpoint::set_gso; plain sendmmsg where the kernel refuses).
+  bool gso = true;
 };
 
 /// One worker's part of a closed stage.

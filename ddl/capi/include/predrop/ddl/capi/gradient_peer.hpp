@@ -48,6 +48,9 @@ struct GradientPeerOptions {
   /// Once a chunk of the aggregate came, nothing more for this long closes the stage before D
   /// (close_reason 4; ddl::StagePeerConfig::idle_close_us). 0: off.
   std::uint32_t idle_close_ms = 0;
+  /// The gradient's equal-sized packets leave as UDP GSO messages (plain sendmmsg where the
+  /// kernel refuses).
+  bool gso = true;
 };
 
 /// The job as the relay described it when this peer joined.
