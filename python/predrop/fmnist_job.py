@@ -84,8 +84,9 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
     c = dict(DEFAULTS)
     c.update(cfg)
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://{c['gloo_addr']}:{c['gloo_port']}", rank=rank,
-                            world_size=world)
+    # Under torchrun (no gloo port given) the launcher's MASTER_ADDR / MASTER_PORT, else ours.
+    init = "env://" if c["gloo_port"] is None else f"tcp://{c['gloo_addr']}:{c['gloo_port']}"
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
     x_train, y_train = fmnist.load(split="train")
     x_test, y_test = fmnist.load(split="t10k")
     g = torch.Generator().manual_seed(c["seed"] * 7919 + 1)
@@ -258,13 +259,16 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
 def main():
     """One rank as its own process (for ranks on several hosts or namespaces):
     python3 -m predrop.fmnist_job --rank R --world N --gloo-addr HOST --gloo-port P
-    [--backend relay --relay HOST:PORT] ...; the job key comes from PREDROP_DDL_KEY. Prints the
-    summary as one JSON line and exits 0, or 3 after a relay error."""
+    [--backend relay --relay HOST:PORT] ..., or under torchrun without --rank / --world / the
+    gloo address (torchrun ... -m predrop.fmnist_job --relay HOST:PORT ...); the job key comes
+    from PREDROP_DDL_KEY. Prints the summary as one JSON line and exits 0, or 3 after a relay
+    error."""
     import argparse
     import json
     ap = argparse.ArgumentParser(description=main.__doc__)
-    ap.add_argument("--rank", type=int, required=True)
-    ap.add_argument("--world", type=int, required=True)
+    # Without them (torchrun), RANK and WORLD_SIZE from the environment.
+    ap.add_argument("--rank", type=int, default=None)
+    ap.add_argument("--world", type=int, default=None)
     for k, v in DEFAULTS.items():
         if k in ("key", "library", "print_rows"):
             continue
@@ -277,6 +281,11 @@ def main():
         ap.add_argument("--" + k.replace("_", "-"), type=typ, default=v)
     a = vars(ap.parse_args())
     rank, world = a.pop("rank"), a.pop("world")
+    if rank is None or world is None:
+        if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+            ap.error("--rank and --world, or RANK and WORLD_SIZE (as torchrun sets them)")
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        a["gloo_port"] = None
 
     class Printer:
         def put(self, summary):
