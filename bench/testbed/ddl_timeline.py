@@ -21,6 +21,7 @@ import sys
 # (name, from column, to column, where the column is: "r" rank row, "x" relay row, "n" the rank's
 # next row). Segments whose ends are missing in a run are left out.
 RELAY = [
+    ("forward (iteration start to backward())", "r:iter_us", "r:backward_us"),
     ("compute: iteration start to hook", "r:iter_us", "r:hook_us"),
     ("hook: bucket copy, submit call", "r:hook_us", "r:submit_us"),
     ("peer thread wakes (submit to begin)", "r:submit_us", "r:begin_us"),
@@ -41,6 +42,7 @@ RELAY = [
     ("= whole stage (iteration to iteration)", "r:iter_us", "n:iter_us"),
 ]
 GLOO = [
+    ("forward (iteration start to backward())", "r:iter_us", "r:backward_us"),
     ("compute: iteration start to hook", "r:iter_us", "r:hook_us"),
     ("all-reduce (hook to its future done)", "r:hook_us", "r:done_us"),
     ("DDP: futures done to backward() returns", "r:done_us", "r:backward_end_us"),
