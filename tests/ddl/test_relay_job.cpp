@@ -317,13 +317,17 @@ TEST_F(DdlJob, InjectedDelayRaisesRateAsTheRuleSays) {
 
 // (c) With R forced to 0 (policy fixed, fixed_rate 0) each worker applies the exact average of
 // the three workers' gradients. Time stands still, so no deadline can cut a stage short.
-TEST_F(DdlJob, ZeroRateAggregateIsTheExactAverage) {
+// At R = 0 every worker applies the exact mean of the three gradients. `paced`: the relay and the
+// workers pace with ddl::PathPacer; on loopback no path is ever limited (no report is a sample:
+// on the manual clock L is 0), so the whole stage goes at once and no time step is needed either.
+void zero_rate_aggregate_is_the_exact_average(bool paced) {
   struct Seen {
     std::vector<float> own, applied;
   };
   std::vector<std::map<std::uint32_t, Seen>> seen(3);
   JobSpec spec;
   spec.stages = 6;
+  spec.paced = paced;
   spec.policy.policy = "fixed";
   spec.policy.fixed_rate = 0.0;
   spec.tweak = [&seen](ddl::train::DdlWorkerOptions& o, std::uint16_t rank) {
@@ -371,6 +375,14 @@ TEST_F(DdlJob, ZeroRateAggregateIsTheExactAverage) {
     EXPECT_EQ(std::memcmp(seen[0][s].applied.data(), seen[2][s].applied.data(), g0.size() * 4), 0);
   }
   EXPECT_TRUE(r.loop_closed_cleanly);
+}
+
+TEST_F(DdlJob, ZeroRateAggregateIsTheExactAverage) {
+  zero_rate_aggregate_is_the_exact_average(false);
+}
+
+TEST_F(DdlJob, PacedZeroRateAggregateGoesAtOnceOnAFreePath) {
+  zero_rate_aggregate_is_the_exact_average(true);
 }
 
 // (d) Rank 2 dies at stage 5 (its socket closes, no BYE). With a fixed 100 ms deadline and time

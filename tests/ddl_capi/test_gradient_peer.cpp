@@ -105,6 +105,14 @@ TEST(GradientPeer, TwoPeersGetTheExactMeanAndReportEveryStage) {
           EXPECT_EQ(st.received, 4U);
           EXPECT_EQ(st.filled, 0U);
           EXPECT_EQ(st.contributors, 2U);
+          // The stage's timeline (one clock, in the order things happen).
+          EXPECT_GT(st.begin_us, 0U);
+          EXPECT_LE(st.begin_us, st.uplink_sent_us);
+          EXPECT_GT(st.pdsc_us, 0U);
+          EXPECT_LE(st.first_chunk_us, st.last_chunk_us);
+          EXPECT_GT(st.first_chunk_us, 0U);
+          EXPECT_LE(st.last_chunk_us, st.closed_us);
+          EXPECT_LE(st.uplink_sent_us, st.closed_us);
           for (std::uint32_t i = 0; i < kElements; ++i) {
             const double mean = (static_cast<double>(value(0, st.stage, i)) +
                                  static_cast<double>(value(1, st.stage, i))) /
