@@ -201,7 +201,7 @@ def main():
     with open(base + ".gp", "w") as f:
         f.write("\n".join(gp) + "\n")
     subprocess.run(["gnuplot", base + ".gp"], check=True)
-    print(f"wrote {a.out} ({len(blocks)} curves)")
+    print(f"wrote {a.out} ({len(blocks)} curves)", file=sys.stderr)
     return 0
 
 

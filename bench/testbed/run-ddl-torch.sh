@@ -10,9 +10,11 @@
 #
 #   run-ddl-torch.sh --out DIR --rate RATE --backend gloo|relay [--policy fixed|history|adaptive]
 #                    [--fixed-rate R] [--fill zero|own|feedback|model] [--stages S] [--target-acc A]
-#                    [--deadline MS|adaptive]   (the relay's stage deadline, default 400 ms: the
-#                    adaptive rule never waits for the rank behind the bottleneck,
-#                    docs/ddl-torch.md "Final accuracy behind the bottleneck")
+#                    [--deadline MS|adaptive]   (the relay's stage deadline, default 400 ms;
+#                    adaptive: docs/ddl-torch.md "An adaptive deadline that sees late ranks")
+#                    [--pacing paced|burst]     ([ddl].pacing, default paced: each path at its
+#                    own rate, docs/ddl-torch.md "Pacing at the path's rate")
+#                    [--rmax R]                 ([control].rmax, default 0.5)
 #
 # --fill feedback: the relay fills missing chunks with zeros and each rank keeps what it did not
 # get back for its next stage (error feedback, RelayState(error_feedback=True)). --fill model:
@@ -29,7 +31,7 @@ repo="$(cd "$here/../.." && pwd)"
 source "$here/bed.sh"
 
 out="" rate="" backend="" policy="history" fixed_rate=0 stages=300 target=0.7 fill=zero
-deadline=400
+deadline=400 pacing=paced rmax=0.5
 while (($#)); do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -41,6 +43,8 @@ while (($#)); do
     --fill) fill="$2"; shift 2 ;;
     --target-acc) target="$2"; shift 2 ;;
     --deadline) deadline="$2"; shift 2 ;;
+    --pacing) pacing="$2"; shift 2 ;;
+    --rmax) rmax="$2"; shift 2 ;;
     *) echo "run-ddl-torch: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -71,8 +75,8 @@ if [[ "$backend" == relay ]]; then
   PYTHONPATH="$repo/python" "$py" -c "
 import sys; from predrop import relay
 sys.stdout.write(relay.job_config(2, listen='$BED_SND_IP:$relay_port', policy='$policy',
-    fixed_rate=$fixed_rate, rmax=max(0.5, $fixed_rate), missing_fill='$relay_fill',
-    trace_csv='$out/relay-trace.csv', discard='$discard',
+    fixed_rate=$fixed_rate, rmax=max($rmax, $fixed_rate), missing_fill='$relay_fill',
+    trace_csv='$out/relay-trace.csv', discard='$discard', pacing='$pacing',
     stage_deadline_ms='$deadline' if '$deadline' == 'adaptive' else int('$deadline')))" \
     >"$out/job.toml"
   bed_spawn snd env -u PREDROP_DDL_KEY "$bin/predrop-server" -c "$out/job.toml" \

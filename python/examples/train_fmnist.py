@@ -51,6 +51,8 @@ def main():
                          "timeline columns are always written)")
     ap.add_argument("--pacing", choices=["paced", "burst"], default="paced",
                     help="the relay's [ddl].pacing")
+    ap.add_argument("--chunk-bytes", type=int, default=1024,
+                    help="the relay's [ddl].chunk_bytes (values per packet x 4)")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=1)
@@ -89,7 +91,7 @@ def main():
                             fixed_rate=a.rate, rmax=a.rmax, stage_deadline_ms=deadline,
                             missing_fill="own" if a.fill in ("own", "model") else "zero",
                             discard="random" if a.fill == "model" else "priority",
-                            pacing=a.pacing,
+                            pacing=a.pacing, chunk_bytes=a.chunk_bytes,
                             trace_csv=os.path.abspath(os.path.join(a.out, "relay-trace.csv")))
             cfg.update(relay=r.address, key=r.key)
             print(f"relay {r.address} ({a.policy}), {a.workers} ranks x {a.stages} stages, "

@@ -32,7 +32,7 @@ def job_config(workers, listen="127.0.0.1:0", policy="history", fixed_rate=0.0,
                stage_deadline_ms="adaptive", missing_fill="zero", trace_csv="",
                rmax=0.3, rp=0.05, t1=0.01, t2="10%", k=3, srtp="AEAD_AES_128_GCM",
                session_timeout_s=60, missing_report="increase", pacing="paced",
-               discard="priority"):
+               discard="priority", chunk_bytes=1024):
     """The TOML of a torch job (configs/README.md has every key)."""
     deadline = (f'"{stage_deadline_ms}"' if isinstance(stage_deadline_ms, str)
                 else str(int(stage_deadline_ms)))
@@ -52,7 +52,7 @@ def job_config(workers, listen="127.0.0.1:0", policy="history", fixed_rate=0.0,
         f'trace_csv = "{trace_csv}"', 'log_level = "info"', "",
         "[ddl]", f'listen = "{listen}"', f"workers = {workers}",
         f"stage_deadline_ms = {deadline}", f'missing_chunk_fill = "{missing_fill}"',
-        "chunk_bytes = 1024", "worker_egress_discard = false", f'pacing = "{pacing}"', "",
+        f"chunk_bytes = {chunk_bytes}", "worker_egress_discard = false", f'pacing = "{pacing}"', "",
         "[control]", *control, "",
         "[discard]", f'policy = "{discard}"', "seed = 1", ""])
 
