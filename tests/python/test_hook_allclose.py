@@ -41,6 +41,13 @@ def rank_main(rank, world, relay_address, key, port, lib, queue):
             if row["R"] != 0.0 or row["filled"] != 0 or row["close_reason"] != 0:
                 queue.put((rank, f"stage {s}: not a complete R = 0 stage: {row}"))
                 return
+            # The stage's timeline (one clock, in order): hook, submit, the peer's thread, the
+            # average's chunks, the close, the callback.
+            t = [row[k] for k in ("hook_us", "submit_us", "begin_us", "first_chunk_us",
+                                  "last_chunk_us", "closed_us", "callback_us")]
+            if min(t) <= 0 or t != sorted(t) or row["uplink_sent_us"] < row["begin_us"]:
+                queue.put((rank, f"stage {s}: timeline out of order: {t}"))
+                return
             # The same SGD step on both keeps them on the same parameters.
             with torch.no_grad():
                 for a, b in zip(ref.parameters(), mine.parameters()):
