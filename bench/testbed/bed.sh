@@ -14,7 +14,8 @@
 # command:
 #   bench/testbed/bed.sh selftest     builds the bed, checks loss and delay of UDP at 0.7x and 1.5x
 #                                     the bottleneck with iperf3, and tears it down
-#   bench/testbed/bed.sh cleanup      deletes namespaces left by a killed run (pdb-* only)
+#   bench/testbed/bed.sh cleanup      deletes namespaces left by a killed run: every pdb<pid>-*
+#                                     one, or with BED_TAG set that tag's (its processes killed)
 # Exit 0 with "SKIP: ..." where network namespaces or tc are not permitted.
 
 BED_TAG="${BED_TAG:-pdb$$}"
@@ -141,7 +142,7 @@ bed_up() {
   local ns
   for ns in "$BED_SND" "$BED_RTR" "$BED_RCV"; do
     if ip netns list | grep -qw "$ns"; then
-      echo "bed: namespace $ns exists already" >&2
+      echo "bed: namespace $ns exists already (a killed run's? BED_TAG=$BED_TAG $0 cleanup deletes it)" >&2
       return 1
     fi
     ip netns add "$ns" || return 1
@@ -300,8 +301,14 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
       ;;
     cleanup)
       # Namespaces left by a run that was killed with SIGKILL (no trap could run).
-      for ns in $(ip netns list | awk '{print $1}' | grep -E '^pdb[0-9]+-(snd|rtr|rcv|probe)$'); do
+      # With BED_TAG given (a named run such as BED_TAG=cap1), that tag's namespaces; else the
+      # default pdb<pid> ones. Processes still inside (a server, a client) are killed first, or
+      # the namespace's veth and addresses would live on with them.
+      pattern='^pdb[0-9]+-(snd|rtr|rcv|probe)$'
+      [[ "$BED_TAG" != "pdb$$" ]] && pattern="^${BED_TAG}-(snd|rtr|rcv|probe)\$"
+      for ns in $(ip netns list | awk '{print $1}' | grep -E "$pattern"); do
         echo "deleting $ns"
+        ip netns pids "$ns" | xargs -r kill -9
         ip netns del "$ns"
       done
       ;;
