@@ -10,6 +10,7 @@
 #
 #   run-scenario.sh --out DIR --policy FILE --clip FILE --blocks N [--clients N]
 #                   [--rate RATE] [--event "T rate RATE|open"]... [--event "T cross BW SECONDS"]...
+#   Environment: CLIENT_STAGGER_MS=N starts the clients N ms apart (default: together).
 #
 # FILE holds the [control] and [discard] sections of the server config (see policies/); the rest
 # ([server], [server.streams], [blocks]) is written here so that every run shares it.
@@ -104,6 +105,9 @@ for ((i = 0; i < clients; i++)); do
   bed_spawn rcv "$client_exe" "rtsp://$BED_SND_IP:$port/clip" --reference "$clip" -n "$blocks" \
     --csv "$out/client-$i.csv" --log-level warn >"$out/client-$i.log" 2>&1
   client_pids+=("$BED_LAST_PID")
+  # CLIENT_STAGGER_MS: start the clients this far apart, so that their blocks (and key frames)
+  # do not reach a shared bottleneck together (bench/README.md, the capacity policy in shared).
+  ((i + 1 < clients)) && [[ -n "${CLIENT_STAGGER_MS:-}" ]] && sleep "$(printf '%d.%03d' $((CLIENT_STAGGER_MS / 1000)) $((CLIENT_STAGGER_MS % 1000)))"
 done
 status=0
 for pid in "${client_pids[@]}"; do
