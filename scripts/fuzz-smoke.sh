@@ -25,6 +25,9 @@ for t in $targets; do
   rm -rf "$scratch"
   mkdir -p "$scratch" "$findings"
   [[ -d "tests/fuzz/corpus/$t" ]] && cp -r "tests/fuzz/corpus/$t/." "$scratch/"
+  # The reproducers too: the fuzzer runs every input of its corpus first, and this build's clang
+  # UBSan checks what gcc's (the replay tests) does not, e.g. float-to-integer overflow.
+  [[ -d "tests/fuzz/regressions/$t" ]] && cp -r "tests/fuzz/regressions/$t/." "$scratch/"
   bin=$(find build/fuzz -type f -name "$t" -perm -u+x | head -1)
   if ! "$bin" -max_total_time="$seconds" -artifact_prefix="$findings/" -print_final_stats=1 \
       "$scratch" >"$findings/log.txt" 2>&1; then

@@ -150,6 +150,11 @@ double CapacityPolicy::rate_keeping(double keep, double bytes, std::uint32_t pac
     // The sender's discard order: the fewest packets whose discard removes what must go.
     const double remove = bytes - keep;
     if (remove <= 0.0) return clamp(0.0);
+    // More than the whole curve removes (also a budget below zero from absurd readings, which
+    // would not fit the cast below): every droppable packet.
+    if (!(remove <= static_cast<double>(removable.back()))) {
+      return clamp(static_cast<double>(removable.size() - 1) / static_cast<double>(packets));
+    }
     const auto it = std::lower_bound(removable.begin(), removable.end(),
                                      static_cast<std::uint64_t>(std::ceil(remove)));
     const auto k = static_cast<double>(std::min<std::ptrdiff_t>(
