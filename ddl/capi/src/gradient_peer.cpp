@@ -21,6 +21,7 @@
 #include "predrop/ddl/callback_boundary.hpp"
 #include "predrop/ddl/chunk.hpp"
 #include "predrop/ddl/control_channel.hpp"
+#include "predrop/ddl/paced_send.hpp"
 #include "predrop/ddl/path_pacer.hpp"
 #include "predrop/ddl/stage_collector.hpp"
 #include "predrop/ddl/stage_peer.hpp"
@@ -33,7 +34,6 @@ namespace {
 
 constexpr const char* kLog = "ddl-peer";
 // Gradient packets per sendmmsg call.
-constexpr std::size_t kPaceBatch = net::UdpEndpoint::kMaxSendBatch;
 // A PDJN without an answer is sent again after this long.
 constexpr std::uint64_t kJoinRetryUs = 250'000;
 // Closed stages whose report (P) may still come.
@@ -452,18 +452,11 @@ class GradientPeer::Impl {
   void on_pace_timer() {
     if (state_ != State::kRunning || !stage_open()) return;
     const std::uint64_t now = clock_.now_us();
-    while (pace_next_ < up_packets_.size()) {
-      const std::size_t want = std::min(kPaceBatch, up_packets_.size() - pace_next_);
-      const std::size_t n = up_pacer_.allowance(now, packet_bytes_, want);
-      if (n == 0) {
-        const std::uint64_t due = up_pacer_.next_due_us(now, packet_bytes_);
-        // At least 1 ms ahead (libuv would run a timer due now again in the same pass).
-        pace_timer_->start(std::max<std::uint64_t>(1, (due - now + 999) / 1000));
-        return;
-      }
-      up_pacer_.sent(tx_->send(std::span(up_packets_).subspan(pace_next_, n), pace_next_, now),
-                     packet_bytes_);
-      pace_next_ += n;
+    if (const auto wait_us =
+            ddl::send_paced(up_pacer_, *tx_, up_packets_, pace_next_, packet_bytes_, now)) {
+      // At least 1 ms ahead (libuv would run a timer due now again in the same pass).
+      pace_timer_->start(std::max<std::uint64_t>(1, (*wait_us + 999) / 1000));
+      return;
     }
     uplink_sent_us_ = now;
     pace_timer_->stop();
