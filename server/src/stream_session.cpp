@@ -576,11 +576,7 @@ void StreamSession::handle_report(const wire::PdfbFeedback& feedback, std::uint6
     ++stats_.reports_rejected;
     return;
   }
-  // The R the stage went with: planned at its start, or what its discards came to when a
-  // report re-planned its rest.
-  report.rate_used = r->replans > 0 && r->packets > 0
-                         ? static_cast<double>(r->discarded) / static_cast<double>(r->packets)
-                         : r->rate;
+  report.rate_used = r->rate_used();
   auto d = controller_->on_report(report);
   if (!d) {
     ++stats_.reports_rejected;
@@ -649,9 +645,7 @@ std::size_t StreamSession::handle_receiver_report(const wire::ReceiverReport& rr
       const std::uint64_t hi = r->end_packets[t];
       const auto announced = static_cast<std::uint32_t>(hi > lo ? hi - lo : 0);
       core::StageReport report = chain::rr_stage_report(*iv, s, r->duration_us, announced);
-      report.rate_used = r->replans > 0 && r->packets > 0
-                             ? static_cast<double>(r->discarded) / static_cast<double>(r->packets)
-                             : r->rate;
+      report.rate_used = r->rate_used();
       r->settled = true;
       auto d = controller_->on_report(report);
       if (!d) {

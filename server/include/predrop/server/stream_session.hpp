@@ -216,6 +216,13 @@ class StreamSession {
     std::uint64_t bytes_before = 0;  ///< Link bytes the session sent before the block began.
     std::size_t replans = 0;         ///< Times its rest was planned anew after a report.
     double rest_rate = 0;            ///< R its packets not sent yet go with.
+    /// The R the stage went with: planned at its start, or what its discards came to when a
+    /// report re-planned its rest.
+    double rate_used() const {
+      return replans > 0 && packets > 0
+                 ? static_cast<double>(discarded) / static_cast<double>(packets)
+                 : rate;
+    }
   };
   static constexpr std::size_t kRrTracks = 4;
 
