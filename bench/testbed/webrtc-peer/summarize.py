@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Per-flow summary of one or more call.mjs runs (sender.csv, receiver.csv, meta.json).
+
+    summarize.py RUN_DIR... [--from S] [--to S] [--json]
+
+Per flow, over the samples with FROM <= t < TO (default: the whole run after the first 5 s, the
+start-up GCC needs to reach the cap): sending rate as GCC's encoder produced it and as the
+receiver got it, GCC's target and available outgoing bitrate, encoded / decoded frame rates, frames
+dropped, freezes, the quality limitation reason seen (and how often it was 'cpu'), the sender's RTT,
+and the browsers' CPU use. Standard library only.
+"""
+import csv
+import json
+import statistics
+import sys
+from pathlib import Path
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def num(row, key):
+    v = row.get(key, "")
+    try:
+        return float(v)
+    except ValueError:
+        return None
+
+
+def values(rows, key):
+    return [v for v in (num(r, key) for r in rows) if v is not None]
+
+
+def mean(xs):
+    return statistics.fmean(xs) if xs else None
+
+
+def pct(xs, p):
+    if not xs:
+        return None
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def summarize(run, t_from, t_to):
+    meta = json.loads((run / "meta.json").read_text())
+    snd = read_csv(run / "sender.csv")
+    rcv = read_csv(run / "receiver.csv")
+    flows = sorted({r["flow"] for r in snd} | {r["flow"] for r in rcv}, key=int)
+    out = {"run": str(run), "flows": len(flows), "cpu_cores": meta.get("cpu_cores"), "per_flow": []}
+    for f in flows:
+        s = [r for r in snd if r["flow"] == f and t_from <= float(r["t"]) < t_to]
+        r = [x for x in rcv if x["flow"] == f and t_from <= float(x["t"]) < t_to]
+        all_r = [x for x in rcv if x["flow"] == f]
+        reasons = [x["quality_limitation_reason"] for x in s if x["quality_limitation_reason"]]
+        last = all_r[-1] if all_r else {}
+        first = r[0] if r else {}
+        lastw = r[-1] if r else {}
+        out["per_flow"].append({
+            "flow": int(f),
+            "samples": len(s),
+            "send_kbps": mean(values(s, "send_kbps")),
+            "recv_kbps": mean(values(r, "recv_kbps")),
+            "target_kbps": mean(values(s, "target_kbps")),
+            "available_outgoing_kbps": mean(values(s, "available_outgoing_kbps")),
+            "capture_fps_mean": mean(values(s, "capture_fps")),
+            "encode_fps_mean": mean(values(s, "encode_fps")),
+            "encode_fps_p5": pct(values(s, "encode_fps"), 5),
+            "decode_fps_mean": mean(values(r, "decode_fps")),
+            "decode_fps_p5": pct(values(r, "decode_fps"), 5),
+            "frames_dropped": (num(lastw, "frames_dropped") or 0) - (num(first, "frames_dropped") or 0),
+            "freezes": (num(lastw, "freeze_count") or 0) - (num(first, "freeze_count") or 0),
+            "packets_lost": (num(lastw, "packets_lost") or 0) - (num(first, "packets_lost") or 0),
+            "qlr_cpu_share": reasons.count("cpu") / len(reasons) if reasons else None,
+            "qlr_seen": sorted(set(reasons)),
+            "rtt_ms_p50": pct(values(s, "rtt_ms"), 50),
+            "frames_decoded_total": num(last, "frames_decoded"),
+            "size": f"{lastw.get('frame_width', '')}x{lastw.get('frame_height', '')}",
+            "codec": last.get("codec", ""),
+        })
+    return out
+
+
+def fmt(v, nd=1):
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.{nd}f}"
+    return str(v)
+
+
+def main(argv):
+    t_from, t_to, as_json, runs = 5.0, 1e9, False, []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--from":
+            t_from = float(argv[i + 1]); i += 2
+        elif argv[i] == "--to":
+            t_to = float(argv[i + 1]); i += 2
+        elif argv[i] == "--json":
+            as_json = True; i += 1
+        else:
+            runs.append(Path(argv[i])); i += 1
+    if not runs:
+        print(__doc__, file=sys.stderr)
+        return 2
+    sums = [summarize(run, t_from, t_to) for run in runs]
+    if as_json:
+        print(json.dumps(sums, indent=2))
+        return 0
+    print("| run | flow | send kbit/s | recv kbit/s | GCC target | enc fps mean / p5 | dec fps mean / p5 "
+          "| dropped | freezes | lost pkts | qlr (cpu share) | size | CPU snd / rcv cores |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for s in sums:
+        cpu = s["cpu_cores"] or {}
+        for i, p in enumerate(s["per_flow"]):
+            print(f"| {Path(s['run']).name if i == 0 else ''} | {p['flow']} | {fmt(p['send_kbps'], 0)} | "
+                  f"{fmt(p['recv_kbps'], 0)} | {fmt(p['target_kbps'], 0)} | "
+                  f"{fmt(p['encode_fps_mean'])} / {fmt(p['encode_fps_p5'])} | "
+                  f"{fmt(p['decode_fps_mean'])} / {fmt(p['decode_fps_p5'])} | {fmt(p['frames_dropped'], 0)} | "
+                  f"{fmt(p['freezes'], 0)} | {fmt(p['packets_lost'], 0)} | {','.join(p['qlr_seen'])} "
+                  f"({fmt(p['qlr_cpu_share'], 2)}) | {p['size']} | "
+                  f"{fmt(cpu.get('sender'), 2) + ' / ' + fmt(cpu.get('receiver'), 2) if i == 0 else ''} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
