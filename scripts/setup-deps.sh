@@ -18,6 +18,9 @@ packages=(
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(iproute2 iperf3 gnuplot-nox valgrind)
+  # The Chromium <-> Chromium WebRTC peer on the bed (bench/testbed/webrtc-peer/): Debian's
+  # browser, driven by node over its DevTools pipe (no npm package, no browser download).
+  packages+=(chromium nodejs)
 fi
 
 missing=()

@@ -23,10 +23,8 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { launchChromium } from './chromium.mjs';
-
-const here = path.dirname(fileURLToPath(import.meta.url));
+import { PEER_PAGE, StatsFiles, mediaFlags, onlyCandidatesOf, senderOptions } from './session.mjs';
 
 // Every browser started, so that any way out (end, error, signal) closes them all.
 const browsers = [];
@@ -90,88 +88,12 @@ function parseArgs(argv) {
   return o;
 }
 
-const CODECS = {
-  // H.264 constrained baseline, packetization mode 1: what Chromium offers first when it has
-  // H.264 at all. VP8 has no profile to choose.
-  vp8: { codec: 'video/VP8' },
-  h264: { codec: 'video/H264', fmtp: 'packetization-mode=1;profile-level-id=42e01f' },
-};
-
-// Keeps only the ICE candidates of ADDRESS in an SDP (per-flow routes); others are dropped.
-function onlyCandidatesOf(sdp, address) {
-  if (!address) return sdp;
-  const lines = sdp.split('\r\n').filter((l) => !l.startsWith('a=candidate:') || l.split(' ')[4] === address);
-  if (!lines.some((l) => l.startsWith('a=candidate:'))) throw new Error(`no ICE candidate on ${address}`);
-  return lines.join('\r\n');
-}
-
-const SENDER_COLUMNS = [
-  't', 'epoch', 'flow', 'state', 'available_outgoing_kbps', 'target_kbps', 'send_kbps', 'transport_send_kbps',
-  'retransmit_kbps', 'source_frames', 'capture_fps', 'frames_encoded', 'frames_sent', 'encode_fps', 'frame_width', 'frame_height',
-  'quality_limitation_reason', 'qp_mean', 'rtt_ms', 'remote_packets_lost', 'remote_fraction_lost', 'nack_count',
-  'pli_count', 'bytes_sent', 'packets_sent', 'codec', 'encoder', 'tuple',
-];
-const RECEIVER_COLUMNS = [
-  't', 'epoch', 'flow', 'state', 'recv_kbps', 'transport_recv_kbps', 'packets_received', 'packets_lost',
-  'loss_pct', 'frames_received', 'frames_decoded', 'decode_fps', 'frames_dropped', 'freeze_count',
-  'total_freezes_duration', 'jitter_buffer_delay_ms', 'jitter_ms', 'frame_width', 'frame_height', 'qp_mean',
-  'nack_count', 'pli_count', 'bytes_received', 'codec', 'decoder', 'tuple',
-];
-
-function csvLine(cols, row) {
-  return cols.map((c) => {
-    const v = row[c];
-    if (v === undefined || v === null || (typeof v === 'number' && !Number.isFinite(v))) return '';
-    if (typeof v === 'number') return Number.isInteger(v) ? String(v) : v.toFixed(3);
-    return /[",\n]/.test(v) ? `"${String(v).replace(/"/g, '""')}"` : String(v);
-  }).join(',');
-}
-
-// Per-interval figures from two cumulative samples of one flow (or from the first alone).
-function senderRow(cur, prev, dt) {
-  const d = (k) => (prev && cur[k] !== undefined && prev[k] !== undefined ? cur[k] - prev[k] : undefined);
-  const kbps = (bytes) => (bytes !== undefined && dt > 0 ? (bytes * 8) / dt / 1000 : undefined);
-  const frames = d('frames_encoded');
-  return {
-    ...cur,
-    available_outgoing_kbps: cur.available_outgoing_bitrate / 1000,
-    target_kbps: cur.target_bitrate / 1000,
-    send_kbps: kbps(d('bytes_sent') + d('header_bytes_sent')),
-    transport_send_kbps: kbps(d('transport_bytes_sent')),
-    retransmit_kbps: kbps(d('retransmitted_bytes_sent')),
-    encode_fps: frames !== undefined ? frames / dt : undefined,
-    capture_fps: d('source_frames') !== undefined ? d('source_frames') / dt : undefined,
-    qp_mean: frames ? d('qp_sum') / frames : undefined,
-  };
-}
-
-function receiverRow(cur, prev, dt) {
-  const d = (k) => (prev && cur[k] !== undefined && prev[k] !== undefined ? cur[k] - prev[k] : undefined);
-  const kbps = (bytes) => (bytes !== undefined && dt > 0 ? (bytes * 8) / dt / 1000 : undefined);
-  const recv = d('packets_received');
-  const lost = d('packets_lost');
-  const emitted = d('jitter_buffer_emitted_count');
-  const decoded = d('frames_decoded');
-  return {
-    ...cur,
-    recv_kbps: kbps(d('bytes_received') + d('header_bytes_received')),
-    transport_recv_kbps: kbps(d('transport_bytes_received')),
-    loss_pct: recv !== undefined && recv + lost > 0 ? (100 * lost) / (recv + lost) : undefined,
-    decode_fps: decoded !== undefined ? decoded / dt : undefined,
-    jitter_buffer_delay_ms: emitted ? (1000 * d('jitter_buffer_delay')) / emitted : undefined,
-    qp_mean: decoded ? d('qp_sum') / decoded : undefined,
-  };
-}
-
 async function main() {
   const o = parseArgs(process.argv.slice(2));
   fs.mkdirSync(o.out, { recursive: true });
   const log = (...a) => { if (!o.quiet) console.error(`[call ${new Date().toISOString().slice(11, 23)}]`, ...a); };
-  const mediaArgs = [
-    '--use-fake-device-for-media-stream', `--use-file-for-fake-video-capture=${path.resolve(o.video)}`,
-    ...(o.audio ? [`--use-file-for-fake-audio-capture=${path.resolve(o.audio)}`] : []),
-    ...(o.fieldTrials ? [`--force-fieldtrials=${o.fieldTrials}`] : []),
-  ];
+  const trialArgs = o.fieldTrials ? [`--force-fieldtrials=${o.fieldTrials}`] : [];
+  const mediaArgs = [...mediaFlags(o.video, o.audio), ...trialArgs];
   process.on('SIGINT', () => shutdown(130));
   process.on('SIGTERM', () => shutdown(143));
   process.on('SIGHUP', () => shutdown(129));
@@ -179,15 +101,13 @@ async function main() {
   // One sender browser; one receiver browser per distinct receiver namespace (flow f is received
   // in namespace f of the comma-separated list, cyclically). Each browser spreads its flows over
   // up to P pages.
-  const pageUrl = `file://${path.join(here, 'peer.html')}`;
   const rcvNetns = (o.receiverNetns || '').split(',');
   const rcvNsOf = (f) => rcvNetns[f % rcvNetns.length] || null;
-  const trialArgs = o.fieldTrials ? [`--force-fieldtrials=${o.fieldTrials}`] : [];
   const openSide = async (name, netns, args, nflows) => {
     const browser = await launchChromium({ netns, args, logFile: path.join(o.out, `chromium-${name}.log`) });
     browsers.push(browser);
     const pages = [];
-    for (let p = 0; p < Math.min(o.pages, nflows); p++) pages.push(await browser.newPage(pageUrl));
+    for (let p = 0; p < Math.min(o.pages, nflows); p++) pages.push(await browser.newPage(PEER_PAGE));
     for (const pg of pages) {
       pg.on('console', (text, type) => { if (type === 'error' || type === 'warning') log(`${name} page ${type}: ${text}`); });
       pg.on('crashed', () => { log(`a ${name} page crashed`); shutdown(1); });
@@ -217,10 +137,7 @@ async function main() {
   const writeMeta = () => fs.writeFileSync(path.join(o.out, 'meta.json'), JSON.stringify(meta, null, 2));
   writeMeta();
 
-  const peerOpts = {
-    ...CODECS[o.codec], audio: !!o.audio, maxBitrate: o.maxBitrate || undefined,
-    degradationPreference: o.degradation,
-  };
+  const peerOpts = senderOptions({ ...o, maxBitrate: o.maxBitrate });
   async function startFlow(f) {
     const sp = sndPageOf(f);
     const rp = rcvPageOf(f);
@@ -236,13 +153,6 @@ async function main() {
     log(`flow ${f} connected: ${JSON.stringify(applied)}`);
   }
 
-  const sndCsv = fs.createWriteStream(path.join(o.out, 'sender.csv'));
-  const rcvCsv = fs.createWriteStream(path.join(o.out, 'receiver.csv'));
-  sndCsv.write(`${SENDER_COLUMNS.join(',')}\n`);
-  rcvCsv.write(`${RECEIVER_COLUMNS.join(',')}\n`);
-  const prev = new Map();
-  const lastRcv = new Map();
-
   // t = 0 is when the flows that start at once are connected; events and samples count from it.
   let t0 = Date.now();
   const explicitStarts = new Set(o.events.filter((e) => e.what === 'start').map((e) => e.flow));
@@ -255,6 +165,7 @@ async function main() {
   meta.setup_seconds = setup;
   meta.t0_epoch = t0 / 1000;
   fs.writeFileSync(path.join(o.out, 't0'), `${t0 / 1000}\n`);
+  const stats = new StatsFiles(o.out, t0);
 
   const pending = [...o.events];
   const timers = pending.map((e) => setTimeout(async () => {
@@ -274,19 +185,8 @@ async function main() {
   async function sampleOnce() {
     const now = Date.now();
     const pages = [...snd.pages.map((p) => ['s', p]), ...rcvSides.flatMap((r) => r.pages.map((p) => ['r', p]))];
-    const results = await Promise.all(pages.map(([side, p]) => p.evaluate('peer.sample()').then((rows) => rows.map((r) => [side, r]))));
-    for (const [side, r] of results.flat()) {
-      const key = `${side}${r.flow}`;
-      const p = prev.get(key);
-      const dt = p ? (now - p.at) / 1000 : 0;
-      const base = { t: (now - t0) / 1000, epoch: now / 1000 };
-      if (side === 's') sndCsv.write(`${csvLine(SENDER_COLUMNS, { ...senderRow(r, p?.r, dt), ...base })}\n`);
-      else {
-        rcvCsv.write(`${csvLine(RECEIVER_COLUMNS, { ...receiverRow(r, p?.r, dt), ...base })}\n`);
-        lastRcv.set(r.flow, r);
-      }
-      prev.set(key, { r, at: now });
-    }
+    const results = await Promise.all(pages.map(([side, p]) => p.evaluate('peer.sample()').then((rows) => [side, rows])));
+    for (const [side, rows] of results) stats.write(side, rows, now);
   }
 
   const rcvCpu = () => rcvSides.reduce((a, r) => a + r.browser.cpuSeconds(), 0);
@@ -308,12 +208,11 @@ async function main() {
     sender: (snd.browser.cpuSeconds() - cpuStart.snd) / cpuWall, receiver: (rcvCpu() - cpuStart.rcv) / cpuWall,
     over_seconds: cpuWall, note: 'CPU seconds per wall second of each browser process group, from all flows connected to the end',
   };
-  await new Promise((r) => sndCsv.end(r));
-  await new Promise((r) => rcvCsv.end(r));
+  await stats.close();
 
   let ok = true;
   for (let f = 0; f < o.flows; f++) {
-    const r = lastRcv.get(f);
+    const r = stats.lastOf('r', f);
     const decoded = r?.frames_decoded ?? 0;
     meta.flows[f] = { ...meta.flows[f], frames_decoded: decoded, frames_dropped: r?.frames_dropped, packets_lost: r?.packets_lost, codec: r?.codec, decoder: r?.decoder };
     const stopped = o.events.some((e) => e.flow === f && e.what === 'stop');

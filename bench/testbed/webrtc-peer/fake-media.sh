@@ -14,6 +14,9 @@ mkdir -p "$dir"
 base="$dir/$(basename "${clip%.*}")"
 y4m="$base.y4m"
 wav="$base.wav"
+# Several flows' senders start at once: one makes the files, the others wait for it.
+exec 8>"$base.lock"
+flock 8
 if [[ ! -s "$y4m" || "$y4m" -ot "$clip" ]]; then
   ffmpeg -nostdin -hide_banner -loglevel error -y -i "$clip" -an -pix_fmt yuv420p \
     -f yuv4mpegpipe "$y4m.tmp"

@@ -5,6 +5,9 @@
 # cross traffic and call events. Writes into OUT what call.mjs writes (sender.csv, receiver.csv,
 # meta.json, t0, the browsers' logs) and, like run-scenario.sh for predrop:
 #   qdisc.txt   the bottleneck's counters at the start of the calls and at the end
+#   tbf.log     the bottleneck's counters every 100 ms ("EPOCH JSON" per line, `tc -s -j`): bytes
+#               and packets forwarded, drops, backlog; summarize.py turns the backlog into a
+#               queueing delay (backlog / rate), a coarse stand-in for per-packet captures
 #   events      the bed's schedule as executed (planned s, actual s since the stream started, what)
 #
 #   run-call.sh --out DIR --clip FILE --duration S [--flows N] [--rate RATE]
@@ -53,7 +56,7 @@ command -v node >/dev/null || bed_skip "node is not installed (apt-get install -
 read -r y4m wav < <("$here/fake-media.sh" "$clip") || exit 1
 mkdir -p "$out"
 out="$(readlink -f "$out")"
-rm -f "$out"/{sender.csv,receiver.csv,meta.json,t0,events,qdisc.txt,chromium-*.log}
+rm -f "$out"/{sender.csv,receiver.csv,meta.json,t0,events,qdisc.txt,tbf.log,chromium-*.log}
 
 bed_up "${rate:-$BED_OPEN_RATE}" || exit 1
 cross=0
@@ -64,10 +67,14 @@ for ev in "${bed_events[@]}"; do [[ "$ev" == *" cross "* ]] && cross=1; done
   tc -s -n "$BED_RTR" qdisc show dev r1
 } >"$out/qdisc.txt"
 ((${#bed_events[@]})) && bed_schedule "${bed_events[@]}"
+# The bottleneck's counters every 100 ms, until bed_down ends the loop.
+setsid bash -c 'while :; do printf "%s " "$EPOCHREALTIME"; tc -s -j -n "$1" qdisc show dev r1; sleep 0.1; done' \
+  _ "$BED_RTR" >"$out/tbf.log" 2>/dev/null &
+BED_PIDS+=("$!")
 
 node "$here/call.mjs" --out "$out" --video "$y4m" --audio "$wav" \
   --sender-netns "$BED_SND" --receiver-netns "$BED_RCV" --flows "$flows" --duration "$duration" \
-  --max-bitrate "${WEBRTC_MAX_BITRATE:-1100000}" "${call_events[@]}" "${call_args[@]}" &
+  --max-bitrate "${WEBRTC_MAX_BITRATE:-1160000}" "${call_events[@]}" "${call_args[@]}" &
 call_pid=$!
 BED_PIDS+=("$call_pid")
 wait "$call_pid"

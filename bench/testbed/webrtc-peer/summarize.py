@@ -44,12 +44,48 @@ def pct(xs, p):
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
 
 
+def read_tbf(run, t0):
+    """The bottleneck's 100 ms samples (run-call.sh's tbf.log) as dicts with t relative to t0."""
+    path = run / "tbf.log"
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        epoch, _, js = line.partition(" ")
+        try:
+            q = json.loads(js)[0]
+            out.append({"t": float(epoch) - t0, "rate_bps": q["options"]["rate"] * 8, "bytes": q["bytes"],
+                        "packets": q["packets"], "drops": q["drops"], "backlog": q["backlog"]})
+        except (ValueError, IndexError, KeyError):
+            continue
+    return out
+
+
+def bottleneck(samples, t_from, t_to):
+    """Rate forwarded, drops and the queueing delay (backlog / rate) over [t_from, t_to)."""
+    w = [x for x in samples if t_from <= x["t"] < t_to]
+    if len(w) < 2:
+        return None
+    dt = w[-1]["t"] - w[0]["t"]
+    fwd = w[-1]["packets"] - w[0]["packets"]
+    drops = w[-1]["drops"] - w[0]["drops"]
+    qd = [x["backlog"] * 8 / x["rate_bps"] * 1000 for x in w]
+    return {
+        "forwarded_kbps": (w[-1]["bytes"] - w[0]["bytes"]) * 8 / dt / 1000 if dt > 0 else None,
+        "capacity_kbps_mean": mean([x["rate_bps"] / 1000 for x in w]),
+        "drop_pct": 100 * drops / (fwd + drops) if fwd + drops else 0.0,
+        "queue_ms_mean": mean(qd), "queue_ms_p50": pct(qd, 50), "queue_ms_p95": pct(qd, 95),
+        "queue_ms_max": max(qd),
+    }
+
+
 def summarize(run, t_from, t_to):
     meta = json.loads((run / "meta.json").read_text())
     snd = read_csv(run / "sender.csv")
     rcv = read_csv(run / "receiver.csv")
     flows = sorted({r["flow"] for r in snd} | {r["flow"] for r in rcv}, key=int)
-    out = {"run": str(run), "flows": len(flows), "cpu_cores": meta.get("cpu_cores"), "per_flow": []}
+    out = {"run": str(run), "flows": len(flows), "cpu_cores": meta.get("cpu_cores"), "per_flow": [],
+           "bottleneck": bottleneck(read_tbf(run, meta.get("t0_epoch", 0)), t_from, t_to)}
     for f in flows:
         s = [r for r in snd if r["flow"] == f and t_from <= float(r["t"]) < t_to]
         r = [x for x in rcv if x["flow"] == f and t_from <= float(x["t"]) < t_to]
@@ -123,6 +159,15 @@ def main(argv):
                   f"{fmt(p['freezes'], 0)} | {fmt(p['packets_lost'], 0)} | {','.join(p['qlr_seen'])} "
                   f"({fmt(p['qlr_cpu_share'], 2)}) | {p['size']} | "
                   f"{fmt(cpu.get('sender'), 2) + ' / ' + fmt(cpu.get('receiver'), 2) if i == 0 else ''} |")
+    print()
+    print("| run | bottleneck forwarded kbit/s | capacity kbit/s (mean) | tbf drops % | queue ms mean / p50 / p95 / max |")
+    print("|---|---|---|---|---|")
+    for s in sums:
+        b = s["bottleneck"]
+        if b:
+            print(f"| {Path(s['run']).name} | {fmt(b['forwarded_kbps'], 0)} | {fmt(b['capacity_kbps_mean'], 0)} | "
+                  f"{fmt(b['drop_pct'], 2)} | {fmt(b['queue_ms_mean'])} / {fmt(b['queue_ms_p50'])} / "
+                  f"{fmt(b['queue_ms_p95'])} / {fmt(b['queue_ms_max'])} |")
     return 0
 
 

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The bed's external media pair for Chromium (run-case.sh / run-suite.sh --media ext:THIS): each
+# media flow becomes a WebRTC call from a Chromium in the sender namespace to a Chromium in the
+# flow's receiver namespace, Google Congestion Control as shipped (side.mjs, README.md here).
+#
+#   ext-media.sh sender|receiver --flow I --listen IP --peer IP --out DIR --seconds N
+#   (run-case.sh starts it in the right namespace and ends it with SIGTERM to its process group)
+#
+# The fake camera plays the clip predrop streams in the same run: PREDROP_CLIP (set by run-case.sh
+# for external media), else WEBRTC_CLIP; its raw copy is made under /tmp once (fake-media.sh).
+# Settings (environment): WEBRTC_CODEC (h264), WEBRTC_MAX_BITRATE (1160000 bit/s, the bed clip's
+# rate on the wire, README.md), WEBRTC_DEGRADATION (maintain-resolution), WEBRTC_AUDIO (1: the
+# clip's audio through Opus; 0: video only), WEBRTC_FIELD_TRIALS (none).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+role="${1:?usage: $0 sender|receiver --flow I --listen IP --peer IP --out DIR --seconds N}"
+shift
+opts=(--codec "${WEBRTC_CODEC:-h264}" --max-bitrate "${WEBRTC_MAX_BITRATE:-1160000}"
+  --degradation "${WEBRTC_DEGRADATION:-maintain-resolution}")
+[[ -n "${WEBRTC_FIELD_TRIALS:-}" ]] && opts+=(--field-trials "$WEBRTC_FIELD_TRIALS")
+if [[ "$role" == sender ]]; then
+  clip="${PREDROP_CLIP:-${WEBRTC_CLIP:-}}"
+  [[ -r "$clip" ]] || { echo "ext-media: no clip (set WEBRTC_CLIP, or PREDROP_CLIP)" >&2; exit 2; }
+  read -r y4m wav < <("$here/fake-media.sh" "$clip")
+  opts+=(--video "$y4m")
+  [[ "${WEBRTC_AUDIO:-1}" == 1 ]] && opts+=(--audio "$wav")
+fi
+# exec: the bed's SIGTERM to the process group reaches node, which closes its browser.
+exec node "$here/side.mjs" "$role" "$@" "${opts[@]}"
