@@ -68,6 +68,7 @@ for ev in "${bed_events[@]}"; do [[ "$ev" == *" cross "* ]] && cross=1; done
 } >"$out/qdisc.txt"
 ((${#bed_events[@]})) && bed_schedule "${bed_events[@]}"
 # The bottleneck's counters every 100 ms, until bed_down ends the loop.
+# shellcheck disable=SC2016  # $EPOCHREALTIME and $1 expand in the inner bash, on purpose
 setsid bash -c 'while :; do printf "%s " "$EPOCHREALTIME"; tc -s -j -n "$1" qdisc show dev r1; sleep 0.1; done' \
   _ "$BED_RTR" >"$out/tbf.log" 2>/dev/null &
 BED_PIDS+=("$!")
