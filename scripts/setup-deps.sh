@@ -14,10 +14,11 @@ packages=(
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
   gstreamer1.0-libav python3-gi gir1.2-gst-plugins-base-1.0 gir1.2-gstreamer-1.0
   clang-tidy curl
+  libnetfilter-queue-dev
   python3-torch python3-torchvision
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(iproute2 iperf3 gnuplot-nox valgrind)
+  packages+=(iproute2 iperf3 gnuplot-nox valgrind tcpdump iptables iputils-ping ethtool)
   # The Chromium <-> Chromium WebRTC peer on the bed (bench/testbed/webrtc-peer/): Debian's
   # browser, driven by node over its DevTools pipe (no npm package, no browser download).
   packages+=(chromium nodejs)
