@@ -104,7 +104,7 @@ async function main() {
   const rcvNetns = (o.receiverNetns || '').split(',');
   const rcvNsOf = (f) => rcvNetns[f % rcvNetns.length] || null;
   const openSide = async (name, netns, args, nflows) => {
-    const browser = await launchChromium({ netns, args, logFile: path.join(o.out, `chromium-${name}.log`) });
+    const browser = await launchChromium({ netns, args, url: PEER_PAGE, logFile: path.join(o.out, `chromium-${name}.log`) });
     browsers.push(browser);
     const pages = [];
     for (let p = 0; p < Math.min(o.pages, nflows); p++) pages.push(await browser.newPage(PEER_PAGE));

@@ -124,6 +124,16 @@ export class Page extends EventEmitter {
     return this.evaluate(`(${fn.toString()})(...${JSON.stringify(args)})`);
   }
 
+  /** Waits until the page shows URL, fully loaded (a tab opened at URL may still be loading). */
+  async waitLoaded(url, timeoutMs = 20000) {
+    const deadline = Date.now() + timeoutMs;
+    const check = `location.href === ${JSON.stringify(url)} && document.readyState === 'complete'`;
+    while (!(await this.evaluate(check).catch(() => false))) {
+      if (Date.now() > deadline) throw new Error(`${url} did not load within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 30));
+    }
+  }
+
   /** Navigates and waits for the load event. */
   async goto(url, timeoutMs = 15000) {
     const loaded = new Promise((resolve, reject) => {
@@ -179,14 +189,27 @@ export class Browser extends EventEmitter {
     return total;
   }
 
-  /** Opens a tab at URL (default about:blank) with Page and Runtime events on. */
-  async newPage(url = 'about:blank') {
-    const { targetId } = await this.cdp.send('Target.createTarget', { url: 'about:blank' });
+  /**
+   * A tab at URL (default about:blank) with Page and Runtime events on, loaded. The first call
+   * takes the tab the browser started with (launchChromium's `url`), later ones open new tabs
+   * straight at URL: each renderer process started costs ~1 s of CPU, seconds on a loaded machine.
+   */
+  async newPage(url = 'about:blank', timeoutMs = 20000) {
+    let targetId = null;
+    let shows = url;
+    if (!this.initialTaken) {
+      this.initialTaken = true;
+      const { targetInfos } = await this.cdp.send('Target.getTargets');
+      const first = targetInfos.find((t) => t.type === 'page');
+      if (first) ({ targetId, url: shows } = first);
+    }
+    if (!targetId) ({ targetId } = await this.cdp.send('Target.createTarget', { url }));
     const { sessionId } = await this.cdp.send('Target.attachToTarget', { targetId, flatten: true });
     const page = new Page(this.cdp, targetId, sessionId);
     this.pages.set(sessionId, page);
     await Promise.all([page.send('Page.enable'), page.send('Runtime.enable'), page.send('Inspector.enable')]);
-    if (url !== 'about:blank') await page.goto(url);
+    if (shows === url) await page.waitLoaded(url, timeoutMs);
+    else await page.goto(url, timeoutMs);
     return page;
   }
 
@@ -206,14 +229,15 @@ export class Browser extends EventEmitter {
  * Starts Chromium headless. Options:
  *   netns        network namespace to run it in (`ip netns exec`), or null for ours
  *   args         extra command-line flags (fake capture files, field trials, ...)
+ *   url          the page the first tab opens (newPage(url) then takes that tab)
  *   userDataDir  profile directory (default: a fresh one under the OS temp dir, removed on close)
  *   logFile      where the browser's stdout/stderr go (default: discarded)
  *   timeoutMs    how long to wait for the DevTools pipe to answer
  */
-export async function launchChromium({ netns = null, args = [], userDataDir = null, logFile = null, timeoutMs = 20000 } = {}) {
+export async function launchChromium({ netns = null, args = [], url = 'about:blank', userDataDir = null, logFile = null, timeoutMs = 20000 } = {}) {
   const ownsDir = !userDataDir;
   const dir = userDataDir || fs.mkdtempSync(path.join(os.tmpdir(), 'webrtc-peer-profile-'));
-  const flags = [...BASE_FLAGS, `--user-data-dir=${dir}`, '--remote-debugging-pipe', ...args, 'about:blank'];
+  const flags = [...BASE_FLAGS, `--user-data-dir=${dir}`, '--remote-debugging-pipe', ...args, url];
   const [cmd, argv] = netns ? ['ip', ['netns', 'exec', netns, CHROMIUM, ...flags]] : [CHROMIUM, flags];
   const log = logFile ? fs.openSync(logFile, 'a') : 'ignore';
   // Its own process group, so that close() can end the browser and all its helpers at once.

@@ -135,31 +135,42 @@ async function main() {
     ...(o.role === 'sender' ? mediaFlags(o.video, o.audio) : []),
     ...(o.fieldTrials ? [`--force-fieldtrials=${o.fieldTrials}`] : []),
   ];
-  browser = await launchChromium({ args, logFile: path.join(logDir, `chromium-${o.role}-${process.pid}.log`) });
+  const timings = {};
+  const mark = (what) => { timings[what] = (Date.now() - startedAt) / 1000; };
+  browser = await launchChromium({ args, url: PEER_PAGE, logFile: path.join(logDir, `chromium-${o.role}-${process.pid}.log`) });
+  mark('browser');
   const page = await browser.newPage(PEER_PAGE);
+  mark('page');
   page.on('crashed', () => { log('page crashed'); finish('crash'); });
   const deadline = startedAt + o.seconds * 1000;
-  const meta = { role: o.role, flow: o.flow, options: o, browser: browser.version.product, started: new Date(startedAt).toISOString() };
+  const meta = {
+    role: o.role, flow: o.flow, options: o, browser: browser.version.product, started: new Date(startedAt).toISOString(), timings,
+  };
 
   if (o.role === 'sender') {
     const offer = onlyCandidatesOf(await page.evaluate(`peer.offer(${o.flow}, ${JSON.stringify(senderOptions(o))})`), o.listen);
     writeAtomic(path.join(seg, 'offer.sdp'), offer);
+    mark('offer');
     const answerFile = path.join(seg, 'answer.sdp');
     const answer = await Promise.race([
       waitFor('the answer', () => fs.existsSync(answerFile) && fs.readFileSync(answerFile, 'utf8'), deadline),
       stopped.then(() => { throw new Error('stopped before the call connected'); }),
     ]);
+    mark('answer');
     Object.assign(meta, await page.evaluate(`peer.accept(${o.flow}, ${JSON.stringify(answer)})`));
   } else {
     seg = await Promise.race([
       waitFor('an offer', () => claimOffer(flowDir), deadline),
       stopped.then(() => { throw new Error('stopped before an offer came'); }),
     ]);
+    mark('offer');
     const offer = fs.readFileSync(path.join(seg, 'offer.sdp'), 'utf8');
     const answer = onlyCandidatesOf(await page.evaluate(`peer.answer(${o.flow}, ${JSON.stringify(offer)}, ${JSON.stringify({ noVideoElement: !o.videoElement })})`), o.listen);
     writeAtomic(path.join(seg, 'answer.sdp'), answer);
+    mark('answer');
     await page.evaluate(`peer.connected(${o.flow})`);
   }
+  mark('connected');
   meta.segment = path.basename(seg);
   meta.connected_at = (Date.now() - t0) / 1000;
   meta.setup_seconds = (Date.now() - startedAt) / 1000;
