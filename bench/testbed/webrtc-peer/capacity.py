@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Table of capacity.sh's runs: per number of calls, the worst call's frame rates and drops.
 
-    capacity.py RUN_DIR...
+    capacity.py RUN_DIR... [--from S]
 
 A call passes when its sender encodes and its receiver decodes at >= 29 fps on the mean (after
 the first 5 s), the sender never reports qualityLimitationReason "cpu" and the receiver drops no
@@ -14,6 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from summarize import summarize  # noqa: E402
 
 MIN_FPS = 29.0
+# Samples from this many seconds on (after GCC's start-up); ext runs count from the case's t0,
+# which is ~3-7 s before the calls connect.
+T_FROM = float(sys.argv[sys.argv.index("--from") + 1]) if "--from" in sys.argv else 5.0
 
 
 def passes(p):
@@ -25,9 +28,9 @@ def main(runs):
     rows = []
     for run in runs:
         run = Path(run)
-        if not (run / "meta.json").exists():
+        if not (run / "meta.json").exists() and not (run / "webrtc").exists():
             continue
-        s = summarize(run, 5.0, 1e9)
+        s = summarize(run, T_FROM, 1e9)
         flows = s["per_flow"]
         load = (run / "load.txt").read_text().split()[0] if (run / "load.txt").exists() else "–"
         cpu = s["cpu_cores"] or {}
@@ -50,4 +53,8 @@ def main(runs):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    args = sys.argv[1:]
+    if "--from" in args:
+        i = args.index("--from")
+        del args[i:i + 2]
+    sys.exit(main(args))

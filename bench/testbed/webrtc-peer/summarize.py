@@ -79,20 +79,51 @@ def bottleneck(samples, t_from, t_to):
     }
 
 
+def load_run(run):
+    """(sender rows, receiver rows, CPU cores {sender, receiver}, t0 epoch) of a call.mjs folder
+    (sender.csv, receiver.csv, meta.json) or of a run-case.sh folder with external Chromium
+    media (webrtc/flow-I/seg-K/ from side.mjs). Every row gets 'seg' (the call's segment)."""
+    if (run / "meta.json").exists():
+        meta = json.loads((run / "meta.json").read_text())
+        snd, rcv = read_csv(run / "sender.csv"), read_csv(run / "receiver.csv")
+        for r in snd + rcv:
+            r["seg"] = "0"
+        return snd, rcv, meta.get("cpu_cores"), meta.get("t0_epoch", 0)
+    snd, rcv, cpu = [], [], {"sender": 0.0, "receiver": 0.0}
+    t0 = float((run / "t0").read_text()) if (run / "t0").exists() else 0.0
+    for seg in sorted(run.glob("webrtc/flow-*/seg-*")):
+        for role, rows in (("sender", snd), ("receiver", rcv)):
+            if (seg / f"{role}.csv").exists():
+                part = read_csv(seg / f"{role}.csv")
+                for r in part:
+                    r["seg"] = seg.name
+                rows.extend(part)
+            if (seg / f"meta-{role}.json").exists():
+                cpu[role] += json.loads((seg / f"meta-{role}.json").read_text()).get("cpu_cores") or 0.0
+    return snd, rcv, cpu, t0
+
+
+def counter_delta(rows, key):
+    """Growth of a cumulative counter over ROWS, summed per call segment (counters restart)."""
+    total = 0.0
+    for seg in {r["seg"] for r in rows}:
+        v = [x for x in (num(r, key) for r in rows if r["seg"] == seg) if x is not None]
+        if v:
+            total += v[-1] - v[0]
+    return total
+
+
 def summarize(run, t_from, t_to):
-    meta = json.loads((run / "meta.json").read_text())
-    snd = read_csv(run / "sender.csv")
-    rcv = read_csv(run / "receiver.csv")
+    snd, rcv, cpu, t0 = load_run(run)
     flows = sorted({r["flow"] for r in snd} | {r["flow"] for r in rcv}, key=int)
-    out = {"run": str(run), "flows": len(flows), "cpu_cores": meta.get("cpu_cores"), "per_flow": [],
-           "bottleneck": bottleneck(read_tbf(run, meta.get("t0_epoch", 0)), t_from, t_to)}
+    out = {"run": str(run), "flows": len(flows), "cpu_cores": cpu, "per_flow": [],
+           "bottleneck": bottleneck(read_tbf(run, t0), t_from, t_to)}
     for f in flows:
         s = [r for r in snd if r["flow"] == f and t_from <= float(r["t"]) < t_to]
         r = [x for x in rcv if x["flow"] == f and t_from <= float(x["t"]) < t_to]
         all_r = [x for x in rcv if x["flow"] == f]
         reasons = [x["quality_limitation_reason"] for x in s if x["quality_limitation_reason"]]
         last = all_r[-1] if all_r else {}
-        first = r[0] if r else {}
         lastw = r[-1] if r else {}
         out["per_flow"].append({
             "flow": int(f),
@@ -106,9 +137,12 @@ def summarize(run, t_from, t_to):
             "encode_fps_p5": pct(values(s, "encode_fps"), 5),
             "decode_fps_mean": mean(values(r, "decode_fps")),
             "decode_fps_p5": pct(values(r, "decode_fps"), 5),
-            "frames_dropped": (num(lastw, "frames_dropped") or 0) - (num(first, "frames_dropped") or 0),
-            "freezes": (num(lastw, "freeze_count") or 0) - (num(first, "freeze_count") or 0),
-            "packets_lost": (num(lastw, "packets_lost") or 0) - (num(first, "packets_lost") or 0),
+            "qp_mean": mean(values(s, "qp_mean")),
+            "frames_dropped": counter_delta(r, "frames_dropped"),
+            "freezes": counter_delta(r, "freeze_count"),
+            "freeze_s": counter_delta(r, "total_freezes_duration"),
+            "packets_lost": counter_delta(r, "packets_lost"),
+            "jitter_buffer_ms": mean(values(r, "jitter_buffer_delay_ms")),
             "qlr_cpu_share": reasons.count("cpu") / len(reasons) if reasons else None,
             "qlr_seen": sorted(set(reasons)),
             "rtt_ms_p50": pct(values(s, "rtt_ms"), 50),
