@@ -15,9 +15,15 @@
 # the I-frame), a Mandelbrot zoom (detail everywhere: at the 1.5 Mbit/s cap), testsrc2, Conway's
 # life, testsrc2 with strong temporal noise (at the cap), and a flat grey (static).
 #
-#   bench/testbed/make-clip.sh OUT [SECONDS] [testsrc2|scenes]   (idempotent: an existing OUT is kept)
+# KIND "vbr" (issue 21's VBR clip) cuts hard every 7 s between scenes whose rate differs 2-3x under
+# the same settings, cycling testsrc2 (~1000 kbit/s of video), cellular automaton (~310),
+# testsrc2 rotating (~1000) and Conway's life (~550): at each cut (a block boundary, the GOP is
+# one block) the stream's rate jumps by 1.8-3.2x. 7 s does not divide the cases' event times, so
+# cuts fall both on and between capacity changes.
+#
+#   bench/testbed/make-clip.sh OUT [SECONDS] [testsrc2|scenes|vbr]   (idempotent: an existing OUT is kept)
 set -euo pipefail
-out="${1:?usage: $0 OUT [SECONDS] [testsrc2|scenes]}"
+out="${1:?usage: $0 OUT [SECONDS] [testsrc2|scenes|vbr]}"
 seconds="${2:-90}"
 kind="${3:-testsrc2}"
 [[ -s "$out" ]] && exit 0
@@ -36,6 +42,23 @@ case "$kind" in
     g+="testsrc2=size=640x360:rate=30:duration=$d,noise=alls=40:allf=t,$norm[s4];"
     g+="color=c=gray:size=640x360:rate=30:duration=$d,$norm[s5];"
     g+="[s0][s1][s2][s3][s4][s5]concat=n=6:v=1:a=0"
+    video=(-f lavfi -i "$g")
+    ;;
+  vbr)
+    norm="fps=30,format=yuv420p,setsar=1"
+    scene=(
+      "testsrc2=size=640x360:rate=30:duration=7"
+      "cellauto=size=640x360:rate=30,trim=duration=7"
+      "testsrc2=size=640x360:rate=30:duration=7,rotate=a=t/2"
+      "life=size=640x360:rate=30:mold=10:ratio=0.1:death_color=#C83232:life_color=#00ff00,trim=duration=7"
+    )
+    n=$(((seconds + 6) / 7))
+    g="" inputs=""
+    for ((i = 0; i < n; i++)); do
+      g+="${scene[$((i % 4))]},$norm[s$i];"
+      inputs+="[s$i]"
+    done
+    g+="${inputs}concat=n=$n:v=1:a=0,trim=duration=$seconds"
     video=(-f lavfi -i "$g")
     ;;
   *) echo "make-clip: unknown kind $kind" >&2; exit 2 ;;

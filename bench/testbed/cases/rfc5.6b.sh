@@ -1,0 +1,5 @@
+# RFC 8867 §5.6 with the 1000 ms queue.
+CASE_TITLE="RFC 8867 5.6b: media vs one long TCP, 1000 ms queue"
+CASE_DURATION=120 CASE_RATE=2000 CASE_QUEUE_MS=1000 CASE_OWD=50
+CASE_EVENTS=()
+CASE_FLOWS=("media 5 119" "tcp 0 120")
