@@ -68,25 +68,20 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
         static_cast<std::uint64_t>(media_->duration_us()) * clock_rate / 1'000'000));
   }
   std::optional<net::SrtpSession> srtp_out;
+  chain::IntakeConfig intake;
+  intake.suite = config_.srtp_suite;
+  intake.key = config_.key;
+  intake.pdfb = config_.feedback;
+  intake.rr_reports = !config_.feedback && config_.rr_adaptation;
+  for (const SessionTrack& st : config_.tracks) {
+    intake.tracks.push_back(chain::IntakeTrack{st.ssrc, st.initial_sequence,
+                                               streams[st.media_stream].clock_rate, st.client_suite,
+                                               st.client_key});
+  }
+  intake_.emplace(std::move(intake));
   if (config_.srtp_suite) {
     srtp_out.emplace(net::SrtpDirection::Outbound, *config_.srtp_suite, config_.key);
-    rtcp_in_.emplace(net::SrtpDirection::Inbound, *config_.srtp_suite, config_.key);
     rtcp_out_.emplace(net::SrtpDirection::Outbound, *config_.srtp_suite, config_.key);
-    for (const SessionTrack& st : config_.tracks) {
-      if (st.client_suite) {
-        rtcp_in_client_.emplace_back(net::SrtpDirection::Inbound, *st.client_suite, st.client_key);
-      }
-    }
-    if (!rtcp_in_client_.empty() || !config_.feedback) {
-      rtcp_copy_.resize(4096 + net::kSrtpMaxTrailer);
-    }
-  }
-  // Every session without PDFB reads its RRs (RTT, jitter, refused blocks in the stats); only
-  // with rr_adaptation do they feed the controller.
-  if (!config_.feedback) {
-    for (const SessionTrack& st : config_.tracks) {
-      rr_trackers_.emplace_back(st.initial_sequence, streams[st.media_stream].clock_rate);
-    }
   }
   stream_track_ = track_of_stream_.data();
   track_loop_ticks_ = loop_timestamp_.data();
@@ -208,11 +203,6 @@ void StreamSession::pause() {
   playing_ = false;
 }
 
-StreamSession::StageRecord* StreamSession::record(std::uint32_t stage) {
-  StageRecord& r = records_[stage % records_.size()];
-  return r.stage == stage ? &r : nullptr;
-}
-
 void StreamSession::begin_stage(std::uint64_t now_us) {
   // Model-based policies size R from the block's real bytes and the bytes sent so far (the
   // difference between two stages' counts is what a stage sent); the others answer rate().
@@ -226,26 +216,23 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
   next.removable = discard_curve(0);
   const double rate = controller_->rate_for_next(next);
   const auto plan = transmitter_->begin_stage(stage_, rate, block_importance(block_));
-  StageRecord& r = records_[stage_ % records_.size()];
-  if (r.stage != UINT32_MAX && !r.settled && config_.feedback) {
-    // The ring wrapped over a stage that was neither reported nor timed out: settle it now.
-    emit(r, false, core::StageReport{}, controller_->on_report_missing(r.stage));
-    ++stats_.reports_missing;
-  }
   const auto& b = media_->blocks()[block_];
-  r = StageRecord{};
-  r.stage = stage_;
-  r.block = block_;
+  const std::uint64_t end_us =
+      block_start_us(loops_, b) + static_cast<std::uint64_t>(b.duration_us);
+  // A stage whose slot is needed again and that was neither reported nor timed out is missing
+  // (sessions without PDFB have no missing reports: an RR covers several blocks).
+  chain::StageRecord& r =
+      ledger_.open(stage_, end_us + report_timeout_us_, [&](const chain::StageRecord& old) {
+        if (config_.feedback) report_missing(old);
+      });
   r.rate = rate;
-  r.packets = plan.packets;
-  r.discarded = plan.discarded;
-  r.end_us = block_start_us(loops_, b) + static_cast<std::uint64_t>(b.duration_us);
+  r.packets = static_cast<std::uint32_t>(plan.packets);
+  r.discarded = static_cast<std::uint32_t>(plan.discarded);
   r.duration_us = static_cast<double>(b.duration_us);
-  r.bytes_before = next.bytes_before;
-  r.rest_rate = rate;
-  for (std::size_t t = 0; t < std::min(kRrTracks, config_.tracks.size()); ++t) {
-    r.first_packets[t] = transmitter_->track(t).packets;
+  for (std::size_t t = 0; t < std::min(chain::kLedgerTracks, config_.tracks.size()); ++t) {
+    r.first_packet[t] = transmitter_->track(t).packets;
   }
+  ledger_.extra(r) = StageExtra{block_, next.bytes_before, rate};
   stage_open_ = true;
   cursor_ = 0;
   ++stats_.stages_started;
@@ -277,9 +264,10 @@ std::uint64_t StreamSession::link_bytes_sent() const {
 
 void StreamSession::replan_current(std::uint64_t now_us) {
   if (!stage_open_ || !playing_) return;
-  StageRecord* r = record(stage_);
+  chain::StageRecord* r = ledger_.find(stage_);
   const std::size_t n = block_size(block_);
   if (r == nullptr || cursor_ >= n) return;
+  StageExtra& extra = ledger_.extra(*r);
   const auto& b = media_->blocks()[block_];
   const std::uint64_t start = block_start_us(loops_, b);
   core::StageProgress p;
@@ -287,11 +275,11 @@ void StreamSession::replan_current(std::uint64_t now_us) {
   p.elapsed_us = now_us > start ? static_cast<double>(now_us - start) : 0.0;
   p.duration_us = static_cast<double>(b.duration_us);
   const std::uint64_t sent = link_bytes_sent();
-  p.sent_bytes = sent > r->bytes_before ? sent - r->bytes_before : 0;
+  p.sent_bytes = sent > extra.bytes_before ? sent - extra.bytes_before : 0;
   for (std::size_t i = cursor_; i < n; ++i) {
     p.rest_bytes += block_packet(block_, i).payload_size + packet_overhead_;
   }
-  p.rate = r->rest_rate;
+  p.rate = extra.rest_rate;
   p.rest_packets = static_cast<std::uint32_t>(n - cursor_);
   p.removable = discard_curve(cursor_);
   const auto rate = controller_->rate_for_rest(p);
@@ -303,18 +291,18 @@ void StreamSession::replan_current(std::uint64_t now_us) {
   if (!rate) return;
   const auto updated =
       transmitter_->replan_rest(*rate, block_importance(block_).subspan(cursor_), cursor_);
-  r->discarded = updated.discarded;
-  r->rest_rate = *rate;
+  r->discarded = static_cast<std::uint32_t>(updated.discarded);
+  extra.rest_rate = *rate;
   ++r->replans;
   ++stats_.replans;
 }
 
 void StreamSession::end_stage() {
-  if (StageRecord* r = record(stage_)) {
-    r->sent = transmitter_->plan().to_send;
+  if (chain::StageRecord* r = ledger_.find(stage_)) {
+    r->sent = static_cast<std::uint32_t>(transmitter_->plan().to_send);
     r->ended = true;
-    for (std::size_t t = 0; t < std::min(kRrTracks, config_.tracks.size()); ++t) {
-      r->end_packets[t] = transmitter_->track(t).packets;
+    for (std::size_t t = 0; t < std::min(chain::kLedgerTracks, config_.tracks.size()); ++t) {
+      r->end_packet[t] = transmitter_->track(t).packets;
     }
   }
   stage_open_ = false;
@@ -391,7 +379,7 @@ void StreamSession::prefetch_targets() const {
   tx_->prefetch_object();
   __builtin_prefetch(stream_track_);
   __builtin_prefetch(track_loop_ticks_);
-  __builtin_prefetch(&records_[next_report_ % records_.size()]);
+  __builtin_prefetch(ledger_.oldest_slot());
 }
 
 void StreamSession::prefetch_transmitter_targets() const {
@@ -412,15 +400,8 @@ std::uint64_t StreamSession::next_due_us() const {
     return 0;  // the BYE at the media's end is due at once
   }
   if (!end_bye_sent_) due = std::min(due, next_sr_us_);
-  if (feedback_) {
-    // check_missing_reports() waits only on the oldest unsettled stage.
-    for (std::uint32_t s = next_report_; s < stage_; ++s) {
-      const StageRecord& r = records_[s % records_.size()];
-      if (r.stage != s || r.settled) continue;
-      due = std::min(due, r.end_us + report_timeout_us_);
-      break;
-    }
-  }
+  // check_missing_reports() waits only on the oldest unsettled stage.
+  if (feedback_) due = std::min(due, ledger_.next_due(stage_));
   return due;
 }
 
@@ -454,9 +435,7 @@ std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
   // timestamps beside it even if the system clock is stepped.
   const std::uint64_t ntp = wire::ntp_from_unix_us(wall_anchor_us_ + (now_us - clock_anchor_us_));
   // Each SR's time is what a later RR's LSR names (RTT, forged-LSR check).
-  for (auto& tracker : rr_trackers_) {
-    tracker.note_sender_report(wire::ntp_compact(ntp));
-  }
+  intake_->note_sender_report(wire::ntp_compact(ntp));
   std::size_t sent = 0;
   std::array<std::uint8_t, 512> buf{};
   const std::span<std::uint8_t> room(buf.data(), buf.size() - net::kSrtpMaxTrailer);
@@ -506,170 +485,81 @@ std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
 
 void StreamSession::check_missing_reports(std::uint64_t now_us) {
   if (!feedback_) return;
-  while (next_report_ < stage_) {
-    StageRecord* r = record(next_report_);
-    if (r == nullptr || r->settled) {
-      ++next_report_;
-      continue;
-    }
-    if (now_us < r->end_us + report_timeout_us_) break;
-    r->settled = true;
-    ++stats_.reports_missing;
-    emit(*r, false, core::StageReport{}, controller_->on_report_missing(r->stage));
-    ++next_report_;
-  }
+  ledger_.settle_overdue(stage_, now_us, [&](const chain::StageRecord& r) { report_missing(r); });
+}
+
+void StreamSession::report_missing(const chain::StageRecord& r) {
+  ++stats_.reports_missing;
+  emit(r, false, core::StageReport{}, controller_->on_report_missing(r.stage));
 }
 
 void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std::uint64_t now_us) {
-  // A player without PDFB may send its RRs as plain RTCP although the session is SRTP: ffmpeg
-  // 5.1 keys only its SRTP input from a=crypto (srtp_in_*) and writes RTCP unprotected. Those
-  // are read for the RR path only, with an LSR required (docs/rtsp.md "Adaptation from Receiver
-  // Reports": the SR times travel encrypted, so a valid LSR is what an off-path sender lacks).
-  const bool plain_rr = rtcp_in_ && !config_.feedback && !rr_trackers_.empty();
-  const bool retry = (!rtcp_in_client_.empty() || plain_rr) && len <= rtcp_copy_.size();
-  if (retry) std::copy_n(buffer.begin(), len, rtcp_copy_.begin());
-  auto compound = chain::decode_rtcp(buffer, len, rtcp_in_ ? &*rtcp_in_ : nullptr);
-  // A client that sent its own key (KeyMgmt) protects its SRTCP with that, one key per track.
-  for (std::size_t k = 0; !compound && retry && k < rtcp_in_client_.size(); ++k) {
-    std::copy_n(rtcp_copy_.begin(), len, buffer.begin());
-    compound = chain::decode_rtcp(buffer, len, &rtcp_in_client_[k]);
+  // Packets sent per track so far: what an RR's highest sequence number is mapped onto.
+  std::array<std::uint64_t, chain::kLedgerTracks> packets{};
+  const std::size_t tracks = std::min(packets.size(), config_.tracks.size());
+  for (std::size_t t = 0; t < tracks; ++t) {
+    packets[t] = transmitter_->track(t).packets;
   }
-  if (!compound && retry && plain_rr) {
-    std::copy_n(rtcp_copy_.begin(), len, buffer.begin());
-    auto plain = chain::decode_rtcp(buffer, len, nullptr);
-    // It counts only if a block of it passed the RR checks; anything else is an RTCP error, as
-    // any compound that fails SRTCP.
-    if (plain && plain->receiver_report && plain->feedback_count == 0 &&
-        handle_receiver_report(*plain->receiver_report, now_us, false) > 0) {
-      ++stats_.receiver_reports;
-      ++stats_.rr_unprotected;
-      return;
-    }
-  }
-  if (!compound) {
+  const chain::Intake& in = intake_->read(buffer, len, ntp_compact_at(now_us),
+                                          std::span(packets.data(), tracks), ledger_);
+  stats_.rr_rejected += in.rr_blocks_refused;
+  stats_.rr_reports += in.rr_intervals;
+  if (in.rtt_us) stats_.last_rtt_us = *in.rtt_us;
+  if (in.jitter_us) stats_.last_jitter_us = *in.jitter_us;
+  if (in.unprotected_rr) {
+    ++stats_.receiver_reports;
+    ++stats_.rr_unprotected;
+  } else if (in.error) {
     ++stats_.rtcp_errors;
     return;
-  }
-  last_heard_us_ = now_us;
-  if (compound->receiver_report) {
-    ++stats_.receiver_reports;
-    const auto& blocks = compound->receiver_report->blocks;
-    if (blocks.size() > 0) {
-      stats_.last_fraction_lost = blocks[0].fraction_lost;
-      stats_.last_jitter = blocks[0].jitter;
-    }
-    if (!rr_trackers_.empty()) {
-      (void)handle_receiver_report(*compound->receiver_report, now_us, true);
+  } else {
+    last_heard_us_ = now_us;
+    if (in.receiver_report) {
+      ++stats_.receiver_reports;
+      stats_.last_fraction_lost = in.fraction_lost;
+      stats_.last_jitter = in.jitter;
     }
   }
-  if (!config_.feedback) return;
-  for (const auto& fb : compound->pdfb()) {
-    handle_report(fb, now_us);
+  stats_.reports_rejected += in.unknown_stages;
+  bool taken = false;
+  for (const core::StageReport& report : in.reports) {
+    taken = apply_report(report, in.from_rr) || taken;
   }
+  // Every stage an RR interval covered is settled, whatever the controller made of its report.
+  if (in.covered_through) ledger_.settle_through(*in.covered_through);
+  if (taken || in.covered_through) replan_current(now_us);
 }
 
-void StreamSession::handle_report(const wire::PdfbFeedback& feedback, std::uint64_t now_us) {
-  core::StageReport report = chain::to_stage_report(feedback);
-  StageRecord* r = record(report.stage);
-  if (r == nullptr || report.stage >= stage_ + (stage_open_ ? 1 : 0)) {
-    // A report for a stage this session never sent (or long forgotten): count, ignore.
-    ++stats_.reports_rejected;
-    return;
-  }
-  report.rate_used = r->rate_used();
+bool StreamSession::apply_report(const core::StageReport& report, bool from_rr) {
+  chain::StageRecord* r = ledger_.find(report.stage);
+  if (r == nullptr) return false;  // the intake read it from the ledger: cannot happen
   auto d = controller_->on_report(report);
   if (!d) {
     ++stats_.reports_rejected;
-    return;
+    return false;
   }
-  if (d->kind == core::DecisionKind::kStale) return;
+  if (d->kind == core::DecisionKind::kStale) return false;
   ++stats_.reports;
   stats_.last_reception_period_us = report.reception_period_us;
-  stats_.last_performance = report.performance;
-  r->settled = true;
-  if (report.stage >= next_report_) next_report_ = report.stage + 1;
+  if (!from_rr) {
+    stats_.last_performance = report.performance;
+    ledger_.settle(*r);
+  }
   emit(*r, true, report, *d);
-  replan_current(now_us);
+  return true;
 }
 
 std::uint32_t StreamSession::ntp_compact_at(std::uint64_t now_us) const {
   return wire::ntp_compact(wire::ntp_from_unix_us(wall_anchor_us_ + (now_us - clock_anchor_us_)));
 }
 
-std::size_t StreamSession::handle_receiver_report(const wire::ReceiverReport& rr,
-                                                  std::uint64_t now_us, bool authenticated) {
-  std::size_t accepted = 0;
-  // docs/rtsp.md "Adaptation from Receiver Reports": a report block about one of our tracks
-  // covers the packets since the last block used; every block it covers whole, oldest first,
-  // gets one report with its own packets and the interval's loss fraction and queueing delay.
-  for (const wire::ReportBlock& block : rr.blocks) {
-    std::size_t t = 0;
-    while (t < config_.tracks.size() && config_.tracks[t].ssrc != block.ssrc) {
-      ++t;
-    }
-    if (t >= config_.tracks.size() || t >= kRrTracks) continue;  // about someone else
-    if (!authenticated && block.last_sr == 0) {
-      ++stats_.rr_rejected;  // unprotected and naming no SR: nothing vouches for it
-      continue;
-    }
-    auto iv =
-        rr_trackers_[t].measure(block, transmitter_->track(t).packets, ntp_compact_at(now_us));
-    if (!iv) {
-      ++stats_.rr_rejected;
-      continue;
-    }
-    ++accepted;
-    if (iv->rtt_us) stats_.last_rtt_us = *iv->rtt_us;
-    stats_.last_jitter_us = iv->jitter_us;
-    if (!config_.rr_adaptation || iv->expected == 0) continue;
-    const std::uint64_t covered_end = iv->highest_index + 1;
-    const std::uint64_t covered_begin = covered_end - iv->expected;
-    // The newest ended, unreported block all of whose packets on this track are covered.
-    std::uint32_t last = UINT32_MAX;
-    for (std::uint32_t back = 1; back <= records_.size() && back <= stage_; ++back) {
-      const StageRecord* r = record(stage_ - back);
-      if (r == nullptr || r->stage < next_report_) break;
-      if (r->ended && r->end_packets[t] <= covered_end) {
-        last = r->stage;
-        break;
-      }
-    }
-    // None yet (the RR came within a block): keep the baseline, the next RR covers both.
-    if (last == UINT32_MAX) continue;
-    rr_trackers_[t].commit(*iv);
-    ++stats_.rr_reports;
-    for (std::uint32_t s = next_report_; s <= last; ++s) {
-      StageRecord* r = record(s);
-      if (r == nullptr || r->settled) continue;
-      const std::uint64_t lo = std::max(r->first_packets[t], covered_begin);
-      const std::uint64_t hi = r->end_packets[t];
-      const auto announced = static_cast<std::uint32_t>(hi > lo ? hi - lo : 0);
-      core::StageReport report = chain::rr_stage_report(*iv, s, r->duration_us, announced);
-      report.rate_used = r->rate_used();
-      r->settled = true;
-      auto d = controller_->on_report(report);
-      if (!d) {
-        ++stats_.reports_rejected;
-        continue;
-      }
-      if (d->kind == core::DecisionKind::kStale) continue;
-      ++stats_.reports;
-      stats_.last_reception_period_us = report.reception_period_us;
-      emit(*r, true, report, *d);
-    }
-    next_report_ = last + 1;
-    replan_current(now_us);
-  }
-  return accepted;
-}
-
-void StreamSession::emit(const StageRecord& r, bool reported, const core::StageReport& report,
-                         const core::Decision& d) {
+void StreamSession::emit(const chain::StageRecord& r, bool reported,
+                         const core::StageReport& report, const core::Decision& d) {
   if (!on_block_) return;
   BlockTrace t;
   t.session = config_.id;
   t.stage = r.stage;
-  t.block = r.block;
+  t.block = ledger_.extra(r).block;
   t.rate = r.rate;
   t.packets = r.packets;
   t.discarded = r.discarded;

@@ -3,9 +3,9 @@
 // one stage), pre-discards each block at the rate its own control unit sets, and feeds the
 // client's per-block SRTCP reports (PDFB) to that control unit.
 //
-// Where things happen: the discard decision is StageTransmitter::begin_stage (net/), R is
-// updated in on_rtcp() -> RateController::on_report (core/), the report is parsed in
-// chain::decode_rtcp / chain::to_stage_report.
+// Where things happen: the discard decision is StageTransmitter::begin_stage (chain/); a
+// datagram from the client becomes stage reports in chain::FeedbackIntake::read, which on_rtcp()
+// gives to RateController::on_report (core/) and settles in the chain::ReportLedger.
 //
 // Time: every "now_us" argument is the time of the clock the session was made with (the server
 // reads it once per tick and passes it in); the SR's NTP time is a wall-clock anchor taken at
@@ -22,12 +22,13 @@
 #include <string>
 #include <vector>
 
+#include "predrop/chain/feedback_intake.hpp"
+#include "predrop/chain/report_ledger.hpp"
 #include "predrop/chain/stage_transmitter.hpp"
 #include "predrop/core/discard_planner.hpp"
 #include "predrop/core/rate_controller.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/net/clock.hpp"
-#include "predrop/wire/rr_tracker.hpp"
 #include "predrop/wire/rtcp.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
@@ -200,51 +201,32 @@ class StreamSession {
   std::uint32_t current_stage() const { return stage_; }
 
  private:
-  struct StageRecord {
-    std::uint32_t stage = UINT32_MAX;
-    std::uint32_t block = 0;
-    double rate = 0;
-    std::size_t packets = 0, discarded = 0, sent = 0;
-    std::uint64_t end_us = 0;  ///< Scheduled end of the block (monotonic).
-    bool settled = false;      ///< Reported or declared missing.
-    bool ended = false;        ///< Every packet of the block was handed to the transmitter.
-    /// Per track (the first kRrTracks): packets sent on it when the block began and ended, for
-    /// mapping an RR's sequence numbers onto blocks.
-    std::array<std::uint64_t, 4> first_packets{};
-    std::array<std::uint64_t, 4> end_packets{};
-    double duration_us = 0;          ///< The block's scheduled duration.
-    std::uint64_t bytes_before = 0;  ///< Link bytes the session sent before the block began.
-    std::size_t replans = 0;         ///< Times its rest was planned anew after a report.
+  // What the session keeps per stage beside the ledger's record (chain::StageRecord).
+  struct StageExtra {
+    std::uint32_t block = 0;         ///< The media block the stage sent.
+    std::uint64_t bytes_before = 0;  ///< Link bytes the session sent before the stage began.
     double rest_rate = 0;            ///< R its packets not sent yet go with.
-    /// The R the stage went with: planned at its start, or what its discards came to when a
-    /// report re-planned its rest.
-    double rate_used() const {
-      return replans > 0 && packets > 0
-                 ? static_cast<double>(discarded) / static_cast<double>(packets)
-                 : rate;
-    }
   };
-  static constexpr std::size_t kRrTracks = 4;
 
   std::uint64_t block_start_us(std::uint32_t loops, const media::Block& block) const;
   void begin_stage(std::uint64_t now_us);
   void end_stage();
-  void handle_report(const wire::PdfbFeedback& feedback, std::uint64_t now_us);
+  // One report from the intake: to the controller; settles its stage if the controller took a
+  // PDFB. Returns true if the controller took it.
+  bool apply_report(const core::StageReport& report, bool from_rr);
   /// After an accepted report: lets the controller plan the rest of the block in flight anew.
   void replan_current(std::uint64_t now_us);
   /// Link bytes the session sent so far (payload + packet_overhead_ per packet).
   std::uint64_t link_bytes_sent() const;
-  // Returns the report blocks that passed the RR checks.
-  std::size_t handle_receiver_report(const wire::ReceiverReport& rr, std::uint64_t now_us,
-                                     bool authenticated);
   std::uint32_t ntp_compact_at(std::uint64_t now_us) const;
   void check_missing_reports(std::uint64_t now_us);
   void send_sender_reports(std::uint64_t now_us);
   // One SR + SDES CNAME compound per track with an RTCP destination, with BYE appended if
   // `bye`, protected with rtcp_out_. Returns compounds sent.
   std::size_t send_rtcp(std::uint64_t now_us, bool bye);
-  StageRecord* record(std::uint32_t stage);
-  void emit(const StageRecord& r, bool reported, const core::StageReport& report,
+  // A stage declared missing (deadline passed, or its slot needed again).
+  void report_missing(const chain::StageRecord& r);
+  void emit(const chain::StageRecord& r, bool reported, const core::StageReport& report,
             const core::Decision& d);
 
   std::shared_ptr<const media::MediaFile> media_;
@@ -262,7 +244,6 @@ class StreamSession {
   std::uint32_t stage_ = 0;
   std::uint32_t block_ = 0;
   std::uint32_t loops_ = 0;
-  std::uint32_t next_report_ = 0;    // oldest stage not yet reported or declared missing
   std::uint64_t play_start_us_ = 0;  // monotonic time of media time 0 of loop 0
   std::size_t cursor_ = 0;
   std::uint64_t next_sr_us_ = 0;
@@ -292,13 +273,8 @@ class StreamSession {
   };
   InterleavedSink interleaved_sink_{*this};
   std::unique_ptr<chain::StageTransmitter> transmitter_;
-  std::optional<net::SrtpSession> rtcp_in_;
-  // Inbound SRTCP with the clients' own keys (SessionTrack::client_key), tried when the session
-  // key fails; rtcp_copy_ keeps the datagram for the next try (unprotect works in place).
-  std::vector<net::SrtpSession> rtcp_in_client_;
-  std::vector<std::uint8_t> rtcp_copy_;
-  // The RR arithmetic per track (empty when the client sends PDFB).
-  std::vector<wire::RrTracker> rr_trackers_;
+  // The client's RTCP in: SRTCP keys, PDFB and RRs to stage reports.
+  std::optional<chain::FeedbackIntake> intake_;
   // The session's own SRTCP sender (SR and BYE). The transmitter's SRTP session protects RTP
   // only; SRTCP has an index space of its own, so a second outbound session with the same key
   // never reuses an index, and it lets the session add BYE, which the transmitter cannot.
@@ -326,7 +302,8 @@ class StreamSession {
   /// Fills removable_ for the block's packets from `first` on; returns the span (empty unless
   /// priority discard).
   std::span<const std::uint64_t> discard_curve(std::size_t first);
-  std::array<StageRecord, 64> records_{};
+  // Each stage's record until its report came or was declared missing.
+  chain::ReportLedger<StageExtra> ledger_;
   SessionStats stats_;
 };
 

@@ -1,0 +1,130 @@
+#pragma once
+// The one step that turns a feedback datagram from a receiver into the control unit's stage
+// reports (core::StageReport), whichever way the receiver reports:
+//   1. SRTCP: the session key first, then each key the receiver announced for its own SRTCP
+//      (RTSP SETUP `KeyMgmt`, RFC 4567 §3: GStreamer), then — for a receiver without PDFB in an
+//      SRTP session — plain RTCP, read for its Receiver Report only (ffmpeg 5.1 sends its RRs
+//      unprotected; docs/rtsp.md "Adaptation from Receiver Reports");
+//   2. PDFB (docs/design.md §4.3): each record about a stage the ledger holds becomes a report
+//      (to_stage_report), with the R that stage went with;
+//   3. RR report blocks (RFC 3550 §6.4.1) of a receiver without PDFB: the interval a block
+//      covers on one track (wire::RrTracker) becomes one report for every whole stage it covers
+//      (rr_stage_report), when the session adapts from RRs.
+// Transport-wide congestion control feedback (issue 22) is meant to be a fourth decoder here.
+//
+// The ledger (report_ledger.hpp) is read, never written: the caller gives each report to its
+// controller and then settles the stage (a PDFB the controller took: StageLedger::settle; an RR:
+// StageLedger::settle_through(Intake::covered_through)).
+//
+// Contract: no I/O, no clock (the caller passes the arrival time), no allocation per datagram
+// (the reports live in one array per thread, valid until the next read() on that thread).
+// Threading: the owner's loop thread.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "predrop/chain/report_ledger.hpp"
+#include "predrop/core/stage_report.hpp"
+#include "predrop/net/srtp_session.hpp"
+#include "predrop/wire/rr_tracker.hpp"
+#include "predrop/wire/sdes_key.hpp"
+
+namespace predrop::chain {
+
+/// One RTP stream of the sender, as RR blocks name it.
+struct IntakeTrack {
+  std::uint32_t ssrc = 0;
+  std::uint16_t initial_sequence = 0;
+  std::uint32_t clock_rate = 90000;
+  /// The key the receiver protects its SRTCP with for this track, if it announced one.
+  std::optional<wire::SrtpSuite> client_suite;
+  wire::SrtpKeyMaterial client_key;
+};
+
+/// How a receiver reports.
+struct IntakeConfig {
+  std::optional<wire::SrtpSuite> suite;  ///< Empty: plain RTCP.
+  wire::SrtpKeyMaterial key;             ///< The session key (its SRTCP too, RFC 3711 §3.2).
+  std::vector<IntakeTrack> tracks;
+  /// The receiver sends PDFB: its records are the reports and RR blocks are only shown. Else RR
+  /// blocks are measured (RTT, jitter, refused blocks).
+  bool pdfb = true;
+  /// Without PDFB: RR intervals become stage reports (control.player_adaptation = "rr").
+  bool rr_reports = false;
+};
+
+/// What one datagram gave.
+struct Intake {
+  /// The compound opened (SRTCP or plain RTCP in a plain session): a sign of life.
+  bool authenticated = false;
+  /// It failed SRTCP or parsing (and was no usable unprotected RR either).
+  bool error = false;
+  /// A plain RR read in an SRTP session with at least one block that passed (not a sign of life).
+  bool unprotected_rr = false;
+  /// An RR was in the compound (authenticated), with its first block's figures.
+  bool receiver_report = false;
+  std::uint8_t fraction_lost = 0;
+  std::uint32_t jitter = 0;
+  /// RR blocks about our tracks that passed / were refused by the RR arithmetic.
+  std::uint32_t rr_blocks_passed = 0;
+  std::uint32_t rr_blocks_refused = 0;
+  /// RR intervals that became stage reports.
+  std::uint32_t rr_intervals = 0;
+  /// From the newest block that passed.
+  std::optional<double> rtt_us;
+  std::optional<double> jitter_us;
+  /// The reports, oldest stage first, each with rate_used set from the ledger.
+  std::span<const core::StageReport> reports;
+  /// True if the reports come from RR intervals (P is 0: no picture score), else from PDFB.
+  bool from_rr = false;
+  /// PDFB records about a stage the ledger does not hold (never sent, or too old).
+  std::uint32_t unknown_stages = 0;
+  /// RR: every stage up to this one was covered (settle them, reported or not).
+  std::optional<std::uint32_t> covered_through;
+};
+
+/// The intake of one receiver (one stream session).
+class FeedbackIntake {
+ public:
+  /// Throws std::runtime_error if an SRTCP session cannot be set up (set-up time only).
+  explicit FeedbackIntake(IntakeConfig config);
+  ~FeedbackIntake();
+  FeedbackIntake(FeedbackIntake&&) noexcept;
+  FeedbackIntake& operator=(FeedbackIntake&&) noexcept;
+  FeedbackIntake(const FeedbackIntake&) = delete;
+  FeedbackIntake& operator=(const FeedbackIntake&) = delete;
+
+  /// The sender sent an SR at NTP compact time `ntp_compact` (what a later RR's LSR names).
+  void note_sender_report(std::uint32_t ntp_compact);
+
+  /// Reads the datagram in buffer[0, len) (decrypted in place; `buffer` has room for that),
+  /// which arrived at NTP compact time `arrival_compact`, with `packets_sent[t]` packets sent on
+  /// track t so far and `ledger` the sender's stage records.
+  const Intake& read(std::span<std::uint8_t> buffer, std::size_t len, std::uint32_t arrival_compact,
+                     std::span<const std::uint64_t> packets_sent, const StageLedger& ledger);
+
+  const IntakeConfig& config() const { return config_; }
+
+ private:
+  void read_pdfb(const wire::RtcpCompound& compound, const StageLedger& ledger);
+  // The RR's blocks; returns how many passed the RR checks.
+  std::uint32_t read_rr(const wire::ReceiverReport& rr, bool authenticated,
+                        std::uint32_t arrival_compact, std::span<const std::uint64_t> packets_sent,
+                        const StageLedger& ledger);
+  // Reports for the stages an interval on track `t` covers; false if it covers no whole stage.
+  bool cover(const wire::RrInterval& iv, std::size_t t, const StageLedger& ledger);
+  core::StageReport* next_slot();
+
+  IntakeConfig config_;
+  std::optional<net::SrtpSession> in_;
+  std::vector<net::SrtpSession> client_in_;
+  // The datagram as received, for another key after a failed one (unprotect works in place).
+  std::vector<std::uint8_t> copy_;
+  std::vector<wire::RrTracker> rr_;  // per track, without PDFB
+  Intake out_;
+  std::size_t count_ = 0;  // reports written into the thread's array by this read()
+};
+
+}  // namespace predrop::chain

@@ -1,0 +1,194 @@
+#include "predrop/chain/feedback_intake.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "predrop/chain/feedback.hpp"
+
+namespace predrop::chain {
+
+namespace {
+// The reports of one read(): an RR covers at most the ledger's stages, a compound carries at
+// most kMaxPdfbPerCompound PDFB records. One array per thread (the owner reads one datagram at a
+// time), so that a thousand sessions do not each keep one.
+constexpr std::size_t kMaxReports = StageLedger::kStages + wire::kMaxPdfbPerCompound;
+thread_local std::array<core::StageReport, kMaxReports> reports;
+// The largest RTCP compound a receiver sends that the server reads (its RTCP buffer).
+constexpr std::size_t kMaxDatagram = 4096 + net::kSrtpMaxTrailer;
+}  // namespace
+
+FeedbackIntake::FeedbackIntake(IntakeConfig config) : config_(std::move(config)) {
+  if (config_.suite) {
+    in_.emplace(net::SrtpDirection::Inbound, *config_.suite, config_.key);
+    for (const IntakeTrack& t : config_.tracks) {
+      if (t.client_suite) {
+        client_in_.emplace_back(net::SrtpDirection::Inbound, *t.client_suite, t.client_key);
+      }
+    }
+    if (!client_in_.empty() || !config_.pdfb) copy_.resize(kMaxDatagram);
+  }
+  // Every receiver without PDFB has its RRs read (RTT, jitter, refused blocks); only with
+  // rr_reports do they become stage reports.
+  if (!config_.pdfb) {
+    for (const IntakeTrack& t : config_.tracks) {
+      rr_.emplace_back(t.initial_sequence, t.clock_rate);
+    }
+  }
+}
+
+FeedbackIntake::~FeedbackIntake() = default;
+FeedbackIntake::FeedbackIntake(FeedbackIntake&&) noexcept = default;
+FeedbackIntake& FeedbackIntake::operator=(FeedbackIntake&&) noexcept = default;
+
+void FeedbackIntake::note_sender_report(std::uint32_t ntp_compact) {
+  for (auto& tracker : rr_) {
+    tracker.note_sender_report(ntp_compact);
+  }
+}
+
+core::StageReport* FeedbackIntake::next_slot() {
+  return count_ < reports.size() ? &reports[count_++] : nullptr;
+}
+
+const Intake& FeedbackIntake::read(std::span<std::uint8_t> buffer, std::size_t len,
+                                   std::uint32_t arrival_compact,
+                                   std::span<const std::uint64_t> packets_sent,
+                                   const StageLedger& ledger) {
+  out_ = Intake{};
+  count_ = 0;
+  // A receiver without PDFB may send its RRs as plain RTCP although the session is SRTP (ffmpeg
+  // 5.1 keys only its SRTP input from a=crypto and writes RTCP unprotected): those are read for
+  // the RR path only, with an LSR required (the SR times travel encrypted, so a valid LSR is
+  // what an off-path sender lacks).
+  const bool plain_rr = in_ && !config_.pdfb && !rr_.empty();
+  const bool retry = (!client_in_.empty() || plain_rr) && len <= copy_.size();
+  if (retry) std::copy_n(buffer.begin(), len, copy_.begin());
+  auto compound = decode_rtcp(buffer, len, in_ ? &*in_ : nullptr);
+  // A receiver that announced its own key protects its SRTCP with that, one key per track.
+  for (std::size_t k = 0; !compound && retry && k < client_in_.size(); ++k) {
+    std::copy_n(copy_.begin(), len, buffer.begin());
+    compound = decode_rtcp(buffer, len, &client_in_[k]);
+  }
+  if (!compound && retry && plain_rr) {
+    std::copy_n(copy_.begin(), len, buffer.begin());
+    auto plain = decode_rtcp(buffer, len, nullptr);
+    // It counts only if a block of it passed the RR checks; anything else is an error, as any
+    // compound that fails SRTCP.
+    if (plain && plain->receiver_report && plain->feedback_count == 0 &&
+        read_rr(*plain->receiver_report, false, arrival_compact, packets_sent, ledger) > 0) {
+      out_.unprotected_rr = true;
+      out_.from_rr = true;
+      out_.reports = std::span<const core::StageReport>(reports.data(), count_);
+      return out_;
+    }
+  }
+  if (!compound) {
+    out_.error = true;
+    count_ = 0;
+    return out_;
+  }
+  out_.authenticated = true;
+  if (compound->receiver_report) {
+    out_.receiver_report = true;
+    const auto& blocks = compound->receiver_report->blocks;
+    if (blocks.size() > 0) {
+      out_.fraction_lost = blocks[0].fraction_lost;
+      out_.jitter = blocks[0].jitter;
+    }
+    if (!rr_.empty()) {
+      out_.from_rr = true;
+      (void)read_rr(*compound->receiver_report, true, arrival_compact, packets_sent, ledger);
+    }
+  }
+  if (config_.pdfb) read_pdfb(*compound, ledger);
+  out_.reports = std::span<const core::StageReport>(reports.data(), count_);
+  return out_;
+}
+
+void FeedbackIntake::read_pdfb(const wire::RtcpCompound& compound, const StageLedger& ledger) {
+  for (const wire::PdfbFeedback& fb : compound.pdfb()) {
+    core::StageReport report = to_stage_report(fb);
+    const StageRecord* r = ledger.find(report.stage);
+    core::StageReport* slot = r != nullptr ? next_slot() : nullptr;
+    if (slot == nullptr) {
+      // A report for a stage this sender never sent (or long forgotten).
+      ++out_.unknown_stages;
+      continue;
+    }
+    report.rate_used = r->rate_used();
+    *slot = report;
+  }
+}
+
+std::uint32_t FeedbackIntake::read_rr(const wire::ReceiverReport& rr, bool authenticated,
+                                      std::uint32_t arrival_compact,
+                                      std::span<const std::uint64_t> packets_sent,
+                                      const StageLedger& ledger) {
+  std::uint32_t passed = 0;
+  // docs/rtsp.md "Adaptation from Receiver Reports": a report block about one of our tracks
+  // covers the packets since the last block used; every stage it covers whole, oldest first,
+  // gets one report with its own packets and the interval's loss fraction and queueing delay.
+  for (const wire::ReportBlock& block : rr.blocks) {
+    std::size_t t = 0;
+    while (t < config_.tracks.size() && config_.tracks[t].ssrc != block.ssrc) {
+      ++t;
+    }
+    if (t >= config_.tracks.size() || t >= kLedgerTracks || t >= packets_sent.size()) continue;
+    if (!authenticated && block.last_sr == 0) {
+      ++out_.rr_blocks_refused;  // unprotected and naming no SR: nothing vouches for it
+      continue;
+    }
+    auto iv = rr_[t].measure(block, packets_sent[t], arrival_compact);
+    if (!iv) {
+      ++out_.rr_blocks_refused;
+      continue;
+    }
+    ++passed;
+    ++out_.rr_blocks_passed;
+    if (iv->rtt_us) out_.rtt_us = iv->rtt_us;
+    out_.jitter_us = iv->jitter_us;
+    if (config_.rr_reports && iv->expected != 0) (void)cover(*iv, t, ledger);
+  }
+  return passed;
+}
+
+bool FeedbackIntake::cover(const wire::RrInterval& iv, std::size_t t, const StageLedger& ledger) {
+  if (ledger.newest() == kNoStage) return false;
+  const std::uint64_t covered_end = iv.highest_index + 1;
+  const std::uint64_t covered_begin = covered_end - iv.expected;
+  // Stages before `lower` are settled (or covered by an earlier block of this datagram).
+  std::uint32_t lower = ledger.oldest_unsettled();
+  if (out_.covered_through && StageLedger::before(lower, *out_.covered_through + 1)) {
+    lower = *out_.covered_through + 1;
+  }
+  // The newest ended, unsettled stage all of whose packets on this track are covered.
+  std::optional<std::uint32_t> last;
+  for (std::uint32_t back = 0; back < StageLedger::kStages; ++back) {
+    const std::uint32_t s = ledger.newest() - back;
+    const StageRecord* r = ledger.find(s);
+    if (r == nullptr || StageLedger::before(s, lower)) break;
+    if (r->ended && r->end_packet[t] <= covered_end) {
+      last = s;
+      break;
+    }
+  }
+  // None yet (the RR came within a stage): keep the baseline, the next RR covers both.
+  if (!last) return false;
+  rr_[t].commit(iv);
+  ++out_.rr_intervals;
+  for (std::uint32_t s = lower; !StageLedger::before(*last, s); ++s) {
+    const StageRecord* r = ledger.find(s);
+    if (r == nullptr || r->settled) continue;
+    core::StageReport* slot = next_slot();
+    if (slot == nullptr) break;
+    const std::uint64_t lo = std::max(r->first_packet[t], covered_begin);
+    const std::uint64_t hi = r->end_packet[t];
+    const auto announced = static_cast<std::uint32_t>(hi > lo ? hi - lo : 0);
+    *slot = rr_stage_report(iv, s, r->duration_us, announced);
+    slot->rate_used = r->rate_used();
+  }
+  out_.covered_through = *last;
+  return true;
+}
+
+}  // namespace predrop::chain
