@@ -505,6 +505,7 @@ class DdlRelay::Impl {
       }
       RelayPeer& p = *peers[i];
       for_peer(p, [&] {
+        open_report_record(p, s, o_.report_timeout_stages, stats_, listener_);
         row.peers[i] = send_stage(p, send, *control_, *socket_);
         note_stage_liveness(p, r.contributors[p.contributor]);
       });
@@ -518,8 +519,7 @@ class DdlRelay::Impl {
     // Reports that did not come in time.
     for (const auto& p : members_.peers()) {
       if (!p || p->gone) continue;
-      for_peer(*p,
-               [&] { settle_missing_reports(*p, s, o_.report_timeout_stages, stats_, listener_); });
+      for_peer(*p, [&] { settle_missing_reports(*p, s, stats_, listener_); });
     }
     // Workers that went silent (relay_eviction.hpp).
     for (const auto& p : members_.peers()) {

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 
+#include "predrop/chain/report_ledger.hpp"
 #include "predrop/chain/stage_receiver.hpp"
 #include "predrop/chain/stage_transmitter.hpp"
 #include "predrop/core/discard_planner.hpp"
@@ -28,18 +29,10 @@
 
 namespace predrop::ddl {
 
-/// Stages of sending records kept per worker, for reports that come late.
-inline constexpr std::size_t kPlanRing = 64;
-
-/// What the relay sent one worker in one stage, kept until its report comes or is missing.
-struct PlanRecord {
-  std::uint32_t stage = 0;
-  bool used = false;
-  bool settled = false;  ///< Reported or declared missing.
-  double rate = 0.0;
-  std::uint32_t planned = 0, discarded = 0, sent = 0;
-  DdlRelayStageTimes times;
-};
+/// What the relay sent one worker in each recent stage and which reports it still waits for:
+/// the ledger's record (R, planned, discarded, sent) with the stage's times beside it, kept until
+/// its report comes or is declared missing (relay_reports.hpp).
+using RelayReportLedger = chain::ReportLedger<DdlRelayStageTimes>;
 
 /// One worker of the job.
 struct RelayPeer {
@@ -59,8 +52,7 @@ struct RelayPeer {
   std::unique_ptr<chain::StageTransmitter> tx;
   std::unique_ptr<core::RateController> controller;
   // Reports (relay_reports.hpp).
-  std::array<PlanRecord, kPlanRing> plans{};
-  std::uint32_t oldest_unsettled = 0;
+  RelayReportLedger reports;
   std::array<core::StageMeasurement, 4> metered{};  ///< The uplink meter's last stages.
   // Pacing (relay_sender.hpp): the aggregate packets [pace_next, pace_end) are still to go, at
   // the rate of this worker's path (its reports' received / L).

@@ -14,15 +14,13 @@ DdlRelayPeerStage send_stage(RelayPeer& p, const StageSend& send, ControlChannel
   const ContributorReport& c = r.contributors[p.contributor];
   const double rate = p.controller->rate();
   const chain::StagePlan plan = p.tx->begin_stage(s, rate, send.importance);
-  PlanRecord& rec = p.plans[s % kPlanRing];
-  rec = PlanRecord{s,
-                   true,
-                   false,
-                   rate,
-                   static_cast<std::uint32_t>(plan.packets),
-                   static_cast<std::uint32_t>(plan.discarded),
-                   0,
-                   DdlRelayStageTimes{c.first_us, c.last_us, send.now, 0}};
+  // The reports unit opened the stage's record (open_report_record()).
+  chain::StageRecord& rec = *p.reports.find(s);
+  rec.rate = rate;
+  rec.packets = static_cast<std::uint32_t>(plan.packets);
+  rec.discarded = static_cast<std::uint32_t>(plan.discarded);
+  DdlRelayStageTimes& times = p.reports.extra(rec);
+  times = DdlRelayStageTimes{c.first_us, c.last_us, send.now, 0};
   // Stage closed + the relay's report on this worker's uplink, before the aggregate itself.
   core::StageMeasurement m;
   m.stage = s;
@@ -46,13 +44,13 @@ DdlRelayPeerStage send_stage(RelayPeer& p, const StageSend& send, ControlChannel
     p.pace_end = send.packets.size();
   } else {
     rec.sent = static_cast<std::uint32_t>(p.tx->send(send.packets, 0, send.now));
-    rec.times.sent_done_us = send.now;
+    times.sent_done_us = send.now;
   }
   DdlRelayPeerStage ps;
   ps.rank = p.rank;
   ps.live = true;
   ps.rate = rate;
-  ps.planned = rec.planned;
+  ps.planned = rec.packets;
   ps.discarded = rec.discarded;
   ps.sent = send.paced ? static_cast<std::uint32_t>(plan.to_send) : rec.sent;
   ps.up_received = c.received;
@@ -63,7 +61,7 @@ DdlRelayPeerStage send_stage(RelayPeer& p, const StageSend& send, ControlChannel
 
 std::optional<std::uint64_t> pace_peer(RelayPeer& p, std::span<const chain::OutgoingPacket> packets,
                                        std::uint32_t stage, std::uint64_t now) {
-  PlanRecord& rec = p.plans[stage % kPlanRing];
+  chain::StageRecord* rec = p.reports.find(stage);
   while (!p.gone && p.pace_next < p.pace_end) {
     const std::size_t want = std::min(kRelayPaceBatch, p.pace_end - p.pace_next);
     const std::size_t n = p.pacer.allowance(now, p.packet_bytes, want);
@@ -71,9 +69,10 @@ std::optional<std::uint64_t> pace_peer(RelayPeer& p, std::span<const chain::Outg
     // Pre-discarded packets in the range are skipped by the transmitter and cost no tokens.
     const std::size_t sent = p.tx->send(packets.subspan(p.pace_next, n), p.pace_next, now);
     p.pacer.sent(sent, p.packet_bytes);
-    rec.sent += static_cast<std::uint32_t>(sent);
     p.pace_next += n;
-    if (p.pace_next >= p.pace_end) rec.times.sent_done_us = now;
+    if (rec == nullptr) continue;  // its slot was taken by a stage 64 later: nothing to note
+    rec->sent += static_cast<std::uint32_t>(sent);
+    if (p.pace_next >= p.pace_end) p.reports.extra(*rec).sent_done_us = now;
   }
   return std::nullopt;
 }
