@@ -38,6 +38,7 @@
 #include "predrop/load/proc.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/net/event_loop.hpp"
+#include "predrop/net/os_random.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/rtsp/client_session.hpp"
 #include "predrop/server/stream_server.hpp"
@@ -183,17 +184,17 @@ MachineLimits measure_machine(std::optional<wire::SrtpSuite> suite, std::size_t 
     return r.length;
   };
   if (suite) {
-    ctx.emplace_back(net::SrtpDirection::Outbound, *suite, wire::generate_key(*suite));
+    ctx.emplace_back(net::SrtpDirection::Outbound, *suite, net::random_srtp_key(*suite));
     m.protect_1 = rate_of(seconds, 1, [&] {
       protect_one(slab.data(), 0);
       ++seq;
     });
     ctx.clear();
     for (std::size_t i = 0; i < std::max<std::size_t>(1, contexts); ++i) {
-      ctx.emplace_back(net::SrtpDirection::Outbound, *suite, wire::generate_key(*suite));
+      ctx.emplace_back(net::SrtpDirection::Outbound, *suite, net::random_srtp_key(*suite));
       // A server session also holds an inbound context for its client's SRTCP: idle here, but it
       // lives in the same crypto library tables.
-      idle.emplace_back(net::SrtpDirection::Inbound, *suite, wire::generate_key(*suite));
+      idle.emplace_back(net::SrtpDirection::Inbound, *suite, net::random_srtp_key(*suite));
     }
     // Warm every context up once (libsrtp allocates per new SSRC).
     for (std::size_t c = 0; c < ctx.size(); ++c)
@@ -482,7 +483,7 @@ PeerRun run_ffmpeg(const Options& o, bool srtp, SinkSet& sinks, std::size_t trac
   std::vector<std::string> args = {o.ffmpeg,       "-nostdin", "-hide_banner", "-loglevel", "error",
                                    "-stream_loop", "-1",       "-i",           o.media};
   const std::string key =
-      wire::base64_encode(wire::generate_key(wire::SrtpSuite::AesCm128HmacSha1_80).span());
+      wire::base64_encode(net::random_srtp_key(wire::SrtpSuite::AesCm128HmacSha1_80).span());
   for (std::size_t t = 0; t < tracks; ++t) {
     const std::string port = std::to_string(sinks.base + 2 * (t % 2));
     for (const std::string& a : {std::string("-map"), "0:" + std::to_string(t), std::string("-c"),

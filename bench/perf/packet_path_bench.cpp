@@ -27,6 +27,7 @@
 #include "predrop/chain/stage_transmitter.hpp"
 #include "predrop/core/discard_planner.hpp"
 #include "predrop/net/event_loop.hpp"
+#include "predrop/net/os_random.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 #include "predrop/wire/rtp.hpp"
@@ -103,7 +104,7 @@ void SrtpProtect(benchmark::State& state) {
   const CryptoChoice crypto(state.range(2));
   const auto suite = suite_of(state.range(0));
   const auto payload = static_cast<std::size_t>(state.range(1));
-  net::SrtpSession s(net::SrtpDirection::Outbound, suite, wire::generate_key(suite));
+  net::SrtpSession s(net::SrtpDirection::Outbound, suite, net::random_srtp_key(suite));
   RtpBuffer b(payload);
   std::uint16_t seq = 0;
   for (auto _ : state) {
@@ -127,7 +128,7 @@ void SrtpProtectContexts(benchmark::State& state) {
   const auto contexts = static_cast<std::size_t>(state.range(1));
   std::vector<net::SrtpSession> s;
   for (std::size_t i = 0; i < contexts; ++i)
-    s.emplace_back(net::SrtpDirection::Outbound, suite, wire::generate_key(suite));
+    s.emplace_back(net::SrtpDirection::Outbound, suite, net::random_srtp_key(suite));
   RtpBuffer b(1200);
   std::uint16_t seq = 0;
   std::size_t next = 0;
@@ -212,7 +213,7 @@ void ProtectThenSend(benchmark::State& state) {
   srtp_library();
   const auto suite = suite_of(state.range(0));
   const auto payload = static_cast<std::size_t>(state.range(1));
-  net::SrtpSession s(net::SrtpDirection::Outbound, suite, wire::generate_key(suite));
+  net::SrtpSession s(net::SrtpDirection::Outbound, suite, net::random_srtp_key(suite));
   Sink sink;
   const int fd = sender_socket();
   const std::size_t header = wire::rtp_header_size(wire::RtpExtensionIds{1, 2});
@@ -264,7 +265,7 @@ void ChainCompute(benchmark::State& state) {
   const double rate = static_cast<double>(state.range(1)) / 100.0;
   constexpr std::size_t kStage = 512;
   constexpr std::size_t kPayload = 1200;
-  net::SrtpSession s(net::SrtpDirection::Outbound, suite, wire::generate_key(suite));
+  net::SrtpSession s(net::SrtpDirection::Outbound, suite, net::random_srtp_key(suite));
   core::DiscardPlanner planner(core::DiscardPolicy::kPriority);
   const auto importance = block_importance(kStage);
   std::vector<std::uint8_t> drop(kStage);
@@ -323,7 +324,7 @@ void Transmitter(benchmark::State& state) {
   for (std::size_t i = 0; i < sessions; ++i) {
     tx.push_back(std::make_unique<chain::StageTransmitter>(
         **socket, tc,
-        net::SrtpSession(net::SrtpDirection::Outbound, suite, wire::generate_key(suite)),
+        net::SrtpSession(net::SrtpDirection::Outbound, suite, net::random_srtp_key(suite)),
         core::DiscardPlanner(core::DiscardPolicy::kPriority)));
   }
   chain::SendBatch batch(**socket,

@@ -14,6 +14,7 @@
 #include "predrop/media/media_file.hpp"
 #include "predrop/media/psnr.hpp"
 #include "predrop/media/video_decoder.hpp"
+#include "predrop/net/os_random.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 #include "predrop/rtsp/client_session.hpp"
 #include "predrop/wire/sdes_key.hpp"
@@ -268,7 +269,7 @@ struct MeasuringClient::Impl {
     receiver = std::make_unique<chain::StageReceiver>(
         rc, std::move(srtp_in), [this](const wire::RtpPacketView& v, std::uint64_t) { on_rtp(v); },
         [this](const core::StageMeasurement& m) { on_stage(m); });
-    reporter_ssrc = static_cast<std::uint32_t>(std::random_device{}());
+    reporter_ssrc = net::random_u32();
     return core::Ok{};
   }
 
@@ -292,7 +293,7 @@ struct MeasuringClient::Impl {
 
   core::Result<rtsp::PortPair> open_ports(Track& t) {
     // An even RTP port and the next one for RTCP (RFC 3550 §11); retry on collisions.
-    std::mt19937 gen{std::random_device{}()};
+    std::mt19937 gen{net::random_u32()};
     for (int attempt = 0; attempt < 64; ++attempt) {
       const auto port = static_cast<std::uint16_t>(30000 + 2 * (gen() % 15000));
       net::UdpOptions uo;

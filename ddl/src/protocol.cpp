@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <random>
 
 #include "predrop/core/byte_io.hpp"
+#include "predrop/net/os_random.hpp"
 
 namespace predrop::ddl {
 
@@ -345,15 +345,14 @@ std::string format_job_key(const JobKey& key) {
 JobKey generate_job_key(std::optional<wire::SrtpSuite> suite) {
   JobKey k;
   k.suite = suite;
-  if (suite) k.key = wire::generate_key(*suite);
+  if (suite) k.key = net::random_srtp_key(*suite);
   return k;
 }
 
 std::uint32_t generate_ssrc() {
-  std::random_device rd;
   std::uint32_t v = 0;
   while (v == 0) {
-    v = rd();
+    v = net::random_u32();
   }
   return v;
 }
@@ -368,11 +367,9 @@ DeadlineConfig stage_deadline_config(std::uint32_t ms) {
 }
 
 std::uint64_t generate_nonce() {
-  // std::random_device reads getrandom(2) on Linux (libstdc++), one 32-bit draw each.
-  std::random_device rd;
   std::uint64_t v = 0;
   while (v == 0) {
-    v = (std::uint64_t{rd()} << 32) | rd();
+    v = net::random_u64();
   }
   return v;
 }

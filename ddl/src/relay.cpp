@@ -7,7 +7,7 @@
 //   relay_reports.hpp       a worker's reports to its controller, missing reports
 //   relay_eviction.hpp      when a silent worker is evicted
 //   control_channel.hpp     SRTCP in and out
-//   callback_boundary.hpp   the exception boundary of every UDP and timer callback
+//   net::CallbackGuard      the exception boundary of every UDP and timer callback
 // The job's life (join with its nonce challenge, start, stages, removals, the end), peer identity
 // (address + SSRC), and the events and counters are here.
 // Wire formats and decisions: docs/ddl-mode.md. run_ddl_mode() is in ddl_mode.cpp.
@@ -25,9 +25,9 @@
 #include "predrop/core/byte_io.hpp"
 #include "predrop/core/deadline_queue.hpp"
 #include "predrop/core/log.hpp"
-#include "predrop/ddl/callback_boundary.hpp"
 #include "predrop/ddl/chunk.hpp"
 #include "predrop/ddl/control_channel.hpp"
+#include "predrop/net/callback_guard.hpp"
 #include "predrop/net/clock.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 #include "relay_aggregate.hpp"
@@ -107,12 +107,12 @@ class DdlRelay::Impl {
     }
     socket_ = std::move(sock.value());
     socket_->set_gso(o_.gso);
-    stages_.attach_timer(loop_,
-                         [this] { guarded("deadline timer", [this] { on_deadline_timer(); }); });
+    stages_.attach_timer(
+        loop_, [this] { guarded(net::CallbackKind::kTimer, [this] { on_deadline_timer(); }); });
     pace_timer_ = std::make_unique<net::Timer>(
-        loop_, [this] { guarded("pace timer", [this] { on_pace_timer(); }); });
+        loop_, [this] { guarded(net::CallbackKind::kTimer, [this] { on_pace_timer(); }); });
     housekeeping_ = std::make_unique<net::Timer>(
-        loop_, [this] { guarded("housekeeping timer", [this] { on_housekeeping(); }); });
+        loop_, [this] { guarded(net::CallbackKind::kTimer, [this] { on_housekeeping(); }); });
     housekeeping_->start(kHousekeepingMs, kHousekeepingMs);
     pace_queue_.reserve(o_.workers);
     pace_order_.reserve(o_.workers);
@@ -121,7 +121,7 @@ class DdlRelay::Impl {
   }
 
   void stop(const std::string& reason) {
-    guarded("stop", [&] {
+    guarded(net::CallbackKind::kCall, [&] {
       if (!running_) return;
       for (const auto& p : members_.peers()) {
         if (p && !p->gone) send_answer(*p, JoinStatus::kRemoved, reason);
@@ -140,7 +140,7 @@ class DdlRelay::Impl {
   }
 
   void poll() {
-    guarded("poll", [this] {
+    guarded(net::CallbackKind::kCall, [this] {
       if (!running_) return;
       const std::uint64_t now = clock_.now_us();
       check_timeouts(now);
@@ -152,7 +152,7 @@ class DdlRelay::Impl {
 
   // Every UDP datagram, whichever way it came in.
   void datagram(std::span<const std::uint8_t> d, const net::SocketAddress& from) {
-    guarded("datagram", [&] { on_datagram(d, from, clock_.now_us()); });
+    guarded(net::CallbackKind::kUdpReceive, [&] { on_datagram(d, from, clock_.now_us()); });
   }
 
   void inject(std::span<const std::uint8_t> d, const net::SocketAddress& from) {
@@ -169,14 +169,14 @@ class DdlRelay::Impl {
   // deadline timer is armed even if the failure interrupted a poll. A datagram without a peer to
   // blame is just dropped.
   template <class Fn>
-  void guarded(const char* kind, Fn&& fn) {
+  void guarded(net::CallbackKind kind, Fn&& fn) {
     blame_ = nullptr;
     boundary_.run(kind, std::forward<Fn>(fn), [this](const char* what) { recover(what); });
     blame_ = nullptr;
   }
 
   void recover(const char* what) {
-    stats_.callback_errors = boundary_.caught();
+    stats_.callback_errors = boundary_.total();
     RelayPeer* p = std::exchange(blame_, nullptr);
     if (!running_) return;
     const std::uint64_t now = clock_.now_us();
@@ -638,7 +638,7 @@ class DdlRelay::Impl {
       discarded += p->tx->stats().packets_discarded;
     }
     stats_.srtp_failures = control_failures_ + auth;
-    stats_.callback_errors = boundary_.caught();
+    stats_.callback_errors = boundary_.total();
     stats_.send_drops = drops;
     stats_.packets_sent = sent;
     stats_.packets_discarded = discarded;
@@ -687,7 +687,7 @@ class DdlRelay::Impl {
   std::uint64_t chunks_unparsed_ = 0;
 
   DdlRelayStats stats_;
-  CallbackBoundary boundary_{kLog};
+  net::CallbackGuard boundary_{kLog};
   RelayPeer* blame_ = nullptr;  // the peer being worked on (see guarded())
 };
 

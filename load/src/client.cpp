@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <utility>
 
 #include "predrop/chain/feedback.hpp"
 #include "predrop/chain/stage_receiver.hpp"
 #include "predrop/core/byte_io.hpp"
 #include "predrop/load/verify_sampler.hpp"
+#include "predrop/net/os_random.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 #include "predrop/rtsp/client_session.hpp"
@@ -142,7 +142,7 @@ struct LightClient::Impl {
     receiver = std::make_unique<chain::StageReceiver>(
         rc, std::move(srtp_in), chain::StageReceiver::OnPacket{},
         [this](const core::StageMeasurement& m) { on_stage(m); });
-    reporter_ssrc = static_cast<std::uint32_t>(std::random_device{}());
+    reporter_ssrc = net::random_u32();
     return core::Ok{};
   }
 

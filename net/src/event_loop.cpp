@@ -3,7 +3,7 @@
 #include <cassert>
 #include <stdexcept>
 
-#include "callback_guard.hpp"
+#include "predrop/net/callback_guard.hpp"
 #include "uv_util.hpp"
 
 namespace predrop::net {
@@ -67,7 +67,7 @@ class SignalHandle final : public LoopHandle {
   static void on_signal(uv_signal_t* h, int signum) {
     auto* self = owner<SignalHandle>(h);
     if (self != nullptr) {
-      detail::guarded(CallbackKind::kSignal, [&] { (*self->on_signal_)(signum); });
+      loop_guard().run(CallbackKind::kSignal, [&] { (*self->on_signal_)(signum); });
     }
   }
 
@@ -170,7 +170,7 @@ struct TimerCallbacks {
   static void on_timer(uv_timer_t* h) {
     auto* self = detail::owner<Timer>(h);
     if (self != nullptr) {
-      detail::guarded(CallbackKind::kTimer, [&] { self->on_fire_(); });
+      loop_guard().run(CallbackKind::kTimer, [&] { self->on_fire_(); });
     }
   }
 };
@@ -235,7 +235,7 @@ struct AsyncCallbacks {
   static void on_async(uv_async_t* h) {
     auto* self = detail::owner<AsyncWake>(h);
     if (self != nullptr) {
-      detail::guarded(CallbackKind::kAsync, [&] { self->on_wake_(); });
+      loop_guard().run(CallbackKind::kAsync, [&] { self->on_wake_(); });
     }
   }
 };

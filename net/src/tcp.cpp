@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <utility>
 
-#include "callback_guard.hpp"
+#include "predrop/net/callback_guard.hpp"
 #include "uv_util.hpp"
 
 namespace predrop::net {
@@ -59,7 +59,7 @@ struct TcpCallbacks {
     if (nread > 0) {
       self->touch();
       // The handler may destroy the connection: after it, `self` is only looked up again.
-      const bool ok = detail::guarded(CallbackKind::kTcpData, [&] {
+      const bool ok = loop_guard().run(CallbackKind::kTcpData, [&] {
         self->on_data_(std::span<const std::uint8_t>(
             reinterpret_cast<const std::uint8_t*>(buf->base), static_cast<std::size_t>(nread)));
       });
@@ -113,7 +113,7 @@ struct TcpCallbacks {
       self->read_addresses();
       if (cb) {
         auto* handle = req->handle;
-        if (!detail::guarded(CallbackKind::kTcpConnect, [&] { cb(core::Ok{}); })) {
+        if (!loop_guard().run(CallbackKind::kTcpConnect, [&] { cb(core::Ok{}); })) {
           if (auto* alive = detail::owner<TcpConnection>(handle)) {
             alive->close();
           }
@@ -123,7 +123,7 @@ struct TcpCallbacks {
       self->close();
       if (cb) {
         auto error = detail::uv_error("connect to " + self->peer_.to_string(), status);
-        detail::guarded(CallbackKind::kTcpConnect, [&] { cb(error); });
+        loop_guard().run(CallbackKind::kTcpConnect, [&] { cb(error); });
       }
     }
   }
@@ -147,7 +147,7 @@ struct TcpCallbacks {
     c->read_addresses();
     // Last use of `self`: the handler may destroy the listener. If it throws, the connection it
     // was handed is destroyed with the unwinding (or kept by the handler): either way, no leak.
-    detail::guarded(CallbackKind::kTcpAccept, [&] { self->on_connection_(std::move(c)); });
+    loop_guard().run(CallbackKind::kTcpAccept, [&] { self->on_connection_(std::move(c)); });
   }
 };
 
@@ -348,7 +348,7 @@ void TcpConnection::fail(const core::Status& why) {
   auto cb = std::move(on_close_);
   on_close_ = nullptr;
   if (cb) {
-    detail::guarded(CallbackKind::kTcpClose, [&] { cb(why); });
+    loop_guard().run(CallbackKind::kTcpClose, [&] { cb(why); });
   }
 }
 

@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "callback_guard.hpp"
+#include "predrop/net/callback_guard.hpp"
 #include "predrop/net/clock.hpp"
 #include "uv_util.hpp"
 
@@ -118,7 +118,7 @@ struct UdpCallbacks {
     if (self->kernel_timestamps_) now = kernel_arrival_us(self->fd_, now);
     // Last use of `self`: the handler may destroy the endpoint. A handler that throws loses only
     // this datagram.
-    detail::guarded(CallbackKind::kUdpReceive, [&] {
+    loop_guard().run(CallbackKind::kUdpReceive, [&] {
       self->on_datagram_(
           std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(buf->base),
                                         static_cast<std::size_t>(nread)),

@@ -271,11 +271,10 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
       "# HELP predrop_callback_exceptions_total Exceptions caught at a loop callback boundary "
       "(only the offending connection or session was closed).\n"
       "# TYPE predrop_callback_exceptions_total counter\n";
-  for (std::size_t k = 0; k < kCallbackKinds; ++k) {
-    const auto kind = static_cast<CallbackKind>(k);
+  for (const CallbackKind kind : kServerCallbackKinds) {
     std::uint64_t n = 0;
     for (const ServerSnapshot& w : workers) {
-      n += w.callback_exceptions[k];
+      n += w.callback_exceptions[static_cast<std::size_t>(kind)];
     }
     if (more.endpoint != nullptr) n += more.endpoint->callback_guard().count(kind);
     const std::string_view name = to_string(kind);

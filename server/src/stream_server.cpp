@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "predrop/core/log.hpp"
+#include "predrop/net/os_random.hpp"
 #include "predrop/rtsp/rtsp_headers.hpp"
 #include "predrop/rtsp/rtsp_message.hpp"
 #include "predrop/rtsp/rtsp_transport.hpp"
@@ -18,12 +19,11 @@
 #include "predrop/wire/rtp.hpp"
 
 #include "interleaved_queue.hpp"
-#include "os_random.hpp"
 
 namespace predrop::server {
 
-using detail::random_u16;
-using detail::random_u32;
+using net::random_u16;
+using net::random_u32;
 
 namespace {
 // NTP-UTC timestamp (seconds since 1900 in the high 32 bits), for MIKEY's T payload.
@@ -234,7 +234,7 @@ std::string StreamServer::new_session_id() {
   // 128 random bits (RFC 2326 §12.37 ids are the only credential a request carries; an id
   // that counts or comes from a seeded PRNG can be guessed from one's own session).
   for (;;) {
-    std::string id = detail::random_hex(kSessionIdBytes);
+    std::string id = net::random_hex(kSessionIdBytes);
     if (!sessions_.contains(id)) return id;
   }
 }
@@ -314,7 +314,7 @@ void StreamServer::start() {
     entry->id = new_session_id();
     entry->number = next_session_number();
     entry->stream = stream;
-    if (options_.srtp) entry->key = wire::generate_key(*options_.srtp);
+    if (options_.srtp) entry->key = net::random_srtp_key(*options_.srtp);
     const auto streams = stream->media->streams();
     for (std::size_t i = 0; i < streams.size(); ++i) {
       auto dest = push.destination;
@@ -903,7 +903,7 @@ rtsp::RtspResponse StreamServer::handle_describe(Request& q) {
   wire::SrtpKeyMaterial* key = nullptr;
   if (options_.srtp) {
     auto [it, fresh] = q.c.keys.try_emplace(stream->name);
-    if (fresh) it->second = wire::generate_key(*options_.srtp);
+    if (fresh) it->second = net::random_srtp_key(*options_.srtp);
     key = &it->second;
   }
   std::string base = q.req.url;

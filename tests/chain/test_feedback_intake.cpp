@@ -13,6 +13,7 @@
 #include "predrop/chain/feedback.hpp"
 #include "predrop/chain/feedback_intake.hpp"
 #include "predrop/chain/report_ledger.hpp"
+#include "predrop/net/os_random.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/wire/rtcp.hpp"
 #include "predrop/wire/sdes_key.hpp"
@@ -116,7 +117,7 @@ wire::ReportBlock block(std::uint64_t highest, std::int32_t lost, std::uint32_t 
 const std::array<std::uint64_t, 1> kSent{300};
 
 TEST(FeedbackIntake, APdfbUnderTheSessionKeyBecomesAReportWithItsStagesRate) {
-  const auto key = wire::generate_key(kSuite);
+  const auto key = net::random_srtp_key(kSuite);
   chain::FeedbackIntake intake(config(true, key));
   net::SrtpSession client(net::SrtpDirection::Outbound, kSuite, key);
   const chain::StageLedger ledger = three_stages();
@@ -135,8 +136,8 @@ TEST(FeedbackIntake, APdfbUnderTheSessionKeyBecomesAReportWithItsStagesRate) {
 }
 
 TEST(FeedbackIntake, AKeyTheReceiverAnnouncedOpensItsSrtcp) {
-  const auto key = wire::generate_key(kSuite);
-  const auto own = wire::generate_key(kSuite);
+  const auto key = net::random_srtp_key(kSuite);
+  const auto own = net::random_srtp_key(kSuite);
   auto c = config(true, key);
   c.tracks[0].client_suite = kSuite;
   c.tracks[0].client_key = own;
@@ -152,8 +153,8 @@ TEST(FeedbackIntake, AKeyTheReceiverAnnouncedOpensItsSrtcp) {
 }
 
 TEST(FeedbackIntake, AnotherKeyIsAnErrorAndGivesNothing) {
-  chain::FeedbackIntake intake(config(true, wire::generate_key(kSuite)));
-  net::SrtpSession stranger(net::SrtpDirection::Outbound, kSuite, wire::generate_key(kSuite));
+  chain::FeedbackIntake intake(config(true, net::random_srtp_key(kSuite)));
+  net::SrtpSession stranger(net::SrtpDirection::Outbound, kSuite, net::random_srtp_key(kSuite));
   const chain::StageLedger ledger = three_stages();
   const std::array records{pdfb(0)};
   Datagram d = feedback(records, &stranger);
@@ -179,7 +180,7 @@ TEST(FeedbackIntake, APlainSessionReadsPlainRtcp) {
 }
 
 TEST(FeedbackIntake, AnRrIntervalGivesOneReportPerWholeStageItCovers) {
-  const auto key = wire::generate_key(kSuite);
+  const auto key = net::random_srtp_key(kSuite);
   chain::FeedbackIntake intake(config(false, key));
   net::SrtpSession client(net::SrtpDirection::Outbound, kSuite, key);
   const chain::StageLedger ledger = three_stages();
@@ -205,7 +206,7 @@ TEST(FeedbackIntake, AnRrIntervalGivesOneReportPerWholeStageItCovers) {
 }
 
 TEST(FeedbackIntake, AnRrInsideAStageKeepsItsBaselineForTheNext) {
-  const auto key = wire::generate_key(kSuite);
+  const auto key = net::random_srtp_key(kSuite);
   chain::FeedbackIntake intake(config(false, key));
   net::SrtpSession client(net::SrtpDirection::Outbound, kSuite, key);
   chain::StageLedger ledger = three_stages();
@@ -224,7 +225,7 @@ TEST(FeedbackIntake, AnRrInsideAStageKeepsItsBaselineForTheNext) {
 }
 
 TEST(FeedbackIntake, AnUnprotectedRrCountsOnlyWithTheLsrOfOurSr) {
-  const auto key = wire::generate_key(kSuite);
+  const auto key = net::random_srtp_key(kSuite);
   chain::FeedbackIntake intake(config(false, key));
   const chain::StageLedger ledger = three_stages();
   const std::uint32_t sr_time = 0x00100000;
@@ -248,7 +249,7 @@ TEST(FeedbackIntake, AnUnprotectedRrCountsOnlyWithTheLsrOfOurSr) {
 }
 
 TEST(FeedbackIntake, AReceiverWithPdfbHasItsRrsShownNotMapped) {
-  const auto key = wire::generate_key(kSuite);
+  const auto key = net::random_srtp_key(kSuite);
   chain::FeedbackIntake intake(config(true, key));
   net::SrtpSession client(net::SrtpDirection::Outbound, kSuite, key);
   const chain::StageLedger ledger = three_stages();

@@ -1,5 +1,5 @@
-// Fuzzes the DDL control parser (client/ddl_protocol.hpp): parse_control() must never crash, and
-// whatever it accepts must write back and parse again to the same messages.
+// Fuzzes the DDL control parser (ddl/include/predrop/ddl/protocol.hpp): parse_control() must never
+// crash, and whatever it accepts must write back and parse again to the same messages.
 #include <cstddef>
 #include <cstdint>
 #include <span>

@@ -1,5 +1,5 @@
-// DDL control messages (client/ddl_protocol.hpp): annotated fixtures, round trips, truncation,
-// version and framing errors, SRTCP protection, and the job key formats.
+// DDL control messages (ddl/include/predrop/ddl/protocol.hpp): annotated fixtures, round trips,
+// truncation, version and framing errors, SRTCP protection, and the job key formats.
 #include <gtest/gtest.h>
 
 #include <cstdint>

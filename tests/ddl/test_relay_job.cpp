@@ -475,7 +475,7 @@ TEST_F(DdlJob, WorkerExceptionEndsOnlyThatWorker) {
   ASSERT_TRUE(r.worker_status[1].has_value());
   ASSERT_FALSE(r.worker_status[1]->ok());
   EXPECT_EQ(r.worker_status[1]->error().message,
-            "internal error in the datagram callback: tap failed");
+            "internal error in a udp_receive callback: tap failed");
   EXPECT_EQ(r.summaries[1].callback_errors, 1u);
   EXPECT_EQ(r.rows[1].size(), 3u);
   EXPECT_EQ(r.relay_stats.left, 3u);

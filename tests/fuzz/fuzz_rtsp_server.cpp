@@ -360,7 +360,8 @@ class Harness {
         if (Client* c = pick()) read(*c);
         break;
       case 9:
-        armed_ = in_.u8() % static_cast<int>(server::kCallbackKinds);
+        armed_ = static_cast<int>(
+            server::kServerCallbackKinds[in_.u8() % server::kServerCallbackKinds.size()]);
         break;
       case 10:  // the shortest way to a playing session
         if (Client* c = pick()) {

@@ -15,6 +15,7 @@
 
 #include "predrop/chain/stage_transmitter.hpp"
 #include "predrop/net/event_loop.hpp"
+#include "predrop/net/os_random.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 #include "predrop/wire/rtp.hpp"
@@ -36,7 +37,7 @@ struct Got {
 class GsoBatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    key_ = wire::generate_key(kSuite);
+    key_ = net::random_srtp_key(kSuite);
     for (int i = 0; i < 2; ++i) {
       auto rx = net::UdpEndpoint::open(
           loop_, net::SocketAddress::loopback_v4(0), {},

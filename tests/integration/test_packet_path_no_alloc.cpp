@@ -23,6 +23,7 @@
 #include "predrop/chain/stage_receiver.hpp"
 #include "predrop/chain/stage_transmitter.hpp"
 #include "predrop/net/event_loop.hpp"
+#include "predrop/net/os_random.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 #include "predrop/wire/sdes_key.hpp"
@@ -37,7 +38,7 @@ constexpr std::size_t kPackets = 120;  // one stage: frames of 6 packets, the la
 class PacketPathNoAlloc : public ::testing::Test {
  protected:
   void SetUp() override {
-    key_ = wire::generate_key(kSuite);
+    key_ = net::random_srtp_key(kSuite);
     auto rx = net::UdpEndpoint::open(loop_, net::SocketAddress::loopback_v4(0), {},
                                      [this](auto data, const auto&, std::uint64_t arrival_us) {
                                        on_datagram(data, arrival_us);

@@ -18,6 +18,7 @@
 #include "predrop/core/reception_meter.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/net/event_loop.hpp"
+#include "predrop/net/os_random.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 #include "predrop/rtsp/rtsp_client.hpp"
 #include "predrop/rtsp/rtsp_headers.hpp"
@@ -204,7 +205,7 @@ TEST(ServerRobustness, ForgedReplayedTruncatedAndGarbageSrtcpAreCountedAndIgnore
   // The first packets of block 0 are due at PLAY time.
   srv.run_pacing();
   net::SrtpSession good(net::SrtpDirection::Outbound, c.suite_, c.key_);
-  const auto other_key = wire::generate_key(c.suite_);
+  const auto other_key = net::random_srtp_key(c.suite_);
   net::SrtpSession forged(net::SrtpDirection::Outbound, c.suite_, other_key);
   const auto valid = c.feedback(0, c.key_, good);
   const auto wrong_key = c.feedback(0, other_key, forged);

@@ -13,6 +13,7 @@
 #include "predrop/chain/stage_transmitter.hpp"
 #include "predrop/core/exact_rule.hpp"
 #include "predrop/net/event_loop.hpp"
+#include "predrop/net/os_random.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
@@ -43,7 +44,7 @@ const Script kScript[kStages] = {
 class StageLoopTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    key_ = wire::generate_key(SrtpSuite::AesCm128HmacSha1_80);
+    key_ = net::random_srtp_key(SrtpSuite::AesCm128HmacSha1_80);
     core::RuleParams p;
     p.rp = 0.20;
     p.rp1 = 0.10;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "predrop/load/verify_sampler.hpp"
+#include "predrop/net/os_random.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
@@ -39,7 +40,7 @@ struct Counts {
 template <class Sample>
 Counts run(Sample&& sample) {
   const auto suite = wire::SrtpSuite::AeadAes128Gcm;
-  const auto key = wire::generate_key(suite);
+  const auto key = net::random_srtp_key(suite);
   net::SrtpSession tx(net::SrtpDirection::Outbound, suite, key.span());
   net::SrtpSession rx(net::SrtpDirection::Inbound, suite, key.span());
   std::uint16_t seq_a = 1000;

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "predrop/net/os_random.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
@@ -17,7 +18,7 @@ TEST(SrtpCryptoTables, FirstGuardInitialisesTheBackendForSpeed) {
   EXPECT_TRUE(srtp_crypto_tables_for_speed());
   // Sessions made afterwards (libsrtp initialises NSS again per cipher) still work and the
   // setting holds.
-  const auto key = wire::generate_key(wire::SrtpSuite::AesCm128HmacSha1_80);
+  const auto key = net::random_srtp_key(wire::SrtpSuite::AesCm128HmacSha1_80);
   SrtpSession tx(SrtpDirection::Outbound, wire::SrtpSuite::AesCm128HmacSha1_80, key.span());
   SrtpSession rx(SrtpDirection::Inbound, wire::SrtpSuite::AesCm128HmacSha1_80, key.span());
   std::vector<std::uint8_t> packet(12 + 100 + kSrtpMaxTrailer, 0);

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "predrop/net/callback_faults.hpp"
+#include "predrop/net/callback_guard.hpp"
 #include "predrop/net/tcp.hpp"
 
 namespace predrop::rtsp {
@@ -224,7 +224,7 @@ TEST(RtspClient, LostFramingFailsEveryRequestAndDropsTheConnection) {
 }
 
 TEST(RtspClient, AThrowingCallbackNeverReachesTheEventLoop) {
-  const auto data_faults = net::callback_faults(net::CallbackKind::kTcpData);
+  const auto data_faults = net::loop_guard().count(net::CallbackKind::kTcpData);
   Harness h([](std::size_t, const RtspRequest& r) { return RawServer::Answer{ok(r.cseq)}; });
   h.after_result = [](std::size_t i) {
     if (i == 0) throw std::runtime_error("boom");
@@ -237,19 +237,19 @@ TEST(RtspClient, AThrowingCallbackNeverReachesTheEventLoop) {
       << h.error(1);
   ASSERT_TRUE(h.closed.has_value());
   EXPECT_NE(h.closed->error().message.find("boom"), std::string::npos);
-  EXPECT_EQ(net::callback_faults(net::CallbackKind::kTcpData), data_faults)
+  EXPECT_EQ(net::loop_guard().count(net::CallbackKind::kTcpData), data_faults)
       << "the exception reached net's boundary";
   h.finish();
 }
 
 TEST(RtspClient, AThrowingOnClosedIsContainedToo) {
-  const auto close_faults = net::callback_faults(net::CallbackKind::kTcpClose);
+  const auto close_faults = net::loop_guard().count(net::CallbackKind::kTcpClose);
   Harness h([](std::size_t, const RtspRequest&) { return RawServer::Answer{"", true}; });
   h.connect_and_send(2, [] { throw std::runtime_error("on_closed boom"); });
   h.run_until_answered([&] { return h.closed.has_value(); });
   EXPECT_TRUE(h.closed->ok()) << "an orderly close by the server";
   EXPECT_NE(h.error(0).find("connection closed by the server"), std::string::npos) << h.error(0);
-  EXPECT_EQ(net::callback_faults(net::CallbackKind::kTcpClose), close_faults);
+  EXPECT_EQ(net::loop_guard().count(net::CallbackKind::kTcpClose), close_faults);
   h.finish();
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../support/fake_clock.hpp"
+#include "predrop/net/os_random.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/rtsp/client_session.hpp"
 #include "predrop/rtsp/rtsp_transport.hpp"
@@ -255,7 +256,7 @@ TEST_F(ServerInterleaved, TheClientsOwnKeyFromKeyMgmtOpensItsSrtcp) {
   // protects its RRs with it, not with the key of the SDP.
   Parsed d = exchange(request_text("DESCRIBE", url_, 1));
   ASSERT_EQ(d.responses.size(), 1u);
-  const wire::SrtpKeyMaterial mine = wire::generate_key(wire::SrtpSuite::AesCm128HmacSha1_80);
+  const wire::SrtpKeyMaterial mine = net::random_srtp_key(wire::SrtpSuite::AesCm128HmacSha1_80);
   wire::MikeyFields fields;
   fields.csb_id = 7;
   const auto mikey = wire::build_mikey(wire::SrtpSuite::AesCm128HmacSha1_80, mine, fields);

@@ -177,19 +177,5 @@ TEST(CryptoAttribute, RejectsWithClearMessages) {
   }
 }
 
-TEST(CryptoAttribute, GeneratedKeysRoundTrip) {
-  for (SrtpSuite s :
-       {SrtpSuite::AesCm128HmacSha1_80, SrtpSuite::AesCm128HmacSha1_32, SrtpSuite::AeadAes128Gcm}) {
-    const SrtpKeyMaterial k1 = generate_key(s);
-    const SrtpKeyMaterial k2 = generate_key(s);
-    EXPECT_EQ(k1.size, key_salt_size(s));
-    EXPECT_NE(k1, k2) << "two 224+ bit random keys are equal: the generator is broken";
-    const std::string line = format_crypto_attribute(42, s, k1);
-    auto a = parse_crypto_attribute(line);
-    ASSERT_TRUE(a) << line << ": " << error_of(a);
-    EXPECT_EQ(*a, (CryptoAttribute{42, s, k1}));
-  }
-}
-
 }  // namespace
 }  // namespace predrop::wire

@@ -1,11 +1,7 @@
 // SDES a=crypto codec and base64; see sdes_key.hpp for the RFC sections and what we accept.
 #include "predrop/wire/sdes_key.hpp"
 
-#include <sys/random.h>
-
 #include <cassert>
-#include <cerrno>
-#include <system_error>
 
 namespace predrop::wire {
 namespace {
@@ -310,25 +306,6 @@ Result<CryptoAttribute> parse_crypto_attribute(std::string_view line) {
   std::copy_n(tmp.begin(), *n, attr.key.bytes.begin());
   attr.key.size = *n;
   return attr;
-}
-
-SrtpKeyMaterial generate_key(SrtpSuite suite) {
-  SrtpKeyMaterial key;
-  key.size = key_salt_size(suite);
-  std::size_t got = 0;
-  while (got < key.size) {
-    // getrandom(2) without flags reads the urandom pool once it is initialized; requests of
-    // up to 256 bytes are never short, but looping costs nothing and survives EINTR.
-    const ssize_t n = ::getrandom(key.bytes.data() + got, key.size - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      throw std::system_error(errno, std::generic_category(), "getrandom");
-    }
-    got += static_cast<std::size_t>(n);
-  }
-  return key;
 }
 
 }  // namespace predrop::wire

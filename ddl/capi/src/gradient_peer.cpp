@@ -18,13 +18,13 @@
 #include "predrop/core/discard_planner.hpp"
 #include "predrop/core/log.hpp"
 #include "predrop/ddl/aggregator.hpp"
-#include "predrop/ddl/callback_boundary.hpp"
 #include "predrop/ddl/chunk.hpp"
 #include "predrop/ddl/control_channel.hpp"
 #include "predrop/ddl/paced_send.hpp"
 #include "predrop/ddl/path_pacer.hpp"
 #include "predrop/ddl/stage_collector.hpp"
 #include "predrop/ddl/stage_peer.hpp"
+#include "predrop/net/callback_guard.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 
@@ -87,24 +87,25 @@ class GradientPeer::Impl {
         loop_, o_.bind, uo,
         [this](std::span<const std::uint8_t> d, const net::SocketAddress& from,
                std::uint64_t /*recv_time*/) {
-          guarded("datagram", [&] { on_datagram(d, from, clock_.now_us()); });
+          guarded(net::CallbackKind::kUdpReceive, [&] { on_datagram(d, from, clock_.now_us()); });
         });
     if (!sock) {
       return core::make_error("cannot open the peer's UDP socket: " + sock.error().message);
     }
     socket_ = std::move(sock.value());
     socket_->set_gso(o_.gso);
-    join_timer_ = std::make_unique<net::Timer>(
-        loop_, [this] { guarded("join timer", [this] { check_join(clock_.now_us()); }); });
+    join_timer_ = std::make_unique<net::Timer>(loop_, [this] {
+      guarded(net::CallbackKind::kTimer, [this] { check_join(clock_.now_us()); });
+    });
     stage_timer_ = std::make_unique<net::Timer>(loop_, [this] {
-      guarded("stage timer", [this] {
+      guarded(net::CallbackKind::kTimer, [this] {
         if (stage_open()) check_stage(clock_.now_us(), true);
       });
     });
     pace_timer_ = std::make_unique<net::Timer>(
-        loop_, [this] { guarded("pace timer", [this] { on_pace_timer(); }); });
+        loop_, [this] { guarded(net::CallbackKind::kTimer, [this] { on_pace_timer(); }); });
     keepalive_timer_ = std::make_unique<net::Timer>(loop_, [this] {
-      guarded("keep-alive timer", [this] {
+      guarded(net::CallbackKind::kTimer, [this] {
         if (state_ == State::kRunning) send_keepalive();
       });
     });
@@ -130,7 +131,7 @@ class GradientPeer::Impl {
     }
     std::copy(gradient.begin(), gradient.end(), gradient_.begin());
     std::uint32_t s = next_stage_;
-    guarded("submit", [&] { begin_stage(s); });
+    guarded(net::CallbackKind::kCall, [&] { begin_stage(s); });
     if (state_ == State::kDone) return core::make_error(end_reason_);
     return s;
   }
@@ -152,12 +153,12 @@ class GradientPeer::Impl {
     msg.sender_ssrc = ssrc_;
     msg.feedback = chain::make_feedback(e.measurement, performance, wire::PdfbMetric::kLossDelta,
                                         downlink_ssrc_);
-    guarded("report", [&] { send_control(msg); });
+    guarded(net::CallbackKind::kCall, [&] { send_control(msg); });
     return core::Ok{};
   }
 
   void close() {
-    guarded("close", [this] {
+    guarded(net::CallbackKind::kCall, [this] {
       if (state_ == State::kDone) return;
       send_bye();
       finish(core::Ok{}, "closed");
@@ -165,7 +166,7 @@ class GradientPeer::Impl {
   }
 
   void poll() {
-    guarded("poll", [this] {
+    guarded(net::CallbackKind::kCall, [this] {
       const std::uint64_t now = clock_.now_us();
       if (state_ == State::kJoining || state_ == State::kWaiting) check_join(now);
       if (state_ == State::kRunning && stage_open()) check_stage(now, false);
@@ -187,11 +188,11 @@ class GradientPeer::Impl {
   // A failure leaves the caller's stage half done, so an exception ends the peer (BYE first, so
   // that the relay removes it at once and the others go on).
   template <class Fn>
-  void guarded(const char* kind, Fn&& fn) {
+  void guarded(net::CallbackKind kind, Fn&& fn) {
     boundary_.run(kind, std::forward<Fn>(fn), [this, kind](const char* what) {
       if (state_ == State::kDone) return;
       send_bye();
-      fail(std::string("internal error in the ") + kind + " callback: " + what);
+      fail(std::string("internal error in a ") + net::to_string(kind) + " callback: " + what);
     });
   }
 
@@ -633,7 +634,7 @@ class GradientPeer::Impl {
   std::vector<float> gradient_;
   std::uint32_t next_stage_ = 0;
   std::array<ReportEntry, kReportRing> reports_{};
-  CallbackBoundary boundary_{kLog};
+  net::CallbackGuard boundary_{kLog};
 };
 
 GradientPeer::GradientPeer(net::EventLoop& loop, const net::Clock& clock,

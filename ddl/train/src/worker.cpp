@@ -1,4 +1,4 @@
-// The DDL training worker (see ddl_worker.hpp and docs/ddl-mode.md).
+// The DDL training worker (see predrop/ddl/train/worker.hpp and docs/ddl-mode.md).
 #include "predrop/ddl/train/worker.hpp"
 
 #include <algorithm>
@@ -14,7 +14,6 @@
 #include "predrop/core/byte_io.hpp"
 #include "predrop/core/log.hpp"
 #include "predrop/ddl/aggregator.hpp"
-#include "predrop/ddl/callback_boundary.hpp"
 #include "predrop/ddl/chunk.hpp"
 #include "predrop/ddl/control_channel.hpp"
 #include "predrop/ddl/importance.hpp"
@@ -24,6 +23,7 @@
 #include "predrop/ddl/stage_peer.hpp"
 #include "predrop/ddl/train/mlp.hpp"
 #include "predrop/ddl/train/random.hpp"
+#include "predrop/net/callback_guard.hpp"
 #include "predrop/net/clock.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/net/udp_endpoint.hpp"
@@ -111,7 +111,7 @@ class DdlWorker::Impl {
         loop_, o_.bind, uo,
         [this](std::span<const std::uint8_t> d, const net::SocketAddress& from,
                std::uint64_t /*recv_time*/) {
-          guarded("datagram", [&] { on_datagram(d, from, clock_.now_us()); });
+          guarded(net::CallbackKind::kUdpReceive, [&] { on_datagram(d, from, clock_.now_us()); });
         });
     if (!sock) {
       return core::make_error("cannot open the worker's UDP socket: " + sock.error().message);
@@ -119,11 +119,11 @@ class DdlWorker::Impl {
     socket_ = std::move(sock.value());
     socket_->set_gso(true);  // the gradient's equal-sized packets as UDP GSO messages
     join_timer_ = std::make_unique<net::Timer>(
-        loop_, [this] { guarded("join timer", [this] { on_join_timer(); }); });
+        loop_, [this] { guarded(net::CallbackKind::kTimer, [this] { on_join_timer(); }); });
     stage_timer_ = std::make_unique<net::Timer>(
-        loop_, [this] { guarded("stage timer", [this] { on_stage_timer(); }); });
+        loop_, [this] { guarded(net::CallbackKind::kTimer, [this] { on_stage_timer(); }); });
     pace_timer_ = std::make_unique<net::Timer>(
-        loop_, [this] { guarded("pace timer", [this] { on_pace_timer(); }); });
+        loop_, [this] { guarded(net::CallbackKind::kTimer, [this] { on_pace_timer(); }); });
     state_ = State::kJoining;
     join_started_us_ = clock_.now_us();
     last_from_relay_us_ = join_started_us_;
@@ -133,7 +133,7 @@ class DdlWorker::Impl {
   }
 
   void poll() {
-    guarded("poll", [this] {
+    guarded(net::CallbackKind::kCall, [this] {
       const std::uint64_t now = clock_.now_us();
       if (state_ == State::kJoining || state_ == State::kWaiting) check_join(now);
       if (state_ == State::kRunning) check_stage(now, false);
@@ -143,7 +143,7 @@ class DdlWorker::Impl {
   std::uint64_t datagrams_received() const { return datagrams_; }
 
   void stop() {
-    guarded("stop", [this] {
+    guarded(net::CallbackKind::kCall, [this] {
       if (state_ == State::kDone) return;
       send_bye();
       finish(core::make_error("stopped"));
@@ -176,11 +176,12 @@ class DdlWorker::Impl {
   // half applied, so an exception (counted and logged by the boundary) ends this worker: it
   // leaves the job with a BYE, so that the relay removes it at once and the others go on.
   template <class Fn>
-  void guarded(const char* kind, Fn&& fn) {
+  void guarded(net::CallbackKind kind, Fn&& fn) {
     boundary_.run(kind, std::forward<Fn>(fn), [this, kind](const char* what) {
       if (state_ == State::kDone) return;
       send_bye();
-      finish(core::make_error(std::string("internal error in the ") + kind + " callback: " + what));
+      finish(core::make_error(std::string("internal error in a ") + net::to_string(kind) +
+                              " callback: " + what));
     });
   }
 
@@ -704,7 +705,7 @@ class DdlWorker::Impl {
     if (tx_) summary_.send_drops = tx_->stats().send_drops;
     summary_.ssrc_mismatches = ssrc_mismatches_;
     summary_.stale_answers = stale_answers_;
-    summary_.callback_errors = boundary_.caught();
+    summary_.callback_errors = boundary_.total();
     close_handles();
     if (on_done_) on_done_(st, summary_);
   }
@@ -779,7 +780,7 @@ class DdlWorker::Impl {
   std::uint64_t ssrc_mismatches_ = 0;
   std::uint64_t stale_answers_ = 0;
   DdlWorkerSummary summary_;
-  CallbackBoundary boundary_{kLog};
+  net::CallbackGuard boundary_{kLog};
 };
 
 DdlWorker::DdlWorker(net::EventLoop& loop, const net::Clock& clock,

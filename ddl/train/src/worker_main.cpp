@@ -1,4 +1,5 @@
-// predrop-ddl-worker: one training worker of a DDL job (see ddl_worker.hpp, docs/ddl-mode.md).
+// predrop-ddl-worker: one training worker of a DDL job (see predrop/ddl/train/worker.hpp,
+// docs/ddl-mode.md).
 #include <CLI/CLI.hpp>
 
 #include <csignal>

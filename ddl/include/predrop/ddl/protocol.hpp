@@ -5,7 +5,7 @@
 // control messages below as SRTCP compounds, so they are authenticated by the same key.
 //
 // A control datagram is an RTCP compound (RFC 3550 §6.1): an RR without report blocks (the
-// sender's control SSRC), then any of: one PDFB (docs/design.md §4, see net/rtcp.hpp), the APP
+// sender's control SSRC), then any of: one PDFB (docs/design.md §4, see wire/rtcp.hpp), the APP
 // packets (RFC 3550 §6.7, subtype 0) defined here, a BYE. All fields big-endian.
 //
 //   PDJN  join request, worker -> relay, version 2, 32 data bytes

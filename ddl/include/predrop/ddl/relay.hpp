@@ -22,7 +22,7 @@
 // fresh job nonce (a join recorded in an earlier job is challenged, never admitted); the job's
 // tensor is bounded by max_tensor_elements; a worker is its source address *and* its SSRC, and
 // datagrams from a member's address with another SSRC are counted and dropped; no exception
-// leaves a UDP or timer callback (ddl::CallbackBoundary: caught, counted, logged, and only the
+// leaves a UDP or timer callback (net::CallbackGuard: caught, counted, logged, and only the
 // offending packet or peer is dropped).
 //
 // Threading: loop thread. The per-packet path (unprotect, parse, aggregate, protect, send)

@@ -112,7 +112,7 @@ class MetricsEndpoint {
   std::map<std::uint64_t, Client> open_;
   std::uint64_t ids_ = 0;
   MetricsEndpointStats stats_;
-  CallbackGuard guard_;
+  CallbackGuard guard_{"server"};
 };
 
 }  // namespace predrop::server

@@ -360,7 +360,7 @@ class StreamServer {
   std::unordered_map<net::SocketAddress, std::string> session_by_address_;
   std::vector<std::uint8_t> rtcp_buffer_;
   ServerStats stats_;
-  CallbackGuard guard_;
+  CallbackGuard guard_{"server"};
 };
 
 }  // namespace predrop::server

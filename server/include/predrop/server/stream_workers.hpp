@@ -122,7 +122,7 @@ class StreamWorkers {
   std::size_t next_worker_ = 0;
   std::uint64_t handed_off_ = 0;
   std::uint64_t handoff_failures_ = 0;
-  CallbackGuard guard_;
+  CallbackGuard guard_{"server"};
 };
 
 }  // namespace predrop::server

@@ -94,8 +94,4 @@ std::string format_crypto_attribute(std::uint32_t tag, SrtpSuite suite, const Sr
 /// with the restrictions listed at the top of this header.
 core::Result<CryptoAttribute> parse_crypto_attribute(std::string_view line);
 
-/// Fresh key||salt for suite from getrandom(2), the kernel CSPRNG. Throws std::system_error if
-/// the kernel cannot supply randomness (session setup only, never on the packet path).
-SrtpKeyMaterial generate_key(SrtpSuite suite);
-
 }  // namespace predrop::wire

@@ -16,7 +16,7 @@
 // look again (poll() looks now). Threading: loop thread only; capi.cpp runs it on its own thread.
 // Errors: start() and submit() return what is wrong with the call; a failure of the job (join
 // refused or unanswered, relay silent during a stage, removed, BYE) ends the peer through on_done.
-// No exception leaves a UDP or timer callback (ddl::CallbackBoundary): one caught ends the peer.
+// No exception leaves a UDP or timer callback (net::CallbackGuard): one caught ends the peer.
 #include <cstdint>
 #include <functional>
 #include <memory>

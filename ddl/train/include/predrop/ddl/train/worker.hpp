@@ -7,8 +7,8 @@
 // own controller), receives the relay's aggregate, fills the chunks that did not come (zero or its
 // own gradient, as the relay's job says), takes an SGD step, measures the loss on a fixed probe
 // batch and reports L (the aggregate's reception period) and P = probe loss before minus after
-// the step to the relay over SRTCP PDFB. It joins with a PDJN handshake (ddl_protocol.hpp) and
-// leaves with an RTCP BYE. See docs/ddl-mode.md.
+// the step to the relay over SRTCP PDFB. It joins with a PDJN handshake (predrop/ddl/protocol.hpp)
+// and leaves with an RTCP BYE. See docs/ddl-mode.md.
 //
 // Time: every decision that depends on time (join retries and time-outs, the stage deadline,
 // reception periods, the relay's silence, abs-send-time stamps) reads the injected net::Clock; the
@@ -17,7 +17,7 @@
 // Threading: everything runs on the loop thread; the data set is shared read-only and may be used
 // by several workers on several threads. Errors: start() returns set-up errors; errors while
 // running (join refused, relay silent, removed) end the worker through on_done with a message.
-// No exception leaves a UDP or timer callback: one caught at its boundary (ddl::CallbackBoundary)
+// No exception leaves a UDP or timer callback: one caught at its boundary (net::CallbackGuard)
 // is counted and logged, and the worker leaves the job (BYE) and ends with an error.
 //
 // Joining (docs/ddl-mode.md "Join handshake"): the first PDJN carries only this worker's random

@@ -1,11 +1,11 @@
-#include "os_random.hpp"
+#include "predrop/net/os_random.hpp"
 
 #include <sys/random.h>
 
 #include <cerrno>
 #include <system_error>
 
-namespace predrop::server::detail {
+namespace predrop::net {
 
 void fill_random(std::span<std::uint8_t> out) {
   std::size_t got = 0;
@@ -21,15 +21,22 @@ void fill_random(std::span<std::uint8_t> out) {
   }
 }
 
-std::uint32_t random_u32() {
-  std::uint8_t b[4];
+std::uint64_t random_u64() {
+  std::uint8_t b[8];
   fill_random(b);
-  return static_cast<std::uint32_t>(b[0]) << 24 | static_cast<std::uint32_t>(b[1]) << 16 |
-         static_cast<std::uint32_t>(b[2]) << 8 | b[3];
+  std::uint64_t v = 0;
+  for (const std::uint8_t x : b) {
+    v = v << 8 | x;
+  }
+  return v;
+}
+
+std::uint32_t random_u32() {
+  return static_cast<std::uint32_t>(random_u64() >> 32);
 }
 
 std::uint16_t random_u16() {
-  return static_cast<std::uint16_t>(random_u32() >> 16);
+  return static_cast<std::uint16_t>(random_u64() >> 48);
 }
 
 std::string random_hex(std::size_t bytes) {
@@ -49,4 +56,11 @@ std::string random_hex(std::size_t bytes) {
   return out;
 }
 
-}  // namespace predrop::server::detail
+wire::SrtpKeyMaterial random_srtp_key(wire::SrtpSuite suite) {
+  wire::SrtpKeyMaterial key;
+  key.size = wire::key_salt_size(suite);
+  fill_random(std::span(key.bytes.data(), key.size));
+  return key;
+}
+
+}  // namespace predrop::net
