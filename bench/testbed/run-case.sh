@@ -308,6 +308,8 @@ for ((i = 0; i < nflows; i++)); do
     run_segment "$i" 0 "${F_START[$i]}" "${F_STOP[$i]}"
   fi
 done
+# On a signal, bed_down ends these too (the flows' own processes die with their namespaces).
+BED_PIDS+=("${SEG_PIDS[@]}")
 bed_log "case $(basename "$case_file" .sh): $nflows flow(s), ${CASE_DURATION}s"
 status=0
 for pid in "${SEG_PIDS[@]}"; do wait "$pid" || status=1; done
