@@ -199,7 +199,7 @@ bed_add_ns() {
 
 # Turns off the offloads that would let one captured/queued packet stand for many.
 bed_no_offload() {
-  ip netns exec "$1" ethtool -K "$2" tso off gso off gro off >/dev/null 2>&1 || true
+  ip netns exec "$1" ethtool -K "$2" tso off gso off gro off tx-udp-segmentation off >/dev/null 2>&1 || true
 }
 
 # The delay line's executable.

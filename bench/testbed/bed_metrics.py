@@ -240,21 +240,47 @@ class Run:
         end_in = None
         for direction, ins, outs in (("fwd", fwd_in, fwd_out), ("back", back_in, back_out)):
             pairs, unmatched, _stray = bed_pcap.match(ins, outs)
+            # The largest frame out per 5-tuple: the segment size of that socket's GSO
+            # super-packets (1284 bytes for the server's RTP), to count a super-packet's segments.
+            seg_len = {}
+            for _a, b in pairs:
+                k5 = b.key[:5]
+                seg_len[k5] = max(seg_len.get(k5, 0), b.wire_len)
+
+            def segments(a):
+                if a.wire_len <= bed_pcap.MAX_WIRE:
+                    return 1
+                size = seg_len.get(a.key[:5], bed_pcap.MAX_WIRE)
+                return max(1, math.ceil((a.wire_len - 42) / max(size - 42, 1)))
+
+            count = {}
+            for a, _b in pairs:
+                count[id(a)] = count.get(id(a), 0) + 1
+            seen = set()
             for a, b in pairs:
-                self._add(a, b, direction)
+                # A GSO super-packet in pairs with each of its segments out: its bytes in count
+                # once, each segment's bytes out count for itself; segments that did not come
+                # out are drops, recorded with the first.
+                first = id(a) not in seen
+                seen.add(id(a))
+                self._add(a, b, direction, a.wire_len if first else 0, b.wire_len, 1)
+                missing = segments(a) - count[id(a)] if first else 0
+                if missing > 0:
+                    self._add(a, None, direction, 0, 0, missing)
             for a in unmatched:
-                self._add(a, None, direction)
+                self._add(a, None, direction, a.wire_len, 0, segments(a))
             if ins:
                 end_in = max(end_in or 0.0, ins[-1].t)
         for v in self.pkts.values():
             v.sort(key=lambda x: x[0])
         self.capture_end = (end_in - self.t0_wall) if end_in else self.duration
 
-    def _add(self, a, b, direction):
+    def _add(self, a, b, direction, len_in, len_out, segs):
+        """One packet's record: (t_in, t_out or None, proto, bytes in, bytes out, packets)."""
         flow, _ = self._flow_of(a)
         t_in = a.t - self.t0_wall
         t_out = None if b is None else b.t - self.t0_wall
-        self.pkts.setdefault((flow, direction), []).append((t_in, t_out, a.wire_len, a.proto))
+        self.pkts.setdefault((flow, direction), []).append((t_in, t_out, a.proto, len_in, len_out, segs))
 
     # --- per-flow series ---------------------------------------------------------------------------
     def data_dir(self, f):
@@ -266,7 +292,7 @@ class Run:
     def data_packets(self, f):
         d = self.data_dir(f)
         proto = self.data_proto(f)
-        return [p for p in self.pkts.get((f["index"], d), []) if p[3] == proto]
+        return [p for p in self.pkts.get((f["index"], d), []) if p[2] == proto]
 
     def delay_s(self, f, direction):
         return (f["owd_ms"] if direction == "fwd" else f["back_ms"]) / 1000.0
@@ -333,22 +359,22 @@ class Run:
             # direction did come out (both queues are FIFO); after the last one out it may
             # still have been in flight when the capture stopped.
             last_through = max((p[0] for p in pk if p[1] is not None), default=-1.0)
-            for t_in, t_out, ln, _proto in pk:
+            for t_in, t_out, _proto, len_in, len_out, segs in pk:
                 k = int(t_in / BIN_S)
                 if 0 <= k < nb:
-                    send[f["index"]][k] += ln * 8 / BIN_S / 1000.0
+                    send[f["index"]][k] += len_in * 8 / BIN_S / 1000.0
                 if t_out is not None:
                     ko = int(t_out / BIN_S)
                     if 0 <= ko < nb:
-                        recv[f["index"]][ko] += ln * 8 / BIN_S / 1000.0
+                        recv[f["index"]][ko] += len_out * 8 / BIN_S / 1000.0
                     q = max(0.0, (t_out - t_in - D) * 1000.0)
                     qs.append((t_in, q))
                     if 0 <= k < nb:
                         qbins[d][k].append(q)
                     n_in += 1
                 elif t_in < last_through:
-                    drops += 1
-                    n_in += 1
+                    drops += segs
+                    n_in += segs
             per_flow_q[f["index"]] = (qs, drops, n_in)
         # Targets by water-filling per bin and direction.
         target = {f["index"]: [0.0] * nb for f in flows}

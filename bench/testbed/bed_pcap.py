@@ -94,22 +94,52 @@ def read_packets(path):
     return out
 
 
+# Frames longer than this came in as one GSO super-packet (several UDP datagrams in one skb,
+# UDP_SEGMENT) and leave as several: the tbf segments them.
+MAX_WIRE = 1514
+# A segment of a super-packet leaves within this long of the super-packet's arrival.
+GSO_WINDOW_S = 3.0
+# Segments per super-packet at most (the server sends one video frame's packets per GSO call).
+GSO_MAX_SEGS = 64
+
+
 def match(ins, outs):
     """Pairs packets in with their copies out. Returns (pairs, unmatched_in, unmatched_out):
     pairs = [(packet_in, packet_out)], in the order of the packets out. A packet out matches the
     earliest packet in with the same key that entered before it left (duplicates of a key, e.g. a
-    TCP retransmission with the same IP ID, pair first in, first out)."""
+    TCP retransmission with the same IP ID, pair first in, first out). A packet in longer than a
+    wire frame is a GSO super-packet: its first segment matches by key, the others (their own
+    RTP headers, the same 5-tuple and the next IP IDs) pair with it too, each as a pair of its own."""
     waiting = collections.defaultdict(collections.deque)
+    supers = collections.defaultdict(list)  # loose key -> super-packets in
     for p in ins:
         waiting[p.key].append(p)
+        if p.wire_len > MAX_WIRE:
+            supers[p.key[:5]].append(p)
     pairs, stray = [], []
+    used = set()
     for q in outs:
         d = waiting.get(q.key)
         if d and d[0].t <= q.t:
-            pairs.append((d.popleft(), q))
+            a = d.popleft()
+            pairs.append((a, q))
+            used.add(id(a))
+            continue
+        # Segments of one super-packet carry consecutive IP IDs from the super-packet's own.
+        cands = [a for a in supers.get(q.key[:5], ())
+                 if a.t <= q.t <= a.t + GSO_WINDOW_S and 0 < (q.ipid - a.ipid) % 65536 < GSO_MAX_SEGS]
+        if cands:
+            # The super-packet whose first IP ID is closest below this segment's.
+            a = min(cands, key=lambda c: ((q.ipid - c.ipid) % 65536, -c.t))
+            pairs.append((a, q))
+            if id(a) not in used:
+                used.add(id(a))
+                dq = waiting[a.key]
+                if a in dq:
+                    dq.remove(a)
         else:
             stray.append(q)
-    unmatched = [p for d in waiting.values() for p in d]
+    unmatched = [p for d in waiting.values() for p in d if id(p) not in used]
     unmatched.sort(key=lambda p: p.t)
     return pairs, unmatched, stray
 

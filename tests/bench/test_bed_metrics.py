@@ -86,6 +86,21 @@ class PcapTest(unittest.TestCase):
         for a, b in pairs:
             self.assertAlmostEqual(b.t - a.t, 0.06)
 
+    def test_a_gso_super_packet_pairs_with_each_of_its_segments(self):
+        # Two datagrams sent as one UDP GSO skb (IP ID 40) enter as one 2526-byte frame and leave
+        # as two wire packets with IP IDs 40 and 41 and their own RTP headers.
+        sup = bed_pcap.parse_frame(1.0, bed_pcap.make_frame(SND, RCV0, 17, 1, 2, 40, rtp(7), 2 * 1242))
+        self.assertEqual(sup.wire_len, 2526)
+        outs = [bed_pcap.parse_frame(1.05, bed_pcap.make_frame(SND, RCV0, 17, 1, 2, 40, rtp(7), 1242)),
+                bed_pcap.parse_frame(1.06, bed_pcap.make_frame(SND, RCV0, 17, 1, 2, 41, rtp(8), 1242))]
+        # A later ordinary packet whose IP ID lies inside the range must keep its own copy.
+        other_in = bed_pcap.parse_frame(1.01, bed_pcap.make_frame(SND, RCV0, 17, 1, 2, 42, rtp(9), 300))
+        other_out = bed_pcap.parse_frame(1.07, bed_pcap.make_frame(SND, RCV0, 17, 1, 2, 42, rtp(9), 300))
+        pairs, unmatched, stray = bed_pcap.match([sup, other_in], outs + [other_out])
+        self.assertEqual(len(pairs), 3)
+        self.assertEqual([a.ipid for a, _b in pairs], [40, 40, 42])
+        self.assertEqual((unmatched, stray), ([], []))
+
     def test_a_copy_out_before_its_packet_in_is_stray(self):
         a = bed_pcap.parse_frame(2.0, bed_pcap.make_frame(SND, RCV0, 17, 1, 2, 1, rtp(1)))
         b = bed_pcap.parse_frame(1.0, bed_pcap.make_frame(SND, RCV0, 17, 1, 2, 1, rtp(1)))
