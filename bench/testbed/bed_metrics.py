@@ -18,8 +18,9 @@ What is computed (bench/README.md "Metrics" has the definitions and why):
   point of the clip, TCP's is unbounded, UDP's its rate); a flow is congested when its target is
   below its demand, the bottleneck when the demands exceed it;
 - utilisation (all flows' receiving rate / capacity), convergence time after each capacity
-  change and each join or leave (until the flow's 1 s receiving rate stays within +-20 % of its
-  target for 3 s), oscillation (std of the 1 s rate / target outside the 5 s after any event),
+  change and each join or leave (until the flow's 1 s sending rate stays within +-20 % of its
+  target for 3 s), oscillation (std of the 1 s sending rate / target outside the 5 s after any
+  event),
   throughput ratios over 1, 5 and 20 s windows between media flows (self-fairness) and between
   media and TCP;
 - from the predrop client CSVs: PSNR and R per block, mean over the run and over congested
@@ -418,7 +419,10 @@ class Run:
             cong_flow = [dem[i][k] > 0 and target[i][k] < CONGESTED_SHARE * dem[i][k] for k in range(nb)]
             q_all = [q for _t, q in qs]
             q_cong = [q for t, q in qs if 0 <= int(t / BIN_S) < nb and congested_dir[d][int(t / BIN_S)]]
-            r1s = rolling(recv[i], width)
+            # Convergence and oscillation read the sending rate (what the flow puts into the
+            # path): the receiving rate of any flow above capacity is the capacity, converged
+            # or not.
+            r1s = rolling(send[i], width)
             fr = {"index": i, "kind": f["kind"], "owd_ms": f["owd_ms"], "back_ms": f["back_ms"],
                   "active": ivs,
                   "send_kbps": mean([send[i][k] for k in act_bins]),
@@ -441,7 +445,14 @@ class Run:
                       all(not (te <= (k + 0.5) * BIN_S < te + STEADY_SKIP_S) for te, _ in events) and
                       all((k + 0.5) * BIN_S >= a + STEADY_SKIP_S for a, b in ivs if a <= (k + 0.5) * BIN_S < b)]
             rel = [r1s[k] / target[i][k] for k in steady]
-            fr["oscillation"] = statistics.pstdev(rel) if len(rel) > 2 else float("nan")
+            # Oscillation within each phase between events (not the level: a fixed R above
+            # the capacity is steady, just wrong), averaged over the phases, bins as weights.
+            ev_t = [te for te, _ in events]
+            phases = {}
+            for k in steady:
+                phases.setdefault(bisect.bisect_right(ev_t, (k + 0.5) * BIN_S), []).append(r1s[k] / target[i][k])
+            devs = [(statistics.pstdev(v), len(v)) for v in phases.values() if len(v) > 2]
+            fr["oscillation"] = sum(d * n for d, n in devs) / sum(n for _, n in devs) if devs else float("nan")
             fr["rate_vs_target"] = mean(rel)
             if f["kind"] in ("media", "media-back"):
                 self._blocks(f, fr, cong_flow)
