@@ -13,58 +13,6 @@
 
 namespace predrop::server {
 
-ServerSnapshot snapshot_of(const StreamServer& server) {
-  ServerSnapshot s;
-  s.worker = server.worker();
-  s.stats = server.stats();
-  for (std::size_t k = 0; k < kCallbackKinds; ++k) {
-    s.callback_exceptions[k] = server.callback_guard().count(static_cast<CallbackKind>(k));
-  }
-  s.sessions = server.session_count();
-  s.connections = server.connection_count();
-  for (const StreamSession* ss : server.sessions()) {
-    s.session_rows.push_back(
-        SessionMetrics{ss->config().number, std::string(ss->controller().name()),
-                       ss->controller().rate(), ss->stats(), ss->transmitter_stats()});
-  }
-  return s;
-}
-
-void add_stats(ServerStats& a, const ServerStats& b) {
-  // Every field of ServerStats (stream_server.hpp); a new counter must be added here too.
-  a.connections_accepted += b.connections_accepted;
-  a.connections_refused += b.connections_refused;
-  a.requests += b.requests;
-  a.bad_requests += b.bad_requests;
-  a.sessions_created += b.sessions_created;
-  a.sessions_refused += b.sessions_refused;
-  a.sessions_refused_per_address += b.sessions_refused_per_address;
-  a.connections_closed_backlog += b.connections_closed_backlog;
-  a.connections_paused += b.connections_paused;
-  a.sessions_timed_out += b.sessions_timed_out;
-  a.connections_timed_out += b.connections_timed_out;
-  a.rtsp_bytes_received += b.rtsp_bytes_received;
-  a.session_requests_foreign += b.session_requests_foreign;
-  a.session_requests_other_worker += b.session_requests_other_worker;
-  a.rtcp_datagrams += b.rtcp_datagrams;
-  a.rtcp_unknown_source += b.rtcp_unknown_source;
-  a.rtp_port_datagrams += b.rtp_port_datagrams;
-  a.rtcp_byes_sent += b.rtcp_byes_sent;
-  a.connections_closed_by_exception += b.connections_closed_by_exception;
-  a.sessions_closed_by_exception += b.sessions_closed_by_exception;
-  a.interleaved_sessions += b.interleaved_sessions;
-  a.interleaved_frames_received += b.interleaved_frames_received;
-  a.interleaved_unknown_channel += b.interleaved_unknown_channel;
-  a.interleaved_bad_length += b.interleaved_bad_length;
-  a.interleaved_truncated += b.interleaved_truncated;
-  a.interleaved_frames_sent += b.interleaved_frames_sent;
-  a.interleaved_frames_dropped += b.interleaved_frames_dropped;
-  a.pacing_wakeups += b.pacing_wakeups;
-  a.session_pumps += b.session_pumps;
-  a.pacing_runs_cut += b.pacing_runs_cut;
-  a.late_blocks_of_ended_sessions += b.late_blocks_of_ended_sessions;
-}
-
 // A job for a worker's loop: a connection to adopt, or a function to run with its server.
 struct WorkerTask {
   net::DetachedTcpSocket socket;

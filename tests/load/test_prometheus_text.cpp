@@ -12,7 +12,7 @@
 namespace predrop::load {
 namespace {
 
-// What predrop-server's render_metrics() writes (server/src/server_setup.cpp), one session.
+// What predrop-server's render_metrics() writes (server/src/metrics_text.cpp), one session.
 constexpr std::string_view kScrape =
     "# HELP predrop_rtsp_requests_total RTSP requests handled.\n"
     "# TYPE predrop_rtsp_requests_total counter\n"

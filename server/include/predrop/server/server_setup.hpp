@@ -1,7 +1,7 @@
 #pragma once
 // Glue between the configuration file, the command line and the running server: applies CLI
 // overrides, maps config::ServerConfig onto StreamServerOptions (loading and packetizing the
-// media), and renders the Prometheus metrics.
+// media). The Prometheus metrics are rendered by metrics_text.hpp (included here for callers).
 #include <cstddef>
 #include <optional>
 #include <span>
@@ -11,8 +11,7 @@
 #include "predrop/config/config.hpp"
 #include "predrop/core/policy_factory.hpp"
 #include "predrop/core/result.hpp"
-#include "predrop/server/block_trace_csv.hpp"
-#include "predrop/server/metrics_endpoint.hpp"
+#include "predrop/server/metrics_text.hpp"
 #include "predrop/server/stream_server.hpp"
 #include "predrop/server/stream_workers.hpp"
 
@@ -54,18 +53,5 @@ core::Status apply_overrides(config::ServerConfig& config, const CliOverrides& c
 /// Loads every stream's media and builds the server's options.
 core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig& config,
                                                       const CliOverrides& cli);
-
-/// Parts of the process beside the StreamServer whose counters /metrics shows (null = absent).
-struct MetricsSources {
-  const MetricsEndpoint* endpoint = nullptr;
-  const BlockTraceCsv* trace = nullptr;
-};
-
-/// Prometheus text exposition of the server's and its sessions' state.
-std::string render_metrics(const StreamServer& server, const MetricsSources& more = {});
-/// The same gathered from every worker: counters summed, sessions of all workers, and per
-/// worker predrop_worker_sessions{worker="k"}.
-std::string render_metrics(std::span<const ServerSnapshot> workers,
-                           const MetricsSources& more = {});
 
 }  // namespace predrop::server

@@ -37,35 +37,11 @@
 #include "predrop/net/socket_address.hpp"
 #include "predrop/net/tcp.hpp"
 #include "predrop/server/callback_guard.hpp"
+#include "predrop/server/metrics_text.hpp"
 #include "predrop/server/session_directory.hpp"
 #include "predrop/server/stream_server.hpp"
 
 namespace predrop::server {
-
-/// What /metrics shows of one session, copied on its worker's thread.
-struct SessionMetrics {
-  std::uint64_t number = 0;
-  std::string policy;
-  double rate = 0.0;
-  SessionStats stats;
-  chain::TransmitterStats transmitter;
-};
-
-/// One server's counters and sessions at one moment, for rendering on another thread.
-struct ServerSnapshot {
-  std::uint32_t worker = 0;
-  ServerStats stats;
-  std::array<std::uint64_t, kCallbackKinds> callback_exceptions{};
-  std::size_t sessions = 0;  ///< Live sessions (set up or playing).
-  std::size_t connections = 0;
-  std::vector<SessionMetrics> session_rows;  ///< Playing sessions.
-};
-
-/// The snapshot of `server`; on its loop's thread.
-ServerSnapshot snapshot_of(const StreamServer& server);
-
-/// Adds every counter of `b` to `a` (the metrics of all workers are their sum).
-void add_stats(ServerStats& a, const ServerStats& b);
 
 /// N StreamServers on N threads behind one RTSP port.
 class StreamWorkers {

@@ -1,0 +1,255 @@
+#include "predrop/server/metrics_text.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace predrop::server {
+
+ServerSnapshot snapshot_of(const StreamServer& server) {
+  ServerSnapshot s;
+  s.worker = server.worker();
+  s.stats = server.stats();
+  for (std::size_t k = 0; k < kCallbackKinds; ++k) {
+    s.callback_exceptions[k] = server.callback_guard().count(static_cast<CallbackKind>(k));
+  }
+  s.sessions = server.session_count();
+  s.connections = server.connection_count();
+  for (const StreamSession* ss : server.sessions()) {
+    s.session_rows.push_back(
+        SessionMetrics{ss->config().number, std::string(ss->controller().name()),
+                       ss->controller().rate(), ss->stats(), ss->transmitter_stats()});
+  }
+  return s;
+}
+
+void add_stats(ServerStats& a, const ServerStats& b) {
+  // Every field of ServerStats (stream_server.hpp); a new counter must be added here too.
+  a.connections_accepted += b.connections_accepted;
+  a.connections_refused += b.connections_refused;
+  a.requests += b.requests;
+  a.bad_requests += b.bad_requests;
+  a.sessions_created += b.sessions_created;
+  a.sessions_refused += b.sessions_refused;
+  a.sessions_refused_per_address += b.sessions_refused_per_address;
+  a.connections_closed_backlog += b.connections_closed_backlog;
+  a.connections_paused += b.connections_paused;
+  a.sessions_timed_out += b.sessions_timed_out;
+  a.connections_timed_out += b.connections_timed_out;
+  a.rtsp_bytes_received += b.rtsp_bytes_received;
+  a.session_requests_foreign += b.session_requests_foreign;
+  a.session_requests_other_worker += b.session_requests_other_worker;
+  a.rtcp_datagrams += b.rtcp_datagrams;
+  a.rtcp_unknown_source += b.rtcp_unknown_source;
+  a.rtp_port_datagrams += b.rtp_port_datagrams;
+  a.rtcp_byes_sent += b.rtcp_byes_sent;
+  a.connections_closed_by_exception += b.connections_closed_by_exception;
+  a.sessions_closed_by_exception += b.sessions_closed_by_exception;
+  a.interleaved_sessions += b.interleaved_sessions;
+  a.interleaved_frames_received += b.interleaved_frames_received;
+  a.interleaved_unknown_channel += b.interleaved_unknown_channel;
+  a.interleaved_bad_length += b.interleaved_bad_length;
+  a.interleaved_truncated += b.interleaved_truncated;
+  a.interleaved_frames_sent += b.interleaved_frames_sent;
+  a.interleaved_frames_dropped += b.interleaved_frames_dropped;
+  a.pacing_wakeups += b.pacing_wakeups;
+  a.session_pumps += b.session_pumps;
+  a.pacing_runs_cut += b.pacing_runs_cut;
+  a.late_blocks_of_ended_sessions += b.late_blocks_of_ended_sessions;
+}
+
+std::string render_metrics(const StreamServer& server, const MetricsSources& more) {
+  const ServerSnapshot one = snapshot_of(server);
+  return render_metrics(std::span<const ServerSnapshot>(&one, 1), more);
+}
+
+std::string render_metrics(std::span<const ServerSnapshot> workers, const MetricsSources& more) {
+  std::string out;
+  char line[1024];
+  ServerStats s;
+  std::size_t session_count = 0;
+  for (const ServerSnapshot& w : workers) {
+    add_stats(s, w.stats);
+    session_count += w.sessions;
+  }
+  auto counter = [&](const char* name, const char* help, std::uint64_t v) {
+    std::snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name,
+                  name, static_cast<unsigned long long>(v));
+    out += line;
+  };
+  counter("predrop_connections_accepted_total", "RTSP connections accepted.",
+          s.connections_accepted);
+  counter("predrop_connections_refused_total", "RTSP connections refused (limit).",
+          s.connections_refused);
+  counter("predrop_rtsp_requests_total", "RTSP requests handled.", s.requests);
+  counter("predrop_rtsp_bad_requests_total", "Malformed RTSP requests.", s.bad_requests);
+  counter("predrop_sessions_created_total", "Sessions set up.", s.sessions_created);
+  counter("predrop_sessions_refused_total", "Sessions refused (limit).", s.sessions_refused);
+  counter("predrop_sessions_timed_out_total", "Sessions expired.", s.sessions_timed_out);
+  counter("predrop_rtsp_foreign_session_requests_total",
+          "Requests naming a session set up from another address (answered 454).",
+          s.session_requests_foreign);
+  counter("predrop_sessions_refused_per_address_total",
+          "Sessions refused (per-address limit, answered 453).", s.sessions_refused_per_address);
+  counter("predrop_connections_closed_backlog_total",
+          "RTSP connections closed because the client did not read its replies.",
+          s.connections_closed_backlog);
+  counter("predrop_connections_timed_out_total",
+          "RTSP connections closed idle or with a request not complete in time.",
+          s.connections_timed_out);
+  counter("predrop_rtcp_datagrams_total", "RTCP datagrams received.", s.rtcp_datagrams);
+  counter("predrop_rtcp_unknown_source_total", "RTCP from no known session.",
+          s.rtcp_unknown_source);
+  counter("predrop_interleaved_sessions_total", "Sessions set up with RTP/AVP/TCP (interleaved).",
+          s.interleaved_sessions);
+  counter("predrop_interleaved_frames_sent_total",
+          "RTP/RTCP frames queued on RTSP connections (interleaved).", s.interleaved_frames_sent);
+  counter("predrop_interleaved_frames_dropped_total",
+          "Interleaved frames dropped: the connection's bounded queue was full.",
+          s.interleaved_frames_dropped);
+  counter("predrop_interleaved_frames_received_total", "Interleaved frames from clients.",
+          s.interleaved_frames_received);
+  counter("predrop_interleaved_unknown_channel_total",
+          "Interleaved frames from clients on no RTCP channel of theirs (dropped).",
+          s.interleaved_unknown_channel);
+  counter("predrop_interleaved_bad_length_total",
+          "Interleaved frames longer than an RTCP compound (skipped; closed connections).",
+          s.interleaved_bad_length);
+  counter("predrop_interleaved_truncated_total",
+          "Connections that ended inside an interleaved frame.", s.interleaved_truncated);
+  if (more.trace != nullptr) {
+    const TraceStats& t = more.trace->stats();
+    counter("predrop_trace_write_errors_total",
+            "Failed writes of the block trace CSV (disk full, I/O error).", t.write_errors);
+    counter("predrop_trace_rows_lost_total", "Block trace rows lost to failed writes.",
+            t.rows_lost);
+  }
+  if (more.endpoint != nullptr) {
+    const MetricsEndpointStats& m = more.endpoint->stats();
+    counter("predrop_metrics_connections_refused_total",
+            "Metrics connections closed at accept (connection limit).", m.refused);
+    counter("predrop_metrics_requests_timed_out_total",
+            "Metrics connections whose request was not complete by the deadline.", m.timed_out);
+  }
+  std::uint64_t late_blocks = s.late_blocks_of_ended_sessions;
+  for (const ServerSnapshot& w : workers) {
+    for (const SessionMetrics& m : w.session_rows) {
+      late_blocks += m.transmitter.late_stages;
+    }
+  }
+  counter("predrop_late_blocks_total",
+          "Blocks with a packet sent past its due time, over every session since start.",
+          late_blocks);
+  counter("predrop_pacing_runs_cut_total",
+          "Pacer runs that stopped at their time budget with sessions still due (overload).",
+          s.pacing_runs_cut);
+  counter("predrop_sessions_closed_by_exception_total",
+          "Sessions ended because their pacing or RTCP handler threw.",
+          s.sessions_closed_by_exception);
+  counter("predrop_connections_closed_by_exception_total",
+          "RTSP connections closed because a handler threw while serving them.",
+          s.connections_closed_by_exception);
+  out +=
+      "# HELP predrop_callback_exceptions_total Exceptions caught at a loop callback boundary "
+      "(only the offending connection or session was closed).\n"
+      "# TYPE predrop_callback_exceptions_total counter\n";
+  for (const CallbackKind kind : kServerCallbackKinds) {
+    std::uint64_t n = 0;
+    for (const ServerSnapshot& w : workers) {
+      n += w.callback_exceptions[static_cast<std::size_t>(kind)];
+    }
+    if (more.endpoint != nullptr) n += more.endpoint->callback_guard().count(kind);
+    const std::string_view name = to_string(kind);
+    std::snprintf(line, sizeof line, "predrop_callback_exceptions_total{kind=\"%.*s\"} %llu\n",
+                  static_cast<int>(name.size()), name.data(), static_cast<unsigned long long>(n));
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "# TYPE predrop_sessions gauge\npredrop_sessions %zu\n",
+                session_count);
+  out += line;
+  counter("predrop_rtsp_other_worker_session_requests_total",
+          "Requests naming a session of another worker (answered 454; a session is bound to "
+          "the worker of the connection that set it up).",
+          s.session_requests_other_worker);
+  std::snprintf(line, sizeof line,
+                "# HELP predrop_workers Worker loops answering this scrape.\n"
+                "# TYPE predrop_workers gauge\npredrop_workers %zu\n"
+                "# HELP predrop_worker_sessions Live sessions per worker loop.\n"
+                "# TYPE predrop_worker_sessions gauge\n",
+                workers.size());
+  out += line;
+  for (const ServerSnapshot& w : workers) {
+    std::snprintf(line, sizeof line, "predrop_worker_sessions{worker=\"%u\"} %zu\n", w.worker,
+                  w.sessions);
+    out += line;
+  }
+  out +=
+      "# HELP predrop_session_rate Discard rate R for the next block.\n"
+      "# TYPE predrop_session_rate gauge\n"
+      "# HELP predrop_session_reception_period_seconds Last reported L.\n"
+      "# TYPE predrop_session_reception_period_seconds gauge\n"
+      "# HELP predrop_session_performance Last reported P (PSNR dB).\n"
+      "# TYPE predrop_session_performance gauge\n"
+      "# TYPE predrop_session_packets_sent_total counter\n"
+      "# TYPE predrop_session_packets_discarded_total counter\n"
+      "# TYPE predrop_session_reports_total counter\n"
+      "# TYPE predrop_session_reports_missing_total counter\n"
+      "# HELP predrop_session_late_blocks_total Blocks with a packet sent past its due time.\n"
+      "# TYPE predrop_session_late_blocks_total counter\n"
+      "# HELP predrop_session_receiver_reports_total RTCP RRs from the client.\n"
+      "# TYPE predrop_session_receiver_reports_total counter\n"
+      "# HELP predrop_session_rtcp_errors_total RTCP from the client that failed SRTCP or "
+      "parsing.\n"
+      "# TYPE predrop_session_rtcp_errors_total counter\n"
+      "# HELP predrop_session_rr_rejected_total RR report blocks refused (forged or stale).\n"
+      "# TYPE predrop_session_rr_rejected_total counter\n"
+      "# HELP predrop_session_rr_rtt_seconds RTT from the client's last RR (LSR/DLSR); -1 none.\n"
+      "# TYPE predrop_session_rr_rtt_seconds gauge\n";
+  std::vector<const SessionMetrics*> rows;
+  for (const ServerSnapshot& w : workers) {
+    for (const SessionMetrics& m : w.session_rows) {
+      rows.push_back(&m);
+    }
+  }
+  // By number, as a single server lists them (its sessions are ordered by id, not number).
+  std::sort(rows.begin(), rows.end(),
+            [](const SessionMetrics* x, const SessionMetrics* y) { return x->number < y->number; });
+  for (const SessionMetrics* ss : rows) {
+    // Labelled by the session's public number: the id is the credential that controls the
+    // session, and /metrics is often readable by more people than the RTSP port.
+    const auto id = static_cast<unsigned long long>(ss->number);
+    const auto& st = ss->stats;
+    const auto& tx = ss->transmitter;
+    std::snprintf(line, sizeof line,
+                  "predrop_session_rate{session=\"%llu\",policy=\"%.*s\"} %.4f\n"
+                  "predrop_session_reception_period_seconds{session=\"%llu\"} %.6f\n"
+                  "predrop_session_performance{session=\"%llu\"} %.3f\n"
+                  "predrop_session_packets_sent_total{session=\"%llu\"} %llu\n"
+                  "predrop_session_packets_discarded_total{session=\"%llu\"} %llu\n"
+                  "predrop_session_reports_total{session=\"%llu\"} %llu\n"
+                  "predrop_session_reports_missing_total{session=\"%llu\"} %llu\n"
+                  "predrop_session_late_blocks_total{session=\"%llu\"} %llu\n",
+                  id, static_cast<int>(ss->policy.size()), ss->policy.data(), ss->rate, id,
+                  st.last_reception_period_us / 1e6, id, st.last_performance, id,
+                  static_cast<unsigned long long>(tx.packets_sent), id,
+                  static_cast<unsigned long long>(tx.packets_discarded), id,
+                  static_cast<unsigned long long>(st.reports), id,
+                  static_cast<unsigned long long>(st.reports_missing), id,
+                  static_cast<unsigned long long>(tx.late_stages));
+    out += line;
+    std::snprintf(line, sizeof line,
+                  "predrop_session_receiver_reports_total{session=\"%llu\"} %llu\n"
+                  "predrop_session_rtcp_errors_total{session=\"%llu\"} %llu\n"
+                  "predrop_session_rr_rejected_total{session=\"%llu\"} %llu\n"
+                  "predrop_session_rr_rtt_seconds{session=\"%llu\"} %.6f\n",
+                  id, static_cast<unsigned long long>(st.receiver_reports), id,
+                  static_cast<unsigned long long>(st.rtcp_errors), id,
+                  static_cast<unsigned long long>(st.rr_rejected), id,
+                  st.last_rtt_us < 0 ? -1.0 : st.last_rtt_us / 1e6);
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace predrop::server

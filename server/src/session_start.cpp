@@ -1,0 +1,46 @@
+#include "session_start.hpp"
+
+#include <functional>
+
+#include "predrop/core/policy_factory.hpp"
+#include "session_description.hpp"
+
+namespace predrop::server::detail {
+
+StreamSessionConfig session_config(const SessionEntry& entry, const StreamServerOptions& options) {
+  StreamSessionConfig cfg;
+  cfg.id = entry.id;
+  cfg.number = entry.number;
+  cfg.tracks = entry.tracks;
+  cfg.extension_ids = kExtensionIds;
+  cfg.srtp_suite = options.srtp;
+  cfg.key = entry.key;
+  cfg.discard = options.discard;
+  cfg.discard_seed = options.discard_seed ^ std::hash<std::string>{}(entry.id);
+  cfg.paced = options.paced;
+  cfg.loop = options.loop;
+  cfg.max_stages = options.max_stages;
+  cfg.feedback = entry.feedback;
+  cfg.rr_adaptation =
+      !entry.feedback && options.player_adaptation == PlayerAdaptation::kReceiverReports;
+  cfg.report_timeout_us = options.report_timeout_us;
+  cfg.max_payload_size = options.max_payload_size;
+  return cfg;
+}
+
+std::unique_ptr<core::RateController> session_controller(const SessionEntry& entry,
+                                                         const StreamServerOptions& options) {
+  core::PolicyConfig policy = options.policy;
+  if (!entry.feedback) {
+    if (options.player_adaptation == PlayerAdaptation::kReceiverReports) {
+      policy = options.player_policy;
+    } else {
+      policy.policy = "fixed";
+      policy.fixed_rate = options.player_rate;
+    }
+  }
+  auto controller = core::make_rate_controller(policy);
+  return controller ? std::move(controller.value()) : nullptr;
+}
+
+}  // namespace predrop::server::detail

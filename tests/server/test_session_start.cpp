@@ -1,0 +1,71 @@
+// detail::session_config and detail::session_controller (server/src/session_start.hpp): a client
+// with PDFB gets the configured policy; a player without it the player policy fed by its RRs, or
+// the fixed player rate; each session's discard seed is its own.
+#include <gtest/gtest.h>
+
+#include "server_test_util.hpp"
+#include "session_description.hpp"
+#include "session_start.hpp"
+
+namespace predrop {
+namespace {
+
+using server::detail::SessionEntry;
+
+TEST(SessionStart, AClientWithPdfbGetsTheConfiguredPolicy) {
+  auto options = test::loopback_options();
+  SessionEntry e;
+  e.id = "a";
+  e.feedback = true;
+  auto c = server::detail::session_controller(e, options);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->name(), "basic");
+  const auto cfg = server::detail::session_config(e, options);
+  EXPECT_TRUE(cfg.feedback);
+  EXPECT_FALSE(cfg.rr_adaptation);
+  EXPECT_EQ(cfg.extension_ids, server::detail::kExtensionIds);
+}
+
+TEST(SessionStart, APlayerIsAdaptedFromItsReceiverReports) {
+  auto options = test::loopback_options();
+  SessionEntry e;
+  e.id = "b";
+  auto c = server::detail::session_controller(e, options);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->name(), "capacity");
+  EXPECT_DOUBLE_EQ(c->rate(), 0.0);
+  EXPECT_TRUE(server::detail::session_config(e, options).rr_adaptation);
+}
+
+TEST(SessionStart, OrServedAtTheFixedPlayerRate) {
+  auto options = test::loopback_options();
+  options.player_adaptation = server::PlayerAdaptation::kFixed;
+  options.player_rate = 0.25;
+  SessionEntry e;
+  e.id = "c";
+  auto c = server::detail::session_controller(e, options);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->name(), "fixed");
+  EXPECT_DOUBLE_EQ(c->rate(), 0.25);
+  EXPECT_FALSE(server::detail::session_config(e, options).rr_adaptation);
+}
+
+TEST(SessionStart, EachSessionDiscardsWithItsOwnSeed) {
+  auto options = test::loopback_options();
+  SessionEntry a, b;
+  a.id = "a";
+  b.id = "b";
+  EXPECT_NE(server::detail::session_config(a, options).discard_seed,
+            server::detail::session_config(b, options).discard_seed);
+}
+
+TEST(SessionStart, ABadPolicyMakesNoController) {
+  auto options = test::loopback_options();
+  options.policy.policy = "no-such-policy";
+  SessionEntry e;
+  e.feedback = true;
+  EXPECT_EQ(server::detail::session_controller(e, options), nullptr);
+}
+
+}  // namespace
+}  // namespace predrop
