@@ -6,9 +6,9 @@
 #   ext-media.sh sender|receiver --flow I --listen IP --peer IP --out DIR --seconds N
 #   (run-case.sh starts it in the right namespace and ends it with SIGTERM to its process group)
 #
-# The fake camera plays the clip predrop would stream in the same run: WEBRTC_CLIP if set, else the
-# clip named in the run's case.env, looked for in the run folder and the folders above it (where
-# run-suite.sh keeps its clips); its raw copy is made under /tmp once (fake-media.sh; make it
+# The fake camera plays the clip predrop would stream in the same run: WEBRTC_CLIP if set, else
+# PREDROP_CLIP (run-case.sh exports its --clip), else the clip named in the run's case.env, looked
+# for in the run folder and the folders above it (where run-suite.sh keeps its clips); its raw copy is made under /tmp once (fake-media.sh; make it
 # before the runs, or the first flow waits for it).
 # Settings (environment): WEBRTC_CODEC (h264), WEBRTC_MAX_BITRATE (1160000 bit/s, the bed clip's
 # rate on the wire, README.md), WEBRTC_DEGRADATION (maintain-resolution), WEBRTC_AUDIO (1: the
@@ -37,7 +37,7 @@ case_clip() {
   return 1
 }
 if [[ "$role" == sender ]]; then
-  clip="${WEBRTC_CLIP:-$(case_clip "$@" || true)}"
+  clip="${WEBRTC_CLIP:-${PREDROP_CLIP:-$(case_clip "$@" || true)}}"
   [[ -r "$clip" ]] || { echo "ext-media: no clip (set WEBRTC_CLIP, or give run-case.sh --clip)" >&2; exit 2; }
   read -r y4m wav < <("$here/fake-media.sh" "$clip")
   opts+=(--video "$y4m")
