@@ -14,6 +14,7 @@ Chromium's own view (getStats: GCC's target, frame rate, QP, freezes) comes from
 webrtc/ folders (summarize.py).
 """
 import argparse
+import csv
 import glob
 import json
 import math
@@ -71,6 +72,8 @@ def row(runs, chromium):
             "q_p95": m.get("queue_p95_ms"),
             "osc": mean([f.get("oscillation") for f in media]),
             "self5": m.get("fairness", {}).get("self_ratio_5s_median"),
+            "media_fair": m.get("fairness", {}).get("media_share_of_fair"),
+            "tcp_fair": m.get("fairness", {}).get("tcp_share_of_fair"),
             "psnr_c": mean([f.get("psnr_congested") for f in media]),
             "R": mean([f.get("R_mean") for f in media]),
         }
@@ -80,6 +83,8 @@ def row(runs, chromium):
             r.update({
                 "gcc_target": mean([p["target_kbps"] for p in pf]),
                 "fps": mean([p["encode_fps_mean"] for p in pf]),
+                "cap_fps": mean([p["capture_fps_mean"] for p in pf]),
+                "cpu_lim": max([p["qlr_cpu_share"] or 0 for p in pf] or [0]),
                 "qp": mean([p["qp_mean"] for p in pf]),
                 "freezes": mean([p["freezes"] for p in pf]),
                 "freeze_s": mean([p["freeze_s"] for p in pf]),
@@ -100,6 +105,30 @@ def convergence(runs):
                 if c["what"].startswith(("rate", "back")):
                     out.setdefault(f"{c['what']} @{round(c['t'])} s", []).append(c["s"])
     return out
+
+
+def phases(runs):
+    """[(start s, capacity kbit/s, [media rate / capacity per repeat], [median 200 ms queue p95 ms
+    per repeat])] over the phases of constant forward capacity (bins.tsv of each run)."""
+    out = {}
+    for run, m in runs:
+        media = [str(f["index"]) for f in m["flows"] if f["kind"] in ("media", "media-back")]
+        rows = list(csv.DictReader(open(run / "bins.tsv"), delimiter="\t"))
+        k = 0
+        while k < len(rows):
+            cap = float(rows[k]["cap_fwd"])
+            j = k
+            while j < len(rows) and float(rows[j]["cap_fwd"]) == cap:
+                j += 1
+            seg = rows[k:j]
+            t0 = round(float(seg[0]["t"]))
+            rate = mean([sum(float(r[f"recv{i}"]) for i in media) for r in seg])
+            q = [float(r["queue_p95_fwd"]) for r in seg if r["queue_p95_fwd"] != "nan"]
+            e = out.setdefault((t0, cap), ([], []))
+            e[0].append(rate / cap)
+            e[1].append(statistics.median(q) if q else float("nan"))
+            k = j
+    return [(t, c, v[0], v[1]) for (t, c), v in sorted(out.items())]
 
 
 def conv_cell(v):
@@ -127,16 +156,16 @@ def main():
             continue
         print(f"\n**{case}** ({a.clip} clip; mean over repeats, range in brackets)\n")
         print("| sender | runs | recv kbit/s | rate / target | util. | loss % | queue mean cong. ms "
-              "| queue p95 cong. ms | queue p95 whole run ms | osc. | self-fair 5 s | PSNR cong. dB | R mean "
-              "| GCC target kbit/s | enc. fps | QP | freezes (s) |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "| queue p95 cong. ms | queue p95 whole run ms | osc. | self-fair 5 s | media / TCP vs fair | PSNR cong. dB | R mean "
+              "| GCC target kbit/s | capture / enc. fps | QP | freezes (s) |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for label, chromium, runs in rows:
             per = row(runs, chromium)
             col = lambda k, d=1: fmt(mean([p.get(k) for p in per]), d)  # noqa: E731
             print(f"| {label} | {len(per)} | {col('recv', 0)} | {col('vs_target', 2)} | {col('util', 2)} | "
                   f"{rng([p['loss'] for p in per], 2)} | {col('q_mean_c')} | {rng([p['q_p95_c'] for p in per], 0)} | "
-                  f"{col('q_p95', 0)} | {col('osc', 2)} | {col('self5', 2)} | {col('psnr_c', 2)} | {col('R', 2)} | "
-                  f"{col('gcc_target', 0)} | {col('fps')} | {col('qp')} | "
+                  f"{col('q_p95', 0)} | {col('osc', 2)} | {col('self5', 2)} | {col('media_fair', 2)} / {col('tcp_fair', 2)} | {col('psnr_c', 2)} | {col('R', 2)} | "
+                  f"{col('gcc_target', 0)} | {col('cap_fps')} / {col('fps')} | {col('qp')} | "
                   f"{col('freezes')} ({col('freeze_s')}) |")
         convs = [(label, convergence(runs)) for label, _c, runs in rows]
         events = sorted({e for _l, c in convs for e in c}, key=lambda e: float(e.rsplit("@", 1)[1].split()[0]))
@@ -147,6 +176,14 @@ def main():
             print("|---|" + "---|" * len(events))
             for label, c in convs:
                 print(f"| {label} | " + " | ".join(conv_cell(c.get(e, [])) if c.get(e) else "–" for e in events) + " |")
+        print("\nPer phase of constant capacity: the media flows' rate out of the bottleneck / capacity, and the "
+              "median over the phase's 200 ms bins of their queue p95 (ms), mean over repeats:\n")
+        ph = [(label, phases(runs)) for label, _c, runs in rows]
+        heads = [f"{t} s: {c:.0f} kbit/s" for t, c, _r, _q in ph[0][1]]
+        print("| sender | " + " | ".join(heads) + " |")
+        print("|---|" + "---|" * len(heads))
+        for label, p in ph:
+            print(f"| {label} | " + " | ".join(f"{fmt(mean(r), 2)}, {fmt(mean(q), 0)} ms" for _t, _c, r, q in p) + " |")
     return 0
 
 
