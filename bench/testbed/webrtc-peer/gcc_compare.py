@@ -108,11 +108,12 @@ def convergence(runs):
 
 
 def phases(runs):
-    """[(start s, capacity kbit/s, [media rate / capacity per repeat], [median 200 ms queue p95 ms
-    per repeat])] over the phases of constant forward capacity (bins.tsv of each run)."""
+    """[(start s, capacity kbit/s, [forward media rate / capacity per repeat], [median 200 ms queue
+    p95 ms per repeat])] over the phases of constant forward capacity (bins.tsv of each run)."""
     out = {}
     for run, m in runs:
-        media = [str(f["index"]) for f in m["flows"] if f["kind"] in ("media", "media-back")]
+        # Forward media only: the phases are the forward capacity's (§5.3's reverse flow has its own).
+        media = [str(f["index"]) for f in m["flows"] if f["kind"] == "media"]
         rows = list(csv.DictReader(open(run / "bins.tsv"), delimiter="\t"))
         k = 0
         while k < len(rows):
