@@ -27,7 +27,7 @@ std::vector<std::unique_ptr<SessionEntry>> make_push_sessions(const StreamServer
     entry->stream = &stream;
     if (options.srtp) entry->key = net::random_srtp_key(*options.srtp);
     const std::string ip = push.destination.ip_string();
-    for (std::size_t i = 0; i < stream.media->streams().size(); ++i) {
+    for (std::size_t i = 0; i < stream.source->streams().size(); ++i) {
       const auto port = static_cast<std::uint16_t>(push.destination.port() + 2 * i);
       SessionTrack t;
       t.media_stream = static_cast<std::uint8_t>(i);
@@ -40,7 +40,7 @@ std::vector<std::unique_ptr<SessionEntry>> make_push_sessions(const StreamServer
       entry->tracks.push_back(t);
       entry->track_ids.push_back(static_cast<std::uint32_t>(i));
     }
-    const SdpSettings sdp{options.srtp, options.loop, options.block_attribute};
+    const SdpSettings sdp{options.srtp, options.block_attribute};
     std::ofstream f(push.sdp_file, std::ios::binary | std::ios::trunc);
     f << push_sdp(describe_stream(stream, options.srtp ? &entry->key : nullptr, "127.0.0.1", sdp),
                   push.destination);

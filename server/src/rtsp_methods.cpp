@@ -187,7 +187,7 @@ MethodOutcome RtspMethods::describe(Request& q) {
   if (!base.empty() && base.back() != '/') base += '/';
   MethodOutcome o = ok(q);
   o.response.headers.set("Content-Base", base);
-  const SdpSettings sdp{options_.srtp, options_.loop, options_.block_attribute};
+  const SdpSettings sdp{options_.srtp, options_.block_attribute};
   o.response.set_body("application/sdp",
                       describe_stream(stream, key ? &*key : nullptr, found.url.host, sdp));
   if (fresh) o.key.emplace(stream.name, *key);
@@ -240,7 +240,7 @@ MethodOutcome RtspMethods::setup(Request& q) {
   if (found.error) return std::move(*found.error);
   const StreamDefinition* stream = found.stream;
   const std::uint32_t track = found.url.track.value_or(0);
-  if (track >= stream->media->streams().size()) return refuse(404, cseq, "no such track");
+  if (track >= stream->source->streams().size()) return refuse(404, cseq, "no such track");
   auto transport_value = q.req.headers.get("Transport");
   if (!transport_value) return refuse(400, cseq, "Transport missing");
   auto offers = rtsp::parse_transport(*transport_value);

@@ -29,14 +29,15 @@ std::string describe_stream(const StreamDefinition& stream, const wire::SrtpKeyM
   s.name = stream.name;
   s.tool = "predrop";
   s.control = "*";
-  char range[64];
-  std::snprintf(range, sizeof range, "npt=0-%.3f",
-                static_cast<double>(stream.media->duration_us()) / 1e6);
-  if (!settings.loop) s.range = range;
+  if (const auto duration = stream.source->duration_us()) {
+    char range[64];
+    std::snprintf(range, sizeof range, "npt=0-%.3f", static_cast<double>(*duration) / 1e6);
+    s.range = range;
+  }
   if (!settings.block_attribute.empty()) {
     s.attributes.push_back("x-predrop-block:" + settings.block_attribute);
   }
-  const auto streams = stream.media->streams();
+  const auto streams = stream.source->streams();
   for (std::size_t i = 0; i < streams.size(); ++i) {
     const media::StreamInfo& info = streams[i];
     rtsp::SdpMedia m;

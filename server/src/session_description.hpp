@@ -23,12 +23,12 @@ inline constexpr wire::RtpExtensionIds kExtensionIds{1, 2};
 /// What the description depends on besides the stream.
 struct SdpSettings {
   std::optional<wire::SrtpSuite> srtp;  ///< Empty: plain RTP/AVP, no keys.
-  bool loop = false;                    ///< A looping stream has no npt range.
   std::string block_attribute;          ///< a=x-predrop-block value; empty: none.
 };
 
 /// The SDP of `stream` with `key` in its key lines (when SRTP is on and `key` is given), for a
-/// client that reached the server at `host`.
+/// client that reached the server at `host`; an npt range when its source has a duration (a
+/// file that does not loop).
 std::string describe_stream(const StreamDefinition& stream, const wire::SrtpKeyMaterial* key,
                             std::string_view host, const SdpSettings& settings);
 

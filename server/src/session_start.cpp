@@ -18,7 +18,6 @@ StreamSessionConfig session_config(const SessionEntry& entry, const StreamServer
   cfg.discard = options.discard;
   cfg.discard_seed = options.discard_seed ^ std::hash<std::string>{}(entry.id);
   cfg.paced = options.paced;
-  cfg.loop = options.loop;
   cfg.max_stages = options.max_stages;
   cfg.feedback = entry.feedback;
   cfg.rr_adaptation =

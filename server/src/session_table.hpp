@@ -28,8 +28,8 @@ struct SessionEntry {
   /// IP address the session was set up from (port ignored): only requests from it control the
   /// session. Empty for push sessions, which nobody controls.
   std::optional<net::SocketAddress> owner;
-  std::uint64_t connection = 0;  ///< Id of the connection it was set up on.
-  const StreamDefinition* stream = nullptr;
+  std::uint64_t connection = 0;              ///< Id of the connection it was set up on.
+  const StreamDefinition* stream = nullptr;  ///< Its source, name and streams.
   wire::SrtpKeyMaterial key;
   bool feedback = false;  ///< The client sends PDFB (SETUP X-Predrop-Feedback).
   std::vector<SessionTrack> tracks;

@@ -50,7 +50,7 @@ class StreamServer::Impl final : public detail::RtspConnectionListener {
   Impl(net::EventLoop& loop, const net::Clock& clock, StreamServerOptions options, OnBlock on_block)
       : loop_(loop),
         clock_(clock),
-        options_(with_directory(std::move(options))),
+        options_(completed(std::move(options))),
         on_block_(std::move(on_block)),
         sessions_(options_.worker, options_.worker_count),
         connections_({options_.max_connections, options_.max_write_queue_bytes,
@@ -289,8 +289,12 @@ class StreamServer::Impl final : public detail::RtspConnectionListener {
   }
 
   void start_pushes();
-  static StreamServerOptions with_directory(StreamServerOptions o) {
+  // The directory of a server that has none, and file streams that loop with `loop`.
+  static StreamServerOptions completed(StreamServerOptions o) {
     if (!o.directory) o.directory = std::make_shared<SessionDirectory>();
+    for (StreamDefinition& s : o.streams) {
+      if (o.loop && s.media) s.source = std::make_shared<media::FileSource>(s.media, true);
+    }
     return o;
   }
 
@@ -407,7 +411,7 @@ bool StreamServer::Impl::start_session(SessionEntry& entry, std::uint64_t now) {
   if (!controller) return false;
   try {
     entry.session =
-        std::make_unique<StreamSession>(entry.stream->media, *rtp_socket_, *rtcp_socket_, clock_,
+        std::make_unique<StreamSession>(entry.stream->source, *rtp_socket_, *rtcp_socket_, clock_,
                                         std::move(cfg), std::move(controller), on_block_);
   } catch (const std::exception&) {
     return false;  // SRTP could not be set up

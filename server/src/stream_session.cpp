@@ -34,13 +34,13 @@ std::uint64_t wall_clock_unix_us() {
 }
 }  // namespace
 
-StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
+StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
                              net::UdpEndpoint& rtp_socket, net::UdpEndpoint& rtcp_socket,
                              const net::Clock& clock, StreamSessionConfig config,
                              std::unique_ptr<core::RateController> controller, OnBlock on_block)
-    : media_(std::move(media)),
-      wall_anchor_us_(wall_clock_unix_us()),
+    : wall_anchor_us_(wall_clock_unix_us()),
       clock_anchor_us_(clock.now_us()),
+      source_(std::move(source)),
       config_(std::move(config)),
       controller_(std::move(controller)),
       on_block_(std::move(on_block)),
@@ -48,7 +48,7 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
   paced_ = config_.paced;
   feedback_ = config_.feedback;
   report_timeout_us_ = config_.report_timeout_us;
-  const auto streams = media_->streams();
+  const auto streams = source_->streams();
   track_of_stream_.assign(streams.size(), -1);
   chain::TransmitterConfig tc;
   tc.extension_ids = config_.extension_ids;
@@ -63,9 +63,6 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
     tc.tracks.push_back(chain::TrackConfig{st.ssrc, streams[st.media_stream].payload_type,
                                            st.initial_sequence, st.timestamp_offset,
                                            st.rtp_destination, st.rtcp_destination});
-    const auto clock_rate = streams[st.media_stream].clock_rate;
-    loop_timestamp_.push_back(static_cast<std::uint32_t>(
-        static_cast<std::uint64_t>(media_->duration_us()) * clock_rate / 1'000'000));
   }
   std::optional<net::SrtpSession> srtp_out;
   chain::IntakeConfig intake;
@@ -84,12 +81,8 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
     rtcp_out_.emplace(net::SrtpDirection::Outbound, *config_.srtp_suite, config_.key);
   }
   stream_track_ = track_of_stream_.data();
-  track_loop_ticks_ = loop_timestamp_.data();
+  const std::size_t largest = source_->max_block_packets();
   if (config_.discard == core::DiscardPolicy::kPriority) {
-    std::size_t largest = 0;
-    for (std::uint32_t b = 0; b < media_->blocks().size(); ++b) {
-      largest = std::max(largest, block_size(b));
-    }
     discard_order_.resize(largest);
     removable_.resize(largest + 1);
   }
@@ -100,8 +93,7 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
       core::DiscardPlanner(config_.discard, config_.discard_seed));
   tx_ = transmitter_.get();
   // prefetch_fields() brings in the first two cache lines: the hot fields must stay in them.
-  assert(reinterpret_cast<const char*>(&track_loop_ticks_ + 1) -
-             reinterpret_cast<const char*>(this) <=
+  assert(reinterpret_cast<const char*>(&rtp_offset_ + 1) - reinterpret_cast<const char*>(this) <=
          128);
   const bool interleaved = std::any_of(config_.tracks.begin(), config_.tracks.end(),
                                        [](const SessionTrack& t) { return t.interleaved; });
@@ -115,19 +107,11 @@ StreamSession::StreamSession(std::shared_ptr<const media::MediaFile> media,
   filter_streams_ =
       std::any_of(track_of_stream_.begin(), track_of_stream_.end(), [](int t) { return t < 0; });
   if (filter_streams_) {
-    const auto blocks = media_->blocks();
-    const auto packets = media_->packets();
-    filtered_block_first_.reserve(blocks.size() + 1);
-    for (const auto& b : blocks) {
-      filtered_block_first_.push_back(static_cast<std::uint32_t>(filtered_index_.size()));
-      for (std::uint32_t i = b.first_packet; i < b.first_packet + b.packet_count; ++i) {
-        if (track_of_stream_[packets[i].stream] < 0) continue;
-        filtered_index_.push_back(i);
-        filtered_importance_.push_back(packets[i].importance);
-      }
-    }
-    filtered_block_first_.push_back(static_cast<std::uint32_t>(filtered_index_.size()));
+    filtered_index_.resize(largest);
+    filtered_importance_.resize(largest);
   }
+  sequence_ = source_->join_sequence();
+  (void)fetch(clock.now_us());
 }
 
 StreamSession::~StreamSession() = default;
@@ -150,22 +134,70 @@ std::size_t StreamSession::InterleavedSink::send_batch(std::span<const net::OutD
   return taken;
 }
 
-std::size_t StreamSession::block_size(std::uint32_t block) const {
-  if (filter_streams_) return filtered_block_first_[block + 1] - filtered_block_first_[block];
-  return media_->blocks()[block].packet_count;
-}
-
-const media::RtpPacket& StreamSession::block_packet(std::uint32_t block, std::size_t i) const {
-  if (filter_streams_) return media_->packets()[filtered_index_[filtered_block_first_[block] + i]];
-  return media_->packets()[media_->blocks()[block].first_packet + i];
-}
-
-std::span<const std::uint8_t> StreamSession::block_importance(std::uint32_t block) const {
-  if (filter_streams_) {
-    return std::span<const std::uint8_t>(filtered_importance_)
-        .subspan(filtered_block_first_[block], block_size(block));
+bool StreamSession::fetch(std::uint64_t now_us) {
+  switch (source_->read(sequence_, block_)) {
+    case media::BlockState::kReady:
+      break;
+    case media::BlockState::kNotYet:
+      // Not produced yet: look again shortly; the block goes out from when it comes.
+      if (!waited_) ++stats_.source_waits;
+      waited_ = true;
+      retry_us_ = now_us + kSourcePollUs;
+      return false;
+    case media::BlockState::kGone:
+      // The session fell behind the source's ring: on at the source's join point (a key frame),
+      // from now.
+      ++stats_.source_rejoins;
+      sequence_ = source_->join_sequence();
+      anchor_on_fetch_ = true;
+      if (source_->read(sequence_, block_) != media::BlockState::kReady) {
+        retry_us_ = now_us + kSourcePollUs;
+        return false;
+      }
+      break;
+    case media::BlockState::kEnded:
+      finished_ = true;
+      return false;
   }
-  return media_->importance(media_->blocks()[block]);
+  take_block();
+  // A block that came late (or the first one after play()) starts now: the schedule moves on
+  // from here instead of sending the late block at once.
+  if (anchor_on_fetch_ || (waited_ && play_start_us_ + block_start_us_ < now_us)) {
+    play_start_us_ = now_us - block_start_us_;
+  }
+  anchor_on_fetch_ = false;
+  waited_ = false;
+  return true;
+}
+
+void StreamSession::take_block() {
+  have_block_ = true;
+  block_start_us_ = block_.start_us;
+  block_packets_ = block_.packets.data();
+  block_arena_ = block_.arena.data();
+  rtp_offset_ = block_.rtp_offset;
+  if (!filter_streams_) {
+    block_index_ = nullptr;
+    block_size_ = static_cast<std::uint32_t>(block_.packets.size());
+    return;
+  }
+  // Only the packets of the streams set up, in order (within the size the source promised).
+  std::uint32_t n = 0;
+  for (std::uint32_t i = 0; i < block_.packets.size() && n < filtered_index_.size(); ++i) {
+    if (track_of_stream_[block_.packets[i].stream] < 0) continue;
+    filtered_index_[n] = i;
+    filtered_importance_[n] = block_.importance[i];
+    ++n;
+  }
+  block_index_ = filtered_index_.data();
+  block_size_ = n;
+}
+
+std::span<const std::uint8_t> StreamSession::block_importance() const {
+  if (filter_streams_) {
+    return std::span<const std::uint8_t>(filtered_importance_).first(block_size_);
+  }
+  return block_.importance;
 }
 
 std::uint16_t StreamSession::next_sequence(std::size_t track) const {
@@ -173,28 +205,19 @@ std::uint16_t StreamSession::next_sequence(std::size_t track) const {
 }
 
 std::uint32_t StreamSession::rtp_timestamp_at_start(std::size_t track) const {
-  const auto& blocks = media_->blocks();
-  if (blocks.empty()) return config_.tracks[track].timestamp_offset;
-  const auto clock = media_->streams()[config_.tracks[track].media_stream].clock_rate;
-  const auto start = static_cast<std::uint64_t>(std::max<std::int64_t>(0, blocks[block_].start_us));
-  return config_.tracks[track].timestamp_offset +
-         static_cast<std::uint32_t>(start * clock / 1'000'000) + loops_ * loop_timestamp_[track];
-}
-
-std::uint64_t StreamSession::block_start_us(std::uint32_t loops, const media::Block& block) const {
-  const std::int64_t origin = media_->blocks().front().start_us;
-  return play_start_us_ +
-         static_cast<std::uint64_t>(loops) * static_cast<std::uint64_t>(media_->duration_us()) +
-         static_cast<std::uint64_t>(std::max<std::int64_t>(0, block.start_us - origin));
+  const SessionTrack& t = config_.tracks[track];
+  return t.timestamp_offset + (have_block_ ? block_.rtp_start[t.media_stream] : 0);
 }
 
 void StreamSession::play(std::uint64_t now_us) {
-  if (playing_ || finished_ || bye_sent_ || media_->blocks().empty()) return;
+  if (playing_ || finished_ || bye_sent_) return;
   playing_ = true;
   // Re-anchor the schedule so that the next block starts now (also after a pause).
-  const std::uint64_t media_offset =
-      block_start_us(loops_, media_->blocks()[block_]) - play_start_us_;
-  play_start_us_ = now_us - media_offset;
+  if (have_block_) {
+    play_start_us_ = now_us - block_start_us_;
+  } else {
+    anchor_on_fetch_ = true;
+  }
   next_sr_us_ = now_us + kFirstSenderReportDelayUs;
   if (last_heard_us_ == 0) last_heard_us_ = now_us;
 }
@@ -207,18 +230,17 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
   // Model-based policies size R from the block's real bytes and the bytes sent so far (the
   // difference between two stages' counts is what a stage sent); the others answer rate().
   // Bytes as the link counts them, like the receiver's PDFB v1.1 counts and a shaper's rate.
-  core::StageStart next{stage_, 0, static_cast<double>(media_->blocks()[block_].duration_us), 0};
-  for (std::size_t i = 0; i < block_size(block_); ++i) {
-    next.block_bytes += block_packet(block_, i).payload_size + packet_overhead_;
+  core::StageStart next{stage_, 0, static_cast<double>(block_.duration_us), 0};
+  for (std::size_t i = 0; i < block_size_; ++i) {
+    next.block_bytes += block_packet(i).payload_size + packet_overhead_;
   }
   next.bytes_before = link_bytes_sent();
-  next.packets = static_cast<std::uint32_t>(block_size(block_));
+  next.packets = block_size_;
   next.removable = discard_curve(0);
   const double rate = controller_->rate_for_next(next);
-  const auto plan = transmitter_->begin_stage(stage_, rate, block_importance(block_));
-  const auto& b = media_->blocks()[block_];
+  const auto plan = transmitter_->begin_stage(stage_, rate, block_importance());
   const std::uint64_t end_us =
-      block_start_us(loops_, b) + static_cast<std::uint64_t>(b.duration_us);
+      play_start_us_ + block_start_us_ + static_cast<std::uint64_t>(block_.duration_us);
   // A stage whose slot is needed again and that was neither reported nor timed out is missing
   // (sessions without PDFB have no missing reports: an RR covers several blocks).
   chain::StageRecord& r =
@@ -228,11 +250,11 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
   r.rate = rate;
   r.packets = static_cast<std::uint32_t>(plan.packets);
   r.discarded = static_cast<std::uint32_t>(plan.discarded);
-  r.duration_us = static_cast<double>(b.duration_us);
+  r.duration_us = static_cast<double>(block_.duration_us);
   for (std::size_t t = 0; t < std::min(chain::kLedgerTracks, config_.tracks.size()); ++t) {
     r.first_packet[t] = transmitter_->track(t).packets;
   }
-  ledger_.extra(r) = StageExtra{block_, next.bytes_before, rate};
+  ledger_.extra(r) = StageExtra{block_.index, next.bytes_before, rate};
   stage_open_ = true;
   cursor_ = 0;
   ++stats_.stages_started;
@@ -241,15 +263,14 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
 
 std::span<const std::uint64_t> StreamSession::discard_curve(std::size_t first) {
   if (config_.discard != core::DiscardPolicy::kPriority) return {};
-  const auto importance = block_importance(block_).subspan(first);
+  const auto importance = block_importance().subspan(first);
   if (importance.size() > discard_order_.size()) return {};
   const std::size_t droppable = core::DiscardPlanner::priority_order(
       importance, std::span(discard_order_.data(), importance.size()));
   removable_[0] = 0;
   for (std::size_t k = 0; k < droppable; ++k) {
-    removable_[k + 1] = removable_[k] +
-                        block_packet(block_, first + discard_order_[k]).payload_size +
-                        packet_overhead_;
+    removable_[k + 1] =
+        removable_[k] + block_packet(first + discard_order_[k]).payload_size + packet_overhead_;
   }
   return std::span<const std::uint64_t>(removable_.data(), droppable + 1);
 }
@@ -265,19 +286,18 @@ std::uint64_t StreamSession::link_bytes_sent() const {
 void StreamSession::replan_current(std::uint64_t now_us) {
   if (!stage_open_ || !playing_) return;
   chain::StageRecord* r = ledger_.find(stage_);
-  const std::size_t n = block_size(block_);
+  const std::size_t n = block_size_;
   if (r == nullptr || cursor_ >= n) return;
   StageExtra& extra = ledger_.extra(*r);
-  const auto& b = media_->blocks()[block_];
-  const std::uint64_t start = block_start_us(loops_, b);
+  const std::uint64_t start = play_start_us_ + block_start_us_;
   core::StageProgress p;
   p.stage = stage_;
   p.elapsed_us = now_us > start ? static_cast<double>(now_us - start) : 0.0;
-  p.duration_us = static_cast<double>(b.duration_us);
+  p.duration_us = static_cast<double>(block_.duration_us);
   const std::uint64_t sent = link_bytes_sent();
   p.sent_bytes = sent > extra.bytes_before ? sent - extra.bytes_before : 0;
   for (std::size_t i = cursor_; i < n; ++i) {
-    p.rest_bytes += block_packet(block_, i).payload_size + packet_overhead_;
+    p.rest_bytes += block_packet(i).payload_size + packet_overhead_;
   }
   p.rate = extra.rest_rate;
   p.rest_packets = static_cast<std::uint32_t>(n - cursor_);
@@ -290,7 +310,7 @@ void StreamSession::replan_current(std::uint64_t now_us) {
             rate ? "" : " (kept)");
   if (!rate) return;
   const auto updated =
-      transmitter_->replan_rest(*rate, block_importance(block_).subspan(cursor_), cursor_);
+      transmitter_->replan_rest(*rate, block_importance().subspan(cursor_), cursor_);
   r->discarded = static_cast<std::uint32_t>(updated.discarded);
   extra.rest_rate = *rate;
   ++r->replans;
@@ -307,12 +327,8 @@ void StreamSession::end_stage() {
   }
   stage_open_ = false;
   ++stage_;
-  ++block_;
-  if (block_ >= media_->blocks().size()) {
-    block_ = 0;
-    ++loops_;
-    if (!config_.loop) finished_ = true;
-  }
+  ++sequence_;
+  have_block_ = false;  // pump() asks the source for the next one
   if (config_.max_stages != 0 && stage_ >= config_.max_stages) finished_ = true;
 }
 
@@ -321,19 +337,19 @@ std::size_t StreamSession::pump(std::uint64_t now_us, std::uint64_t send_until_u
   send_until_us = std::max(send_until_us, now_us);
   std::size_t sent = 0;
   while (!finished_) {
-    const auto& b = media_->blocks()[block_];
-    const std::uint64_t start = block_start_us(loops_, b);
+    if (!have_block_ && (now_us < retry_us_ || !fetch(now_us))) break;
+    const std::uint64_t start = play_start_us_ + block_start_us_;
     if (!stage_open_) {
       if (send_until_us < start) break;
       begin_stage(now_us);
     }
-    const std::size_t n = block_size(block_);
+    const std::size_t n = block_size_;
     // Gather the packets that are due into the staging array and hand them over in batches.
     while (cursor_ < n) {
       std::size_t k = 0;
       const std::size_t first = cursor_;
       while (cursor_ < n && k < staging.size()) {
-        const media::RtpPacket& p = block_packet(block_, cursor_);
+        const media::RtpPacket& p = block_packet(cursor_);
         if (paced_ && start + static_cast<std::uint64_t>(p.send_offset_us) > send_until_us) {
           break;
         }
@@ -343,9 +359,8 @@ std::size_t StreamSession::pump(std::uint64_t now_us, std::uint64_t send_until_u
         const std::uint64_t due =
             start + (paced_ ? static_cast<std::uint64_t>(p.send_offset_us) : 0);
         staging[k++] = chain::OutgoingPacket{
-            static_cast<std::uint8_t>(track), p.marker,
-            p.rtp_timestamp + loops_ * track_loop_ticks_[static_cast<std::size_t>(track)],
-            media_->payload(p), due};
+            static_cast<std::uint8_t>(track), p.marker, p.rtp_timestamp + rtp_offset_[p.stream],
+            std::span(block_arena_ + p.payload_offset, p.payload_size), due};
         ++cursor_;
       }
       if (k == 0) break;
@@ -356,7 +371,7 @@ std::size_t StreamSession::pump(std::uint64_t now_us, std::uint64_t send_until_u
   }
   if (finished_ && stage_open_) stage_open_ = false;
   if (finished_ && !end_bye_sent_) {
-    // The media ended (no loop, or max_stages reached): say so with an RTCP BYE (RFC 3550
+    // The media ended (the source's end, or max_stages): say so with an RTCP BYE (RFC 3550
     // §6.6), after the last packet, so that a player ends its stream at once instead of waiting
     // for a time-out (ffmpeg and GStreamer both end on BYE). The session itself stays until
     // TEARDOWN or its time-out, so the last blocks' reports still reach the controller.
@@ -378,7 +393,7 @@ void StreamSession::prefetch_fields() const {
 void StreamSession::prefetch_targets() const {
   tx_->prefetch_object();
   __builtin_prefetch(stream_track_);
-  __builtin_prefetch(track_loop_ticks_);
+  if (have_block_ && cursor_ < block_size_) __builtin_prefetch(&block_packet(cursor_));
   __builtin_prefetch(ledger_.oldest_slot());
 }
 
@@ -390,11 +405,13 @@ std::uint64_t StreamSession::next_due_us() const {
   // Mirrors pump(): every branch there that acts at some time has its time here.
   if (!playing_ || bye_sent_) return kNoDeadline;
   std::uint64_t due = kNoDeadline;
-  if (!finished_) {
-    const std::uint64_t start = block_start_us(loops_, media_->blocks()[block_]);
+  if (!finished_ && !have_block_) {
+    due = retry_us_;  // the source had no block: look again then
+  } else if (!finished_) {
+    const std::uint64_t start = play_start_us_ + block_start_us_;
     due = start;
-    if (stage_open_ && paced_ && cursor_ < block_size(block_)) {
-      due = start + static_cast<std::uint64_t>(block_packet(block_, cursor_).send_offset_us);
+    if (stage_open_ && paced_ && cursor_ < block_size_) {
+      due = start + static_cast<std::uint64_t>(block_packet(cursor_).send_offset_us);
     }
   } else if (!end_bye_sent_) {
     return 0;  // the BYE at the media's end is due at once
@@ -412,8 +429,8 @@ void StreamSession::send_sender_reports(std::uint64_t now_us) {
   const bool first = !sr_phase_set_;
   sr_phase_set_ = true;
   next_sr_us_ = now_us + kSenderReportIntervalUs;
-  if (first && !media_->blocks().empty()) {
-    next_sr_us_ += static_cast<std::uint64_t>(media_->blocks()[block_].duration_us / 2);
+  if (first && have_block_) {
+    next_sr_us_ += static_cast<std::uint64_t>(block_.duration_us / 2);
   }
   (void)send_rtcp(now_us, false);
 }
@@ -430,7 +447,7 @@ std::size_t StreamSession::send_bye(std::uint64_t now_us) {
 std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
   // The media clock now, per track, for the SR's RTP timestamp.
   const std::int64_t media_now =
-      static_cast<std::int64_t>(now_us - play_start_us_) + media_->blocks().front().start_us;
+      static_cast<std::int64_t>(now_us - play_start_us_) + source_->origin_us();
   // The SR's wall-clock time moves with the session clock, so it stays in step with the RTP
   // timestamps beside it even if the system clock is stepped.
   const std::uint64_t ntp = wire::ntp_from_unix_us(wall_anchor_us_ + (now_us - clock_anchor_us_));
@@ -442,7 +459,7 @@ std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
   for (std::size_t t = 0; t < config_.tracks.size(); ++t) {
     const SessionTrack& track = config_.tracks[t];
     if (!track.rtcp_destination && !track.interleaved) continue;
-    const auto clock = media_->streams()[track.media_stream].clock_rate;
+    const auto clock = source_->streams()[track.media_stream].clock_rate;
     const chain::TrackCounters& counters = transmitter_->track(t);
     wire::SenderReport sr;
     sr.ssrc = track.ssrc;

@@ -58,7 +58,8 @@ struct Bed {
     auto options = test::loopback_options();
     options.srtp.reset();
     e->session = std::make_unique<server::StreamSession>(
-        test::sample_media(), *rtp, *rtcp, clock, server::detail::session_config(*e, options),
+        std::make_shared<media::FileSource>(test::sample_media(), false), *rtp, *rtcp, clock,
+        server::detail::session_config(*e, options),
         server::detail::session_controller(*e, options), nullptr);
     e->session->play(clock.now_us());
     return e;

@@ -23,7 +23,7 @@ const server::StreamDefinition& sample() {
 
 TEST(SessionDescription, CarriesTheKeyTwiceAndTheExtensions) {
   const auto key = net::random_srtp_key(wire::SrtpSuite::AesCm128HmacSha1_80);
-  const SdpSettings settings{wire::SrtpSuite::AesCm128HmacSha1_80, false, "duration_us=1000000"};
+  const SdpSettings settings{wire::SrtpSuite::AesCm128HmacSha1_80, "duration_us=1000000"};
   const std::string sdp = server::detail::describe_stream(sample(), &key, "10.0.0.1", settings);
   auto parsed = rtsp::parse_sdp(sdp);
   ASSERT_TRUE(parsed.ok()) << sdp;
@@ -44,8 +44,10 @@ TEST(SessionDescription, CarriesTheKeyTwiceAndTheExtensions) {
 }
 
 TEST(SessionDescription, PlainAndLoopingHasNoKeysAndNoRange) {
-  const SdpSettings settings{std::nullopt, true, ""};
-  const std::string sdp = server::detail::describe_stream(sample(), nullptr, "h", settings);
+  const SdpSettings settings{std::nullopt, ""};
+  const server::StreamDefinition looping{
+      "sample", std::make_shared<media::FileSource>(test::sample_media(), true)};
+  const std::string sdp = server::detail::describe_stream(looping, nullptr, "h", settings);
   EXPECT_EQ(sdp.find("a=crypto"), std::string::npos);
   EXPECT_EQ(sdp.find("a=key-mgmt"), std::string::npos);
   EXPECT_EQ(sdp.find("a=range"), std::string::npos);
@@ -53,7 +55,7 @@ TEST(SessionDescription, PlainAndLoopingHasNoKeysAndNoRange) {
 }
 
 TEST(SessionDescription, APushFileNamesTheDestination) {
-  const SdpSettings settings{std::nullopt, false, ""};
+  const SdpSettings settings{std::nullopt, ""};
   const std::string sdp = server::detail::push_sdp(
       server::detail::describe_stream(sample(), nullptr, "127.0.0.1", settings),
       net::SocketAddress::from_ip("10.1.2.3", 5004).value());

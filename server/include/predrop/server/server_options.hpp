@@ -12,6 +12,7 @@
 
 #include "predrop/core/discard_planner.hpp"
 #include "predrop/core/policy_factory.hpp"
+#include "predrop/media/block_source.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/net/socket_address.hpp"
 #include "predrop/server/callback_guard.hpp"
@@ -20,11 +21,31 @@
 
 namespace predrop::server {
 
-/// A named stream the server offers (rtsp://host:port/<name>).
+/// A named stream the server offers (rtsp://host:port/<name>): what its sessions read blocks
+/// from (media/include/predrop/media/block_source.hpp).
 struct StreamDefinition {
+  StreamDefinition() = default;
+  /// A file's stream: its source is a FileSource of `file` (looping with
+  /// StreamServerOptions::loop: the server makes it so at construction).
+  StreamDefinition(std::string stream_name, std::shared_ptr<const media::MediaFile> file);
+  /// A stream from any source (a live one: issue 23).
+  StreamDefinition(std::string stream_name, std::shared_ptr<const media::BlockSource> from);
+
   std::string name;
+  std::shared_ptr<const media::BlockSource> source;
+  /// The file, for a stream defined by one (else empty).
   std::shared_ptr<const media::MediaFile> media;
 };
+
+inline StreamDefinition::StreamDefinition(std::string stream_name,
+                                          std::shared_ptr<const media::MediaFile> file)
+    : name(std::move(stream_name)),
+      source(std::make_shared<media::FileSource>(file, false)),
+      media(std::move(file)) {}
+
+inline StreamDefinition::StreamDefinition(std::string stream_name,
+                                          std::shared_ptr<const media::BlockSource> from)
+    : name(std::move(stream_name)), source(std::move(from)) {}
 
 /// A session started without RTSP: the server sends to a fixed destination and writes an SDP
 /// file that any player can open (`ffplay -protocol_whitelist file,udp,rtp,srtp,crypto -i f.sdp`).
@@ -69,7 +90,7 @@ struct StreamServerOptions {
   /// packets leave up to this much early, never late (config blocks.pacing_quantum_ms).
   /// 0: each session at its own deadline, at most one run per millisecond.
   std::uint32_t pacing_quantum_us = 5000;
-  bool loop = false;
+  bool loop = false;  ///< File streams start over at their end (their FileSource loops).
   std::uint32_t max_stages = 0;
   std::size_t max_sessions = 1000;
   /// Sessions one client IP may hold at once (0 = no limit); over it SETUP gets 453.

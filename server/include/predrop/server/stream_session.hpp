@@ -1,11 +1,17 @@
 #pragma once
-// One client's streaming session: paces the shared packetized media block by block (one block =
-// one stage), pre-discards each block at the rate its own control unit sets, and feeds the
-// client's per-block SRTCP reports (PDFB) to that control unit.
+// One client's streaming session: reads its stream's blocks from a media::BlockSource (a file,
+// or a live source), paces them block by block (one block = one stage), pre-discards each block
+// at the rate its own control unit sets, and feeds the client's reports to that control unit.
 //
 // Where things happen: the discard decision is StageTransmitter::begin_stage (chain/); a
 // datagram from the client becomes stage reports in chain::FeedbackIntake::read, which on_rtcp()
 // gives to RateController::on_report (core/) and settles in the chain::ReportLedger.
+//
+// Source: the session starts at the source's join_sequence() and asks for the next block when
+// one ends. A block that is not there yet (a live source behind or stalled) is asked for again
+// every kSourcePollUs, and the schedule moves on from when it comes; one the source dropped (the
+// session fell behind a live ring) makes the session rejoin at the source's join point; the
+// source's end is the media's end (BYE).
 //
 // Time: every "now_us" argument is the time of the clock the session was made with (the server
 // reads it once per tick and passes it in); the SR's NTP time is a wall-clock anchor taken at
@@ -27,7 +33,7 @@
 #include "predrop/chain/stage_transmitter.hpp"
 #include "predrop/core/discard_planner.hpp"
 #include "predrop/core/rate_controller.hpp"
-#include "predrop/media/media_file.hpp"
+#include "predrop/media/block_source.hpp"
 #include "predrop/net/clock.hpp"
 #include "predrop/wire/rtcp.hpp"
 #include "predrop/wire/sdes_key.hpp"
@@ -53,7 +59,7 @@ struct InterleavedChannels {
 
 /// One RTP stream the client set up.
 struct SessionTrack {
-  std::uint8_t media_stream = 0;       ///< Index into MediaFile::streams().
+  std::uint8_t media_stream = 0;       ///< Index into the source's streams().
   net::SocketAddress rtp_destination;  ///< Unused for an interleaved track.
   std::optional<net::SocketAddress> rtcp_destination;
   std::uint32_t ssrc = 0;
@@ -78,8 +84,7 @@ struct StreamSessionConfig {
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
   std::uint64_t discard_seed = 1;
   bool paced = true;             ///< Send each packet at its media time; false: each block at once.
-  bool loop = false;             ///< Start over at the end of the file.
-  std::uint32_t max_stages = 0;  ///< Stop after this many stages (0 = file end / never with loop).
+  std::uint32_t max_stages = 0;  ///< Stop after this many stages (0 = at the source's end).
   bool feedback = true;          ///< The client sends PDFB (else R stays at the policy's start).
   /// Without PDFB: the client's RTCP Receiver Reports feed the controller (docs/rtsp.md
   /// "Adaptation from Receiver Reports"); ignored when `feedback` is set.
@@ -133,6 +138,10 @@ struct SessionStats {
   /// for the RR path only, and only blocks with an LSR of a recent SR count.
   std::uint64_t rr_unprotected = 0;
   double last_jitter_us = 0;
+  /// Times the next block was not there yet when due (a live source behind or stalled).
+  std::uint64_t source_waits = 0;
+  /// Times the session fell behind its source's ring and rejoined at a key frame.
+  std::uint64_t source_rejoins = 0;
 };
 
 /// A streaming session. Created at SETUP, started at PLAY.
@@ -144,7 +153,7 @@ class StreamSession {
   /// outlive the session; every now_us passed in is its time. SRs and BYEs leave from
   /// `rtcp_socket` (the server_port pair's RTCP port: players that check the source, and NATs,
   /// expect RTCP from there); RTP leaves from `rtp_socket`.
-  StreamSession(std::shared_ptr<const media::MediaFile> media, net::UdpEndpoint& rtp_socket,
+  StreamSession(std::shared_ptr<const media::BlockSource> source, net::UdpEndpoint& rtp_socket,
                 net::UdpEndpoint& rtcp_socket, const net::Clock& clock, StreamSessionConfig config,
                 std::unique_ptr<core::RateController> controller, OnBlock on_block);
   ~StreamSession();
@@ -168,8 +177,9 @@ class StreamSession {
   /// the server's pacing quantum sends up to that much early. Everything else (SRs, report
   /// deadlines, the BYE) still acts at `now_us`.
   std::size_t pump(std::uint64_t now_us, std::uint64_t send_until_us);
-  /// When pump() next has something to do: the next packet or block start, the next SR, the
-  /// oldest report deadline, or the BYE at the media's end. kNoDeadline while paused or done.
+  /// When pump() next has something to do: the next packet or block start (or the next look at
+  /// a source that had no block yet), the next SR, the oldest report deadline, or the BYE at the
+  /// media's end. kNoDeadline while paused or done.
   /// pump() at an earlier time is a no-op, so the server pumps a session only at this time.
   /// Changes only through play(), pause(), pump() and send_bye().
   std::uint64_t next_due_us() const;
@@ -184,7 +194,7 @@ class StreamSession {
 
   const std::string& id() const { return config_.id; }
   bool playing() const { return playing_; }
-  /// True once every stage was sent (never with loop and max_stages 0), or after send_bye().
+  /// True once every stage was sent (the source ended, or max_stages), or after send_bye().
   bool finished() const { return finished_; }
   /// True once a BYE went out: send_bye(), or the one at the end of the media.
   bool said_bye() const { return bye_sent_ || end_bye_sent_; }
@@ -199,6 +209,10 @@ class StreamSession {
   std::uint64_t last_heard_us() const { return last_heard_us_; }
   /// The stage being sent (or next to be sent).
   std::uint32_t current_stage() const { return stage_; }
+  /// The source's sequence number of the block being sent (or next to be sent).
+  std::uint64_t block_sequence() const { return sequence_; }
+  /// How often a session looks again at a source that had no block ready.
+  static constexpr std::uint64_t kSourcePollUs = 5'000;
 
  private:
   // What the session keeps per stage beside the ledger's record (chain::StageRecord).
@@ -208,7 +222,10 @@ class StreamSession {
     double rest_rate = 0;            ///< R its packets not sent yet go with.
   };
 
-  std::uint64_t block_start_us(std::uint32_t loops, const media::Block& block) const;
+  // Reads block sequence_ of the source (see the file comment); true when it is here.
+  bool fetch(std::uint64_t now_us);
+  // The session's view of the block fetched: its packets for the tracks set up.
+  void take_block();
   void begin_stage(std::uint64_t now_us);
   void end_stage();
   // One report from the intake: to the controller; settles its stage if the controller took a
@@ -229,7 +246,6 @@ class StreamSession {
   void emit(const chain::StageRecord& r, bool reported, const core::StageReport& report,
             const core::Decision& d);
 
-  std::shared_ptr<const media::MediaFile> media_;
   // What pump() and next_due_us() read on every visit, together in the object's first cache
   // lines: with a thousand sessions per worker a session is cold each time the pacer comes back
   // to it, and every further line is another miss per packet (bench/perf/README.md).
@@ -238,25 +254,37 @@ class StreamSession {
   bool bye_sent_ = false;
   bool end_bye_sent_ = false;  // the BYE at the end of the media (the session lives on)
   bool stage_open_ = false;
-  bool sr_phase_set_ = false;  // the SRs after the first are offset by half a block
-  bool paced_ = true;          // config_.paced, config_.feedback and config_.report_timeout_us,
-  bool feedback_ = true;       // copied here for the same reason
+  bool paced_ = true;        // config_.paced and config_.feedback, copied here for the same
+  bool feedback_ = true;     // reason
+  bool have_block_ = false;  // the block at sequence_ was fetched (block_* below describe it)
   std::uint32_t stage_ = 0;
-  std::uint32_t block_ = 0;
-  std::uint32_t loops_ = 0;
-  std::uint64_t play_start_us_ = 0;  // monotonic time of media time 0 of loop 0
+  std::uint32_t block_size_ = 0;      // packets of the block for the tracks set up
+  std::uint64_t play_start_us_ = 0;   // monotonic time of the source's timeline 0
+  std::uint64_t block_start_us_ = 0;  // the block's start on the source's timeline
   std::size_t cursor_ = 0;
   std::uint64_t next_sr_us_ = 0;
-  std::uint64_t report_timeout_us_ = 0;
+  std::uint64_t retry_us_ = 0;  // when to look at the source again (!have_block_)
   std::uint64_t last_heard_us_ = 0;
-  // Non-owning views of transmitter_, track_of_stream_ and loop_timestamp_ (all fixed after
-  // the constructor), so that the prefetch steps find them in the hot lines.
+  // The block's packets (all of them; block_index_ picks the ones of the tracks set up when
+  // the client set up only some streams), payload bytes, and per-stream RTP offsets.
+  const media::RtpPacket* block_packets_ = nullptr;
+  const std::uint32_t* block_index_ = nullptr;
+  const std::uint8_t* block_arena_ = nullptr;
+  // Non-owning views of transmitter_ and track_of_stream_ (fixed after the constructor), so
+  // that the prefetch steps find them in the hot lines.
   chain::StageTransmitter* tx_ = nullptr;
   const int* stream_track_ = nullptr;
-  const std::uint32_t* track_loop_ticks_ = nullptr;
+  std::array<std::uint32_t, media::kMaxSourceStreams> rtp_offset_{};
   // Wall-clock time (µs since the Unix epoch) at the session clock's time clock_anchor_us_.
   std::uint64_t wall_anchor_us_ = 0;
   std::uint64_t clock_anchor_us_ = 0;
+  std::uint64_t sequence_ = 0;    // the source's block being sent, or next
+  bool anchor_on_fetch_ = false;  // play() came before the first block: anchor at it
+  bool waited_ = false;           // the source had no block when it was due
+  bool sr_phase_set_ = false;     // the SRs after the first are offset by half a block
+  std::uint64_t report_timeout_us_ = 0;
+  std::shared_ptr<const media::BlockSource> source_;
+  media::SourceBlock block_;  // the block at sequence_ (holds it while it is read)
   StreamSessionConfig config_;
   std::unique_ptr<core::RateController> controller_;
   OnBlock on_block_;
@@ -279,17 +307,16 @@ class StreamSession {
   // only; SRTCP has an index space of its own, so a second outbound session with the same key
   // never reuses an index, and it lets the session add BYE, which the transmitter cannot.
   std::optional<net::SrtpSession> rtcp_out_;
-  std::vector<int> track_of_stream_;           // media stream -> track index, -1 = not set up
-  std::vector<std::uint32_t> loop_timestamp_;  // per track: RTP ticks per file loop
-  // When the client set up only some streams, the session keeps its own packet list: indices
-  // of the media packets it sends, their importance, and where each block starts in them.
+  std::vector<int> track_of_stream_;  // source stream -> track index, -1 = not set up
+  // When the client set up only some streams: per block, the indices of the packets it sends
+  // and their importance (sized once for the source's largest block).
   bool filter_streams_ = false;
   std::vector<std::uint32_t> filtered_index_;
   std::vector<std::uint8_t> filtered_importance_;
-  std::vector<std::uint32_t> filtered_block_first_;
-  std::size_t block_size(std::uint32_t block) const;
-  const media::RtpPacket& block_packet(std::uint32_t block, std::size_t i) const;
-  std::span<const std::uint8_t> block_importance(std::uint32_t block) const;
+  const media::RtpPacket& block_packet(std::size_t i) const {
+    return block_packets_[block_index_ != nullptr ? block_index_[i] : i];
+  }
+  std::span<const std::uint8_t> block_importance() const;
 
   /// Link bytes a packet adds to its payload (RTP header, SRTP tag, core::kLinkOverheadBytes):
   /// the unit in which the capacity policy and the receiver's PDFB v1.1 count bytes.
