@@ -18,7 +18,7 @@
 #include <string>
 
 #include "predrop/net/tcp.hpp"
-#include "predrop/server/stream_session.hpp"
+#include "predrop/server/session_transport.hpp"
 
 namespace predrop::server::detail {
 

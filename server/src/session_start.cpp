@@ -27,6 +27,23 @@ StreamSessionConfig session_config(const SessionEntry& entry, const StreamServer
   return cfg;
 }
 
+std::unique_ptr<SessionTransport> session_transport(const SessionEntry& entry,
+                                                    net::UdpEndpoint& rtp, net::UdpEndpoint& rtcp,
+                                                    InterleavedOutput* interleaved) {
+  if (entry.interleaved) {
+    std::vector<InterleavedChannels> channels;
+    for (const SessionTrack& t : entry.tracks) {
+      channels.push_back(t.interleaved.value_or(InterleavedChannels{}));
+    }
+    return std::make_unique<InterleavedTransport>(rtp, *interleaved, std::move(channels));
+  }
+  std::vector<std::optional<net::SocketAddress>> rtcp_to;
+  for (const SessionTrack& t : entry.tracks) {
+    rtcp_to.push_back(t.rtcp_destination);
+  }
+  return std::make_unique<UdpTransport>(rtp, rtcp, std::move(rtcp_to));
+}
+
 std::unique_ptr<core::RateController> session_controller(const SessionEntry& entry,
                                                          const StreamServerOptions& options) {
   core::PolicyConfig policy = options.policy;

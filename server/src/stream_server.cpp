@@ -7,7 +7,7 @@
 //   session_table.hpp       the sessions by id and by RTCP source address; expiry
 //   interleaved_link.hpp    RTP/RTCP interleaved on an RTSP connection: channels and queue
 //   pacer.hpp               the deadline queue the sessions are pumped from
-//   session_start.hpp       a session's configuration and controller at its first PLAY
+//   session_start.hpp       a session's configuration, controller and transport at its PLAY
 //   push_sessions.hpp       sessions started without RTSP (--push), their SDP files
 //   port_pair.hpp           the RTP/RTCP port pair
 //   stream_session.hpp      one client's session (blocks, discard, SR/BYE, reports)
@@ -400,19 +400,20 @@ void StreamServer::Impl::stop() {
 bool StreamServer::Impl::start_session(SessionEntry& entry, std::uint64_t now) {
   if (entry.session) return true;
   if (entry.tracks.empty()) return false;
-  StreamSessionConfig cfg = detail::session_config(entry, options_);
+  InterleavedOutput* interleaved = nullptr;
   if (entry.interleaved) {
     // Media of an interleaved session needs the connection it was set up on.
     RtspConnection* c = connections_.find(entry.connection);
     if (c == nullptr || !c->interleaved || !c->is_open()) return false;
-    cfg.interleaved_output = &c->interleaved->queue();
+    interleaved = &c->interleaved->queue();
   }
   auto controller = detail::session_controller(entry, options_);
   if (!controller) return false;
   try {
-    entry.session =
-        std::make_unique<StreamSession>(entry.stream->source, *rtp_socket_, *rtcp_socket_, clock_,
-                                        std::move(cfg), std::move(controller), on_block_);
+    entry.session = std::make_unique<StreamSession>(
+        entry.stream->source,
+        detail::session_transport(entry, *rtp_socket_, *rtcp_socket_, interleaved), clock_,
+        detail::session_config(entry, options_), std::move(controller), on_block_);
   } catch (const std::exception&) {
     return false;  // SRTP could not be set up
   }

@@ -35,8 +35,8 @@ std::uint64_t wall_clock_unix_us() {
 }  // namespace
 
 StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
-                             net::UdpEndpoint& rtp_socket, net::UdpEndpoint& rtcp_socket,
-                             const net::Clock& clock, StreamSessionConfig config,
+                             std::unique_ptr<SessionTransport> transport, const net::Clock& clock,
+                             StreamSessionConfig config,
                              std::unique_ptr<core::RateController> controller, OnBlock on_block)
     : wall_anchor_us_(wall_clock_unix_us()),
       clock_anchor_us_(clock.now_us()),
@@ -44,7 +44,7 @@ StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
       config_(std::move(config)),
       controller_(std::move(controller)),
       on_block_(std::move(on_block)),
-      rtcp_socket_(rtcp_socket) {
+      transport_(std::move(transport)) {
   paced_ = config_.paced;
   feedback_ = config_.feedback;
   report_timeout_us_ = config_.report_timeout_us;
@@ -89,20 +89,13 @@ StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
   packet_overhead_ = wire::rtp_header_size(config_.extension_ids) + core::kLinkOverheadBytes +
                      (config_.srtp_suite ? net::srtp_rtp_tag_size(*config_.srtp_suite) : 0);
   transmitter_ = std::make_unique<chain::StageTransmitter>(
-      rtp_socket, std::move(tc), std::move(srtp_out),
+      transport_->rtp_socket(), std::move(tc), std::move(srtp_out),
       core::DiscardPlanner(config_.discard, config_.discard_seed));
   tx_ = transmitter_.get();
   // prefetch_fields() brings in the first two cache lines: the hot fields must stay in them.
   assert(reinterpret_cast<const char*>(&rtp_offset_ + 1) - reinterpret_cast<const char*>(this) <=
          128);
-  const bool interleaved = std::any_of(config_.tracks.begin(), config_.tracks.end(),
-                                       [](const SessionTrack& t) { return t.interleaved; });
-  if (interleaved) {
-    if (config_.interleaved_output == nullptr) {
-      throw std::runtime_error("interleaved track without an interleaved output");
-    }
-    transmitter_->set_sink(&interleaved_sink_);
-  }
+  if (chain::PacketSink* sink = transport_->media_sink()) transmitter_->set_sink(sink);
 
   filter_streams_ =
       std::any_of(track_of_stream_.begin(), track_of_stream_.end(), [](int t) { return t < 0; });
@@ -116,22 +109,10 @@ StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
 
 StreamSession::~StreamSession() = default;
 
-std::size_t StreamSession::InterleavedSink::send_batch(std::span<const net::OutDatagram> batch,
-                                                       std::span<const std::uint8_t> tracks) {
-  // Pre-discard already happened (the transmitter planned the block); what reaches here goes
-  // into the connection's bounded queue, and a packet that does not fit is dropped here, before
-  // its bytes enter the TCP send buffer. The transmitter counts the refusals as send_drops.
-  std::size_t taken = 0;
-  InterleavedOutput& out = *session_.config_.interleaved_output;
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    const auto& channels = session_.config_.tracks[tracks[i]].interleaved;
-    if (channels && out.write_frame(channels->rtp, std::span(batch[i].data, batch[i].len))) {
-      ++taken;
-    } else {
-      ++session_.stats_.interleaved_drops;
-    }
-  }
-  return taken;
+SessionStats StreamSession::stats() const {
+  SessionStats s = stats_;
+  s.interleaved_drops = transport_->drops();
+  return s;
 }
 
 bool StreamSession::fetch(std::uint64_t now_us) {
@@ -458,7 +439,7 @@ std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
   const std::span<std::uint8_t> room(buf.data(), buf.size() - net::kSrtpMaxTrailer);
   for (std::size_t t = 0; t < config_.tracks.size(); ++t) {
     const SessionTrack& track = config_.tracks[t];
-    if (!track.rtcp_destination && !track.interleaved) continue;
+    if (!transport_->has_rtcp(t)) continue;
     const auto clock = source_->streams()[track.media_stream].clock_rate;
     const chain::TrackCounters& counters = transmitter_->track(t);
     wire::SenderReport sr;
@@ -486,16 +467,7 @@ std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
       }
       len = r.length;
     }
-    const std::span<const std::uint8_t> packet(buf.data(), len);
-    if (track.interleaved) {
-      if (config_.interleaved_output->write_frame(track.interleaved->rtcp, packet)) {
-        ++sent;
-      } else {
-        ++stats_.interleaved_drops;
-      }
-    } else if (rtcp_socket_.send(packet, *track.rtcp_destination)) {
-      ++sent;
-    }
+    if (transport_->send_rtcp(t, std::span<const std::uint8_t>(buf.data(), len))) ++sent;
   }
   return sent;
 }

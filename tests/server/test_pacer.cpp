@@ -58,7 +58,8 @@ struct Bed {
     auto options = test::loopback_options();
     options.srtp.reset();
     e->session = std::make_unique<server::StreamSession>(
-        std::make_shared<media::FileSource>(test::sample_media(), false), *rtp, *rtcp, clock,
+        std::make_shared<media::FileSource>(test::sample_media(), false),
+        server::detail::session_transport(*e, *rtp, *rtcp, nullptr), clock,
         server::detail::session_config(*e, options),
         server::detail::session_controller(*e, options), nullptr);
     e->session->play(clock.now_us());

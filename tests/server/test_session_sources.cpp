@@ -51,8 +51,10 @@ struct Bed {
     core::PolicyConfig policy;
     policy.policy = "fixed";
     return std::make_unique<server::StreamSession>(
-        std::move(src), *rtp, *rtcp, clock, cfg,
-        std::move(core::make_rate_controller(policy).value()), nullptr);
+        std::move(src),
+        std::make_unique<server::UdpTransport>(*rtp, *rtcp,
+                                               std::vector<std::optional<net::SocketAddress>>(1)),
+        clock, cfg, std::move(core::make_rate_controller(policy).value()), nullptr);
   }
 
   // Pumps `s` every kStepUs for `us` of clock time.

@@ -35,27 +35,11 @@
 #include "predrop/core/rate_controller.hpp"
 #include "predrop/media/block_source.hpp"
 #include "predrop/net/clock.hpp"
+#include "predrop/server/session_transport.hpp"
 #include "predrop/wire/rtcp.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
 namespace predrop::server {
-
-/// Where the packets of a session interleaved on its RTSP connection go (RFC 2326 §10.12): one
-/// "$" frame per RTP or RTCP packet, into a bounded queue. Loop thread; no allocation per frame.
-class InterleavedOutput {
- public:
-  virtual ~InterleavedOutput() = default;
-  /// Queues one frame on `channel`; false when the queue has no room for it (it is dropped).
-  virtual bool write_frame(std::uint8_t channel, std::span<const std::uint8_t> data) = 0;
-  /// Bytes queued and not yet handed to the kernel.
-  virtual std::size_t queued_bytes() const = 0;
-};
-
-/// The interleaved channel pair of a track (Transport interleaved=rtp-rtcp).
-struct InterleavedChannels {
-  std::uint8_t rtp = 0;
-  std::uint8_t rtcp = 1;
-};
 
 /// One RTP stream the client set up.
 struct SessionTrack {
@@ -91,8 +75,6 @@ struct StreamSessionConfig {
   bool rr_adaptation = false;
   std::uint64_t report_timeout_us = 3'000'000;  ///< After a block's end, its report is missing.
   std::size_t max_payload_size = 1400;
-  /// Where interleaved tracks' frames go (must outlive the session); null: every track is UDP.
-  InterleavedOutput* interleaved_output = nullptr;
 };
 
 /// One block as sent and, later, as reported: a row of the per-block trace.
@@ -150,12 +132,12 @@ class StreamSession {
   using OnBlock = std::function<void(const BlockTrace&)>;
 
   /// Throws std::runtime_error when SRTP cannot be set up (setup time only). `clock` must
-  /// outlive the session; every now_us passed in is its time. SRs and BYEs leave from
-  /// `rtcp_socket` (the server_port pair's RTCP port: players that check the source, and NATs,
-  /// expect RTCP from there); RTP leaves from `rtp_socket`.
-  StreamSession(std::shared_ptr<const media::BlockSource> source, net::UdpEndpoint& rtp_socket,
-                net::UdpEndpoint& rtcp_socket, const net::Clock& clock, StreamSessionConfig config,
-                std::unique_ptr<core::RateController> controller, OnBlock on_block);
+  /// outlive the session; every now_us passed in is its time. Its RTP, SRs and BYEs leave
+  /// through `transport` (session_transport.hpp: UDP or interleaved TCP).
+  StreamSession(std::shared_ptr<const media::BlockSource> source,
+                std::unique_ptr<SessionTransport> transport, const net::Clock& clock,
+                StreamSessionConfig config, std::unique_ptr<core::RateController> controller,
+                OnBlock on_block);
   ~StreamSession();
   StreamSession(const StreamSession&) = delete;
   StreamSession& operator=(const StreamSession&) = delete;
@@ -204,7 +186,8 @@ class StreamSession {
   const StreamSessionConfig& config() const { return config_; }
   const core::RateController& controller() const { return *controller_; }
   const chain::TransmitterStats& transmitter_stats() const { return transmitter_->stats(); }
-  const SessionStats& stats() const { return stats_; }
+  /// Its counters (with what its transport dropped).
+  SessionStats stats() const;
   /// Monotonic time of the last sign of life from the client (RTCP); 0 if none yet.
   std::uint64_t last_heard_us() const { return last_heard_us_; }
   /// The stage being sent (or next to be sent).
@@ -288,18 +271,7 @@ class StreamSession {
   StreamSessionConfig config_;
   std::unique_ptr<core::RateController> controller_;
   OnBlock on_block_;
-  net::UdpEndpoint& rtcp_socket_;
-  // The transmitter's last step for interleaved tracks: frames into config_.interleaved_output.
-  class InterleavedSink final : public chain::PacketSink {
-   public:
-    explicit InterleavedSink(StreamSession& session) : session_(session) {}
-    std::size_t send_batch(std::span<const net::OutDatagram> batch,
-                           std::span<const std::uint8_t> tracks) override;
-
-   private:
-    StreamSession& session_;
-  };
-  InterleavedSink interleaved_sink_{*this};
+  std::unique_ptr<SessionTransport> transport_;  // how its packets leave
   std::unique_ptr<chain::StageTransmitter> transmitter_;
   // The client's RTCP in: SRTCP keys, PDFB and RRs to stage reports.
   std::optional<chain::FeedbackIntake> intake_;
