@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -12,6 +11,7 @@
 #include "predrop/core/stage_report.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/wire/rtp.hpp"
+#include "sender_reports.hpp"
 
 namespace predrop::server {
 
@@ -26,21 +26,13 @@ constexpr std::uint64_t kFirstSenderReportDelayUs = 100'000;
 // The packets of one pump() on their way to the transmitter: one array per thread (the pacer
 // pumps one session at a time), so that a thousand sessions do not each keep a cold copy.
 thread_local std::array<chain::OutgoingPacket, 64> staging;
-
-std::uint64_t wall_clock_unix_us() {
-  const auto now = std::chrono::system_clock::now().time_since_epoch();
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(now).count());
-}
 }  // namespace
 
 StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
                              std::unique_ptr<SessionTransport> transport, const net::Clock& clock,
                              StreamSessionConfig config,
                              std::unique_ptr<core::RateController> controller, OnBlock on_block)
-    : wall_anchor_us_(wall_clock_unix_us()),
-      clock_anchor_us_(clock.now_us()),
-      source_(std::move(source)),
+    : source_(std::move(source)),
       config_(std::move(config)),
       controller_(std::move(controller)),
       on_block_(std::move(on_block)),
@@ -56,6 +48,9 @@ StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
   // Not the session id: that is a credential, and the CNAME travels in every SR (in clear
   // text when SRTP is off).
   tc.cname = "predrop-" + std::to_string(config_.number);
+  sender_reports_ = std::make_unique<detail::SenderReports>(config_.srtp_suite, config_.key,
+                                                            tc.cname, clock.now_us());
+  if (config_.tracks.size() > media::kMaxSourceStreams) throw std::runtime_error("too many tracks");
   for (std::size_t t = 0; t < config_.tracks.size(); ++t) {
     const SessionTrack& st = config_.tracks[t];
     if (st.media_stream >= streams.size()) throw std::runtime_error("track for unknown stream");
@@ -78,7 +73,6 @@ StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
   intake_.emplace(std::move(intake));
   if (config_.srtp_suite) {
     srtp_out.emplace(net::SrtpDirection::Outbound, *config_.srtp_suite, config_.key);
-    rtcp_out_.emplace(net::SrtpDirection::Outbound, *config_.srtp_suite, config_.key);
   }
   stream_track_ = track_of_stream_.data();
   const std::size_t largest = source_->max_block_packets();
@@ -426,49 +420,22 @@ std::size_t StreamSession::send_bye(std::uint64_t now_us) {
 }
 
 std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
-  // The media clock now, per track, for the SR's RTP timestamp.
-  const std::int64_t media_now =
-      static_cast<std::int64_t>(now_us - play_start_us_) + source_->origin_us();
-  // The SR's wall-clock time moves with the session clock, so it stays in step with the RTP
-  // timestamps beside it even if the system clock is stepped.
-  const std::uint64_t ntp = wire::ntp_from_unix_us(wall_anchor_us_ + (now_us - clock_anchor_us_));
   // Each SR's time is what a later RR's LSR names (RTT, forged-LSR check).
-  intake_->note_sender_report(wire::ntp_compact(ntp));
-  std::size_t sent = 0;
-  std::array<std::uint8_t, 512> buf{};
-  const std::span<std::uint8_t> room(buf.data(), buf.size() - net::kSrtpMaxTrailer);
-  for (std::size_t t = 0; t < config_.tracks.size(); ++t) {
+  intake_->note_sender_report(wire::ntp_compact(sender_reports_->ntp_at(now_us)));
+  std::array<detail::SenderReports::Track, media::kMaxSourceStreams> tracks{};
+  const std::size_t n = std::min(tracks.size(), config_.tracks.size());
+  for (std::size_t t = 0; t < n; ++t) {
     const SessionTrack& track = config_.tracks[t];
-    if (!transport_->has_rtcp(t)) continue;
-    const auto clock = source_->streams()[track.media_stream].clock_rate;
     const chain::TrackCounters& counters = transmitter_->track(t);
-    wire::SenderReport sr;
-    sr.ssrc = track.ssrc;
-    sr.ntp_timestamp = ntp;
-    sr.rtp_timestamp =
-        track.timestamp_offset +
-        static_cast<std::uint32_t>(
-            static_cast<std::uint64_t>(std::max<std::int64_t>(0, media_now)) * clock / 1'000'000);
-    sr.packet_count = static_cast<std::uint32_t>(counters.packets);
-    sr.octet_count = static_cast<std::uint32_t>(counters.octets);
-    auto n = wire::write_sender_report_compound(room, sr, transmitter_->config().cname);
-    if (!n) continue;
-    std::size_t len = *n;
-    if (bye) {
-      auto b = wire::write_bye(room.subspan(len), track.ssrc);
-      if (!b) continue;
-      len += *b;
-    }
-    if (rtcp_out_) {
-      const net::SrtpResult r = rtcp_out_->protect_rtcp(buf, len);
-      if (!r) {
-        ++stats_.rtcp_protect_errors;
-        continue;
-      }
-      len = r.length;
-    }
-    if (transport_->send_rtcp(t, std::span<const std::uint8_t>(buf.data(), len))) ++sent;
+    tracks[t] = {track.ssrc, track.timestamp_offset,
+                 source_->streams()[track.media_stream].clock_rate, counters.packets,
+                 counters.octets};
   }
+  // The media clock now: the SR's RTP timestamps.
+  const auto media_now = static_cast<std::int64_t>(now_us - play_start_us_) + source_->origin_us();
+  const std::size_t sent =
+      sender_reports_->send(now_us, media_now, std::span(tracks.data(), n), bye, *transport_);
+  stats_.rtcp_protect_errors = sender_reports_->protect_errors();
   return sent;
 }
 
@@ -489,8 +456,9 @@ void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std
   for (std::size_t t = 0; t < tracks; ++t) {
     packets[t] = transmitter_->track(t).packets;
   }
-  const chain::Intake& in = intake_->read(buffer, len, ntp_compact_at(now_us),
-                                          std::span(packets.data(), tracks), ledger_);
+  const chain::Intake& in =
+      intake_->read(buffer, len, wire::ntp_compact(sender_reports_->ntp_at(now_us)),
+                    std::span(packets.data(), tracks), ledger_);
   stats_.rr_rejected += in.rr_blocks_refused;
   stats_.rr_reports += in.rr_intervals;
   if (in.rtt_us) stats_.last_rtt_us = *in.rtt_us;
@@ -536,10 +504,6 @@ bool StreamSession::apply_report(const core::StageReport& report, bool from_rr) 
   }
   emit(*r, true, report, *d);
   return true;
-}
-
-std::uint32_t StreamSession::ntp_compact_at(std::uint64_t now_us) const {
-  return wire::ntp_compact(wire::ntp_from_unix_us(wall_anchor_us_ + (now_us - clock_anchor_us_)));
 }
 
 void StreamSession::emit(const chain::StageRecord& r, bool reported,

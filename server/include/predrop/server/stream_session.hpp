@@ -41,6 +41,10 @@
 
 namespace predrop::server {
 
+namespace detail {
+class SenderReports;
+}
+
 /// One RTP stream the client set up.
 struct SessionTrack {
   std::uint8_t media_stream = 0;       ///< Index into the source's streams().
@@ -218,11 +222,10 @@ class StreamSession {
   void replan_current(std::uint64_t now_us);
   /// Link bytes the session sent so far (payload + packet_overhead_ per packet).
   std::uint64_t link_bytes_sent() const;
-  std::uint32_t ntp_compact_at(std::uint64_t now_us) const;
   void check_missing_reports(std::uint64_t now_us);
   void send_sender_reports(std::uint64_t now_us);
-  // One SR + SDES CNAME compound per track with an RTCP destination, with BYE appended if
-  // `bye`, protected with rtcp_out_. Returns compounds sent.
+  // One SR + SDES CNAME compound per track with a way for RTCP, with BYE appended if `bye`.
+  // Returns compounds sent.
   std::size_t send_rtcp(std::uint64_t now_us, bool bye);
   // A stage declared missing (deadline passed, or its slot needed again).
   void report_missing(const chain::StageRecord& r);
@@ -258,9 +261,6 @@ class StreamSession {
   chain::StageTransmitter* tx_ = nullptr;
   const int* stream_track_ = nullptr;
   std::array<std::uint32_t, media::kMaxSourceStreams> rtp_offset_{};
-  // Wall-clock time (µs since the Unix epoch) at the session clock's time clock_anchor_us_.
-  std::uint64_t wall_anchor_us_ = 0;
-  std::uint64_t clock_anchor_us_ = 0;
   std::uint64_t sequence_ = 0;    // the source's block being sent, or next
   bool anchor_on_fetch_ = false;  // play() came before the first block: anchor at it
   bool waited_ = false;           // the source had no block when it was due
@@ -275,10 +275,8 @@ class StreamSession {
   std::unique_ptr<chain::StageTransmitter> transmitter_;
   // The client's RTCP in: SRTCP keys, PDFB and RRs to stage reports.
   std::optional<chain::FeedbackIntake> intake_;
-  // The session's own SRTCP sender (SR and BYE). The transmitter's SRTP session protects RTP
-  // only; SRTCP has an index space of its own, so a second outbound session with the same key
-  // never reuses an index, and it lets the session add BYE, which the transmitter cannot.
-  std::optional<net::SrtpSession> rtcp_out_;
+  // Its own RTCP out: SRs and the BYE (server/src/sender_reports.hpp).
+  std::unique_ptr<detail::SenderReports> sender_reports_;
   std::vector<int> track_of_stream_;  // source stream -> track index, -1 = not set up
   // When the client set up only some streams: per block, the indices of the packets it sends
   // and their importance (sized once for the source's largest block).
