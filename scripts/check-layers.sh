@@ -1,34 +1,44 @@
 #!/usr/bin/env bash
-# Fails when a module includes a module above it. The layer order, bottom to top, is the one
-# README.md "Where things are" shows; a module may include its own headers and those of any layer
-# below. Tests and benchmarks sit above everything and are not checked.
+# Fails when a module includes a module it may not use. The table below names, for each of the
+# 13 modules (one folder, one CMake target, one namespace; docs/design.md §5), the modules it may
+# include besides its own: an explicit list, not a rank, so an include sideways (media -> net,
+# rtsp -> config, client -> server) fails as surely as one upward. Also checked:
+#   - each module's CMakeLists.txt links only predrop:: targets its row allows;
+#   - no source reaches into another folder with a relative include ("../");
+#   - inside server/, no unit of the facade (a private header server/src/X.hpp and its X.cpp)
+#     includes the facade (predrop/server/stream_server.hpp) or what is built on it.
+# Tests, benchmarks and fuzz targets sit above everything and are not checked.
 #   scripts/check-layers.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# folder      include prefix      rank
+# folder      include prefix      may include (besides itself)
 layers=(
-  "core        predrop/core/       0"
-  "wire        predrop/wire/       1"
-  "net         predrop/net/        2"
-  "chain       predrop/chain/      3"
-  "config      predrop/config/     4"
-  "rtsp        predrop/rtsp/       5"
-  "media       predrop/media/      6"
-  "ddl         predrop/ddl/        7"
-  "ddl/train   predrop/ddl/train/  8"
-  "ddl/capi    predrop/ddl/capi/   9"
-  "server      predrop/server/     10"
-  "client      predrop/client/     11"
-  "load        predrop/load/       12"
+  "core        predrop/core/       -"
+  "wire        predrop/wire/       core"
+  "net         predrop/net/        core wire"
+  "chain       predrop/chain/      core wire net"
+  "config      predrop/config/     core wire"
+  "rtsp        predrop/rtsp/       core wire net"
+  "media       predrop/media/      core"
+  "ddl         predrop/ddl/        core wire net chain config"
+  "ddl/train   predrop/ddl/train/  core wire net chain config ddl"
+  "ddl/capi    predrop/ddl/capi/   core wire net chain config ddl"
+  "server      predrop/server/     core wire net chain config rtsp media ddl"
+  "client      predrop/client/     core wire net chain rtsp media"
+  "load        predrop/load/       core wire net chain rtsp media client"
 )
+# CMake target of a folder: predrop::<folder with / as _>.
+target_of() { echo "predrop::${1//\//_}"; }
+# The facade and what is built on it (worker loops, metrics of a server, setup from config).
+facade_re='"predrop/server/(stream_server|stream_workers|metrics_text|server_setup)\.hpp"'
 
-rank_of_include() {  # longest matching prefix wins (predrop/ddl/train/ before predrop/ddl/)
-  local inc="$1" best=-1 best_len=0
+module_of_include() {  # longest matching prefix wins (predrop/ddl/train/ before predrop/ddl/)
+  local inc="$1" best="" best_len=0
   for l in "${layers[@]}"; do
-    read -r _ prefix rank <<<"$l"
+    read -r folder prefix _ <<<"$l"
     if [[ "$inc" == "$prefix"* && ${#prefix} -gt $best_len ]]; then
-      best=$rank
+      best=$folder
       best_len=${#prefix}
     fi
   done
@@ -36,25 +46,53 @@ rank_of_include() {  # longest matching prefix wins (predrop/ddl/train/ before p
 }
 
 bad=0
+fail() {
+  echo "check-layers: $*"
+  bad=1
+}
+known_targets=" "
 for l in "${layers[@]}"; do
-  read -r folder _ rank <<<"$l"
-  # Files of this folder only (ddl/ excludes ddl/train/ and ddl/capi/, checked as their own layers).
+  read -r folder _ _ <<<"$l"
+  known_targets+="$(target_of "$folder") "
+done
+
+for l in "${layers[@]}"; do
+  read -r folder _ allowed <<<"$l"
+  allowed=" $folder ${allowed//-/} "
+  # Files of this folder only (ddl/ excludes ddl/train/ and ddl/capi/, checked as their own rows).
   while IFS= read -r file; do
-    [[ "$folder" == "ddl" && ( "$file" == ddl/train/* || "$file" == ddl/capi/* ) ]] && continue
+    [[ "$folder" == "ddl" && ("$file" == ddl/train/* || "$file" == ddl/capi/*) ]] && continue
     while IFS= read -r inc; do
-      r=$(rank_of_include "$inc")
-      if ((r < 0)); then
-        echo "check-layers: $file includes unknown module header $inc"
-        bad=1
-      elif ((r > rank)); then
-        echo "check-layers: $file (layer $folder) includes $inc from a layer above it"
-        bad=1
+      m=$(module_of_include "$inc")
+      if [[ -z "$m" ]]; then
+        fail "$file includes unknown module header $inc"
+      elif [[ "$allowed" != *" $m "* ]]; then
+        fail "$file (module $folder) includes $inc: $folder may use only${allowed% }"
       fi
-    done < <(grep -hoE '^#include "predrop/[^"]+"' "$file" | sed -E 's/#include "(.*)"/\1/')
+    done < <(grep -hoE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"predrop/[^"]+"' "$file" |
+      sed -E 's/.*"(.*)"/\1/')
+    if grep -qE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"\.\./' "$file"; then
+      fail "$file includes a file of another folder by a relative path"
+    fi
+    if [[ "$file" == server/src/* && -f "server/src/$(basename "${file%.*}").hpp" ]] &&
+      grep -qE "^[[:space:]]*#[[:space:]]*include[[:space:]]*$facade_re" "$file"; then
+      fail "$file is a unit of the server's facade and includes the facade or what is built on it"
+    fi
   done < <(git ls-files "$folder" | grep -E '\.(cpp|hpp|h)$')
+
+  # The module's CMake links: only allowed predrop:: targets (a folder's CMakeLists.txt may also
+  # build executables; they belong to the same module).
+  cmake_file="$folder/CMakeLists.txt"
+  [[ -f "$cmake_file" ]] || continue
+  while IFS= read -r t; do
+    [[ "$known_targets" == *" $t "* ]] || continue
+    ok=0
+    for a in $allowed; do [[ "$t" == "$(target_of "$a")" ]] && ok=1; done
+    ((ok)) || fail "$cmake_file links $t: $folder may use only${allowed% }"
+  done < <(sed 's/#.*//' "$cmake_file" | grep -oE 'predrop::[a-z_]+' | sort -u)
 done
 if ((bad)); then
   echo "check-layers: FAILED"
   exit 1
 fi
-echo "check-layers: ok (${#layers[@]} layers, no include runs upward)"
+echo "check-layers: ok (${#layers[@]} modules, each includes and links only what its row allows)"

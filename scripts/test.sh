@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-deps.sh
-echo "=== layers (no include runs upward)"
+echo "=== layers (each module includes and links only what its row allows)"
 scripts/check-layers.sh
 
 run_preset() {
