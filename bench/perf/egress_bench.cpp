@@ -37,6 +37,7 @@
 #include "predrop/core/log.hpp"
 #include "predrop/load/proc.hpp"
 #include "predrop/media/media_file.hpp"
+#include "predrop/net/clock.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/os_random.hpp"
 #include "predrop/net/srtp_session.hpp"
@@ -398,9 +399,9 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
   // Spread the starts over the ramp so that sessions' frames do not all fall due on one tick.
   std::size_t started = 0;
   const std::uint64_t ramp_ms = static_cast<std::uint64_t>(o.ramp * 1000);
-  const std::uint64_t t_start = net::EventLoop::now_us();
+  const std::uint64_t t_start = net::monotonic_now_us();
   net::Timer starter(loop, [&] {
-    const std::uint64_t elapsed_ms = (net::EventLoop::now_us() - t_start) / 1000;
+    const std::uint64_t elapsed_ms = (net::monotonic_now_us() - t_start) / 1000;
     const std::size_t due =
         ramp_ms == 0 ? sessions
                      : std::min<std::size_t>(sessions, (elapsed_ms + 1) * sessions / ramp_ms);
@@ -417,7 +418,7 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
   net::Timer window_start(loop, [&] {
     t0 = totals(snapshots());
     cpu0 = server_cpu_s(o.workers > 0);
-    wall0 = static_cast<double>(net::EventLoop::now_us()) / 1e6;
+    wall0 = static_cast<double>(net::monotonic_now_us()) / 1e6;
     sink0 = 0;
     for (const auto& sinks : sink_sets)
       sink0 += sinks.drops();
@@ -426,7 +427,7 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
     const auto snaps = snapshots();
     const Totals t1 = totals(snaps);
     run.cpu_s = server_cpu_s(o.workers > 0) - cpu0;
-    run.seconds = static_cast<double>(net::EventLoop::now_us()) / 1e6 - wall0;
+    run.seconds = static_cast<double>(net::monotonic_now_us()) / 1e6 - wall0;
     run.packets = static_cast<double>(t1.sent - t0.sent);
     std::uint64_t sink1 = 0;
     for (const auto& sinks : sink_sets)
@@ -451,7 +452,7 @@ ServerRun run_server(const Options& o, std::shared_ptr<const media::MediaFile> m
   // running would compete with the pacing being measured. At most 60 s after the ramp.
   const std::uint64_t ramp_end_ms = static_cast<std::uint64_t>(o.ramp * 1000);
   net::Timer ready(loop, [&] {
-    const std::uint64_t elapsed_ms = (net::EventLoop::now_us() - t_start) / 1000;
+    const std::uint64_t elapsed_ms = (net::monotonic_now_us() - t_start) / 1000;
     if ((run.playing + run.setup_errors < sessions || elapsed_ms < ramp_end_ms) &&
         elapsed_ms < ramp_end_ms + 60'000) {
       return;

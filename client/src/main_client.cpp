@@ -10,6 +10,7 @@
 
 #include "predrop/client/measuring_client.hpp"
 #include "predrop/core/log.hpp"
+#include "predrop/net/clock.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/srtp_session.hpp"
 
@@ -66,9 +67,10 @@ int run(int argc, char** argv) {
   // libsrtp's init runs its self-tests (~50-100 ms): once per process, not per session.
   net::SrtpLibraryGuard srtp_library;
   net::EventLoop loop;
+  const net::MonotonicClock clock;
   int exit_code = 0;
   client::MeasuringClient c(
-      loop, o,
+      loop, clock, o,
       [csv](const client::BlockResult& r) {
         const std::uint32_t discarded = r.planned > r.sent ? r.planned - r.sent : 0;
         const std::uint32_t lost = r.sent > r.received ? r.sent - r.received : 0;

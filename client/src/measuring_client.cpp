@@ -80,6 +80,7 @@ struct MeasuringClient::Impl {
   Impl& operator=(Impl&&) = delete;
 
   net::EventLoop& loop;
+  const net::Clock& clock;
   ClientOptions options;
   OnBlock on_block;
   OnDone on_done;
@@ -113,8 +114,8 @@ struct MeasuringClient::Impl {
   double psnr_sum = 0.0;
   std::uint64_t impair_counter = 0;
 
-  Impl(net::EventLoop& l, ClientOptions o, OnBlock b, OnDone d)
-      : loop(l), options(std::move(o)), on_block(std::move(b)), on_done(std::move(d)) {}
+  Impl(net::EventLoop& l, const net::Clock& c, ClientOptions o, OnBlock b, OnDone d)
+      : loop(l), clock(c), options(std::move(o)), on_block(std::move(b)), on_done(std::move(d)) {}
 
   ~Impl() {
     if (save != nullptr) std::fclose(save);
@@ -300,13 +301,14 @@ struct MeasuringClient::Impl {
       uo.recv_buffer_bytes = 4 << 20;
       // The meter measures packet spacing and in-stage queueing delay: arrival times from the
       // kernel, not from when this loop (busy decoding and scoring) got to the datagram.
-      uo.kernel_timestamps = true;
+      uo.kernel_timestamps = options.kernel_timestamps;
       auto rtp = net::UdpEndpoint::open(
           loop, net::SocketAddress::any_v4(port), uo,
           [this](std::span<const std::uint8_t> d, const net::SocketAddress&, std::uint64_t at) {
-            last_media_us = at;
+            const std::uint64_t arrival = options.kernel_timestamps ? at : clock.now_us();
+            last_media_us = arrival;
             ++summary.packets;
-            receiver->on_datagram(d, at);
+            receiver->on_datagram(d, arrival);
           });
       if (!rtp) continue;
       auto rtcp = net::UdpEndpoint::open(loop, net::SocketAddress::any_v4(port + 1), {},
@@ -339,7 +341,7 @@ struct MeasuringClient::Impl {
           1'000'000);
     }
     playing = true;
-    last_media_us = net::EventLoop::now_us();
+    last_media_us = clock.now_us();
     poll_timer = std::make_unique<net::Timer>(loop, [this] { poll(); });
     poll_timer->start(20, 20);
     core::log(core::LogLevel::kInfo, "client", "playing %s (session %s, SRTP %s)", url.c_str(),
@@ -369,7 +371,7 @@ struct MeasuringClient::Impl {
     const auto index = reference_media->display_index_for_rtp(static_cast<std::uint32_t>(f.pts));
     if (!index) return;
     (void)scorer->show(*index, f);
-    settle(net::EventLoop::now_us());
+    settle(clock.now_us());
   }
 
   void on_stage(const core::StageMeasurement& m) {
@@ -378,8 +380,9 @@ struct MeasuringClient::Impl {
       depacketizer->flush();
       decoder->flush();
     }
-    pending.push_back(PendingBlock{m, net::EventLoop::now_us() + options.settle_ms * 1000ull});
-    settle(net::EventLoop::now_us());
+    const std::uint64_t now = clock.now_us();
+    pending.push_back(PendingBlock{m, now + options.settle_ms * 1000ull});
+    settle(now);
   }
 
   // Reports every pending block whose pictures are all scored (or whose wait is over).
@@ -443,7 +446,8 @@ struct MeasuringClient::Impl {
   }
 
   void poll() {
-    const std::uint64_t now = net::EventLoop::now_us();
+    if (done || !playing) return;
+    const std::uint64_t now = clock.now_us();
     receiver->poll(now);
     settle(now);
     if (done) return;
@@ -461,9 +465,9 @@ struct MeasuringClient::Impl {
   }
 };
 
-MeasuringClient::MeasuringClient(net::EventLoop& loop, ClientOptions options, OnBlock on_block,
-                                 OnDone on_done)
-    : impl_(std::make_unique<Impl>(loop, std::move(options), std::move(on_block),
+MeasuringClient::MeasuringClient(net::EventLoop& loop, const net::Clock& clock,
+                                 ClientOptions options, OnBlock on_block, OnDone on_done)
+    : impl_(std::make_unique<Impl>(loop, clock, std::move(options), std::move(on_block),
                                    std::move(on_done))) {}
 
 MeasuringClient::~MeasuringClient() = default;
@@ -474,6 +478,10 @@ void MeasuringClient::start() {
 
 void MeasuringClient::stop() {
   impl_->finish(core::Ok{});
+}
+
+void MeasuringClient::poll() {
+  impl_->poll();
 }
 
 }  // namespace predrop::client

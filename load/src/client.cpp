@@ -38,6 +38,7 @@ enum class State { kIdle, kSettingUp, kPlaying, kLeaving, kDone };
 
 struct LightClient::Impl {
   net::EventLoop& loop;
+  const net::Clock& clock;
   LightClientConfig config;
   Events events;
   State state = State::kIdle;
@@ -62,8 +63,8 @@ struct LightClient::Impl {
   std::string session;
   LightClientStats stats;
 
-  Impl(net::EventLoop& l, LightClientConfig c, Events e)
-      : loop(l), config(std::move(c)), events(std::move(e)) {}
+  Impl(net::EventLoop& l, const net::Clock& k, LightClientConfig c, Events e)
+      : loop(l), clock(k), config(std::move(c)), events(std::move(e)) {}
 
   void close_all() {
     for (auto& t : tracks) {
@@ -146,8 +147,9 @@ struct LightClient::Impl {
     return core::Ok{};
   }
 
-  void on_datagram(std::span<const std::uint8_t> d, std::uint64_t at) {
+  void on_datagram(std::span<const std::uint8_t> d) {
     if (state != State::kPlaying && state != State::kSettingUp) return;
+    const std::uint64_t at = clock.now_us();
     last_media_us = at;
     ++stats.packets;
     stats.bytes += d.size();
@@ -177,7 +179,7 @@ struct LightClient::Impl {
     auto rtp =
         net::UdpEndpoint::open(loop, net::SocketAddress::any_v4(0), uo,
                                [this](std::span<const std::uint8_t> d, const net::SocketAddress&,
-                                      std::uint64_t at) { on_datagram(d, at); });
+                                      std::uint64_t) { on_datagram(d); });
     if (!rtp) return rtp.error();
     // RTCP: sends PDFB; of the server's SRs only the first that names the session is read.
     net::UdpOptions ro;
@@ -210,7 +212,7 @@ struct LightClient::Impl {
   void on_playing() {
     state = State::kPlaying;
     session = rtsp_session->session_id();
-    last_media_us = net::EventLoop::now_us();
+    last_media_us = clock.now_us();
     if (events.on_playing) events.on_playing(*owner);
   }
 
@@ -233,7 +235,7 @@ struct LightClient::Impl {
       auto to = net::SocketAddress::from_ip(config.server.ip_string(), negotiated.server_port.rtcp);
       if (n && to && t.rtcp->send(std::span<const std::uint8_t>(buf, *n), *to)) {
         b.reported = true;
-        b.report_time_us = net::EventLoop::now_us();
+        b.report_time_us = clock.now_us();
         b.report_delay_us =
             static_cast<double>(b.report_time_us) - static_cast<double>(m.last_arrival_us);
         ++stats.reports;
@@ -270,8 +272,9 @@ struct LightClient::Impl {
   }
 };
 
-LightClient::LightClient(net::EventLoop& loop, LightClientConfig config, Events events)
-    : impl_(std::make_unique<Impl>(loop, std::move(config), std::move(events))) {
+LightClient::LightClient(net::EventLoop& loop, const net::Clock& clock, LightClientConfig config,
+                         Events events)
+    : impl_(std::make_unique<Impl>(loop, clock, std::move(config), std::move(events))) {
   impl_->owner = this;
 }
 

@@ -12,6 +12,7 @@
 #include "predrop/load/runner.hpp"
 #include "predrop/load/scenario.hpp"
 #include "predrop/load/shards.hpp"
+#include "predrop/net/clock.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/srtp_session.hpp"
 
@@ -79,10 +80,11 @@ int run(int argc, char** argv) {
   // libsrtp's init runs its self-tests: once per process.
   net::SrtpLibraryGuard srtp_library;
   net::EventLoop loop;
+  const net::MonotonicClock clock;
   std::FILE* progress = quiet ? nullptr : stderr;
   core::Result<load::LoadSummary> summary = core::make_error("not run");
   if (sc.threads <= 1) {
-    load::LoadRunner runner(loop, sc, progress);
+    load::LoadRunner runner(loop, clock, sc, progress);
     net::SignalWatcher signals(loop, {SIGINT, SIGTERM}, [&](int) { runner.stop(); });
     signals.keep_loop_alive(false);
     summary = runner.run();
@@ -93,7 +95,7 @@ int run(int argc, char** argv) {
                    "clients, the summary every thread's\n",
                    sc.threads);
     }
-    load::ShardedRun run(loop, sc, progress);
+    load::ShardedRun run(loop, clock, sc, progress);
     net::SignalWatcher signals(loop, {SIGINT, SIGTERM}, [&](int) { run.stop(); });
     signals.keep_loop_alive(false);
     summary = run.run();

@@ -49,8 +49,9 @@ core::Result<MetricsSnapshot> read_metrics_reply(std::string_view reply, std::ui
   return m;
 }
 
-MetricsProbe::MetricsProbe(net::EventLoop& loop, net::SocketAddress address)
-    : loop_(loop), address_(address) {}
+MetricsProbe::MetricsProbe(net::EventLoop& loop, const net::Clock& clock,
+                           net::SocketAddress address)
+    : loop_(loop), clock_(clock), address_(address) {}
 
 MetricsProbe::~MetricsProbe() = default;
 
@@ -85,7 +86,7 @@ void MetricsProbe::on_done() {
   // The server closes the connection after the reply.
   conn_.reset();
   auto cb = std::move(done_);
-  cb(read_metrics_reply(reply_, net::EventLoop::now_us()));
+  cb(read_metrics_reply(reply_, clock_.now_us()));
 }
 
 }  // namespace predrop::load

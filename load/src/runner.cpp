@@ -53,6 +53,7 @@ struct Slot {
 
 struct LoadRunner::Impl {
   net::EventLoop& loop;
+  const net::Clock& clock;
   LoadScenario sc;
   ProgressLine progress;
   net::SocketAddress server;
@@ -100,8 +101,8 @@ struct LoadRunner::Impl {
   std::optional<double> last_progress_cpu;
   std::uint64_t tick_count = 0;
 
-  Impl(net::EventLoop& l, LoadScenario s, std::FILE* p)
-      : loop(l), sc(std::move(s)), progress(p), rng(sc.seed) {}
+  Impl(net::EventLoop& l, const net::Clock& c, LoadScenario s, std::FILE* p)
+      : loop(l), clock(c), sc(std::move(s)), progress(p), rng(sc.seed) {}
 
   double elapsed_s(std::uint64_t now) const { return static_cast<double>(now - start_us) / 1e6; }
 
@@ -162,7 +163,7 @@ struct LoadRunner::Impl {
       co.psnr_cap_db = sc.psnr_cap_db;
       co.feedback = true;
       s->full = std::make_unique<client::MeasuringClient>(
-          loop, co,
+          loop, clock, co,
           [this, s](const client::BlockResult& r) {
             s->playing = true;
             ++summary.full_blocks;
@@ -216,7 +217,7 @@ struct LoadRunner::Impl {
         error(f.what + (f.status != 0 ? " " + std::to_string(f.status) : std::string()));
       }
       if (f.status == 453 || f.status == 503) {
-        backoff_until_us = net::EventLoop::now_us() + 1'000'000;
+        backoff_until_us = clock.now_us() + 1'000'000;
       }
       s->done = true;
     };
@@ -224,7 +225,7 @@ struct LoadRunner::Impl {
       ++summary.leaves;
       s->done = true;
     };
-    s->light = std::make_unique<LightClient>(loop, c, std::move(ev));
+    s->light = std::make_unique<LightClient>(loop, clock, c, std::move(ev));
     s->light->start();
     (void)now;
   }
@@ -294,7 +295,7 @@ struct LoadRunner::Impl {
   }
 
   void tick() {
-    const std::uint64_t now = net::EventLoop::now_us();
+    const std::uint64_t now = clock.now_us();
     ++tick_count;
     reap();
     const double t = elapsed_s(now);
@@ -388,7 +389,7 @@ struct LoadRunner::Impl {
   }
 
   void show_progress() {
-    const std::uint64_t now = net::EventLoop::now_us();
+    const std::uint64_t now = clock.now_us();
     const auto [packets, bytes] = traffic();
     const double dt = static_cast<double>(now - last_progress_us) / 1e6;
     std::optional<double> cpu = server_pid > 0 ? process_cpu_seconds(server_pid) : std::nullopt;
@@ -446,13 +447,13 @@ struct LoadRunner::Impl {
     if (!sc.metrics.empty()) {
       auto m = net::SocketAddress::parse(sc.metrics);
       if (!m) return core::make_error("server.metrics: " + m.error().message);
-      metrics = std::make_unique<MetricsProbe>(loop, *m);
+      metrics = std::make_unique<MetricsProbe>(loop, clock, *m);
     }
     if (!sc.csv.empty()) {
       if (auto st = csv.open(sc.csv); !st) return st.error();
     }
     summary.label = sc.label;
-    start_us = net::EventLoop::now_us();
+    start_us = clock.now_us();
     last_progress_us = start_us;
     if (server_pid > 0) last_progress_cpu = process_cpu_seconds(server_pid);
     ticker = std::make_unique<net::Timer>(loop, [this] { tick(); });
@@ -503,8 +504,9 @@ struct LoadRunner::Impl {
   }
 };
 
-LoadRunner::LoadRunner(net::EventLoop& loop, LoadScenario scenario, std::FILE* progress)
-    : impl_(std::make_unique<Impl>(loop, std::move(scenario), progress)) {}
+LoadRunner::LoadRunner(net::EventLoop& loop, const net::Clock& clock, LoadScenario scenario,
+                       std::FILE* progress)
+    : impl_(std::make_unique<Impl>(loop, clock, std::move(scenario), progress)) {}
 
 LoadRunner::~LoadRunner() = default;
 

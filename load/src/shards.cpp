@@ -94,6 +94,7 @@ LoadSummary merge_summaries(std::vector<LoadSummary> shards) {
 
 struct ShardedRun::Impl {
   net::EventLoop& control;
+  const net::Clock& clock;
   LoadScenario scenario;
   std::FILE* progress;
   std::mutex mutex;                  // guards runners
@@ -101,13 +102,14 @@ struct ShardedRun::Impl {
   bool stop_requested = false;       // under mutex: shards that start later stop at once
   std::atomic<std::uint32_t> finished{0};
 
-  Impl(net::EventLoop& c, LoadScenario s, std::FILE* p)
-      : control(c), scenario(std::move(s)), progress(p) {}
+  Impl(net::EventLoop& c, const net::Clock& k, LoadScenario s, std::FILE* p)
+      : control(c), clock(k), scenario(std::move(s)), progress(p) {}
 
   void run_shard(std::uint32_t index, std::optional<core::Result<LoadSummary>>& out) {
     const std::uint32_t count = scenario.threads;
     net::EventLoop loop;
-    LoadRunner runner(loop, shard_of(scenario, index, count), index == 0 ? progress : nullptr);
+    LoadRunner runner(loop, clock, shard_of(scenario, index, count),
+                      index == 0 ? progress : nullptr);
     {
       std::lock_guard lock(mutex);
       runners.push_back(&runner);
@@ -156,8 +158,9 @@ struct ShardedRun::Impl {
   }
 };
 
-ShardedRun::ShardedRun(net::EventLoop& control, LoadScenario scenario, std::FILE* progress)
-    : impl_(std::make_unique<Impl>(control, std::move(scenario), progress)) {}
+ShardedRun::ShardedRun(net::EventLoop& control, const net::Clock& clock, LoadScenario scenario,
+                       std::FILE* progress)
+    : impl_(std::make_unique<Impl>(control, clock, std::move(scenario), progress)) {}
 
 ShardedRun::~ShardedRun() = default;
 

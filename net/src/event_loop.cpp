@@ -159,10 +159,6 @@ std::size_t EventLoop::handle_count() const {
   return n;
 }
 
-std::uint64_t EventLoop::now_us() {
-  return uv_hrtime() / 1000u;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Timer
 

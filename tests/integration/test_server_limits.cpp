@@ -17,6 +17,7 @@
 #include "fake_clock.hpp"
 #include "predrop/client/measuring_client.hpp"
 #include "predrop/media/media_file.hpp"
+#include "predrop/net/clock.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/tcp.hpp"
 #include "predrop/rtsp/rtsp_client.hpp"
@@ -362,7 +363,7 @@ class StreamingUnderDisturbance : public ServerLimits {
     co.max_blocks = blocks;
     bool disturbing = false;
     client::MeasuringClient c(
-        loop_, co,
+        loop_, real_clock_, co,
         [&](const client::BlockResult& r) {
           results_.push_back(r);
           if (!disturbing) {
@@ -389,6 +390,7 @@ class StreamingUnderDisturbance : public ServerLimits {
       EXPECT_GT(r.sent, 0u);
     }
   }
+  const net::MonotonicClock real_clock_;  // the servers streaming here run on the real clock
   std::vector<client::BlockResult> results_;
   std::optional<core::Status> status_;
   client::ClientSummary summary_;

@@ -1,6 +1,8 @@
 // Stages over real loopback UDP with real SRTP/SRTCP: a sender with a controller pre-discards,
 // a receiver measures L, reports it with a P chosen by the test over PDFB, and the sender's R
-// follows the exact rule. Event-driven on a real libuv loop; no sleeps.
+// follows the exact rule. A real libuv loop on a FakeClock: the loop carries each half of a stage
+// before the test moves time on, so every packet arrives at the fake time it was sent and L is
+// exact (0, or the pause between the halves); no sleeps, no wall-clock gaps.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "fake_clock.hpp"
 #include "predrop/chain/feedback.hpp"
 #include "predrop/chain/stage_receiver.hpp"
 #include "predrop/chain/stage_transmitter.hpp"
@@ -29,7 +32,7 @@ constexpr std::uint32_t kStages = 5;
 
 struct Script {
   double performance;    // P the receiver reports for the stage
-  std::uint64_t gap_ms;  // pause between the stage's two halves (stretches L)
+  std::uint64_t gap_ms;  // pause between the stage's two halves (L exactly)
   core::DecisionKind expect;
 };
 
@@ -54,9 +57,10 @@ class StageLoopTest : public ::testing::Test {
     p.t2 = core::Threshold::absolute(30'000);  // 30 ms
     controller_ = std::make_unique<core::ExactRule>(p);
 
-    auto rx = net::UdpEndpoint::open(
-        loop_, net::SocketAddress::loopback_v4(0), {},
-        [this](auto data, const auto&, std::uint64_t t) { receiver_->on_datagram(data, t); });
+    auto rx = net::UdpEndpoint::open(loop_, net::SocketAddress::loopback_v4(0), {},
+                                     [this](auto data, const auto&, std::uint64_t) {
+                                       receiver_->on_datagram(data, clock_.now_us());
+                                     });
     ASSERT_TRUE(rx.ok()) << rx.error().message;
     rx_socket_ = std::move(rx.value());
     auto tx = net::UdpEndpoint::open(
@@ -89,24 +93,32 @@ class StageLoopTest : public ::testing::Test {
                                           static_cast<std::uint32_t>(i * 90), payload_};
     }
     importance_.assign(kPacketsPerStage, 0);
-    timer_ = std::make_unique<net::Timer>(loop_, [this] { send_second_half(); });
   }
 
-  void start_stage(std::uint32_t s) {
+  // Runs the loop without blocking until `done` (bounded: every datagram here is on loopback, in
+  // the receiver's queue when the send returns).
+  template <class Done>
+  void carry(Done done) {
+    for (int pass = 0; pass < 100 && !done(); ++pass) {
+      loop_.run_nowait();
+    }
+    ASSERT_TRUE(done());
+  }
+
+  // Stage `s`: its first half, the pause, its second half; then its report and decision.
+  void run_stage(std::uint32_t s) {
     const auto plan = transmitter_->begin_stage(s, controller_->rate(), importance_);
     plans_.push_back(plan);
-    transmitter_->send(std::span(packets_).first(kPacketsPerStage / 2), 0,
-                       net::EventLoop::now_us());
-    if (kScript[s].gap_ms == 0) {
-      send_second_half();
-    } else {
-      timer_->start(kScript[s].gap_ms);
-    }
-  }
-
-  void send_second_half() {
+    const std::size_t sent = transmitter_->stats().packets_sent;
+    transmitter_->send(std::span(packets_).first(kPacketsPerStage / 2), 0, clock_.now_us());
+    const std::size_t first_half = transmitter_->stats().packets_sent - sent;
+    carry([&] { return receiver_->stats().delivered == delivered_ + first_half; });
+    clock_.advance_ms(kScript[s].gap_ms);
     transmitter_->send(std::span(packets_).subspan(kPacketsPerStage / 2), kPacketsPerStage / 2,
-                       net::EventLoop::now_us());
+                       clock_.now_us());
+    delivered_ += plan.to_send;
+    carry([&] { return decisions_.size() == s + 1; });
+    clock_.advance_ms(10);  // between stages
   }
 
   void on_stage_measured(const core::StageMeasurement& m) {
@@ -128,24 +140,16 @@ class StageLoopTest : public ::testing::Test {
     auto d = controller_->on_report(chain::to_stage_report(compound->pdfb()[0]));
     ASSERT_TRUE(d.ok()) << d.error().message;
     decisions_.push_back(*d);
-    const std::uint32_t next = compound->pdfb()[0].stage_id + 1;
-    if (next < kStages) {
-      start_stage(next);
-    } else {
-      tx_socket_->close();
-      rx_socket_->close();
-      timer_.reset();
-    }
   }
 
   net::EventLoop loop_;
+  test::FakeClock clock_;
   wire::SrtpKeyMaterial key_;
   std::unique_ptr<core::ExactRule> controller_;
   std::unique_ptr<net::UdpEndpoint> tx_socket_, rx_socket_;
   std::unique_ptr<chain::StageTransmitter> transmitter_;
   std::unique_ptr<chain::StageReceiver> receiver_;
   std::optional<SrtpSession> feedback_in_, feedback_out_;
-  std::unique_ptr<net::Timer> timer_;
   std::vector<std::uint8_t> payload_;
   std::vector<chain::OutgoingPacket> packets_;
   std::vector<std::uint8_t> importance_;
@@ -153,10 +157,15 @@ class StageLoopTest : public ::testing::Test {
   std::vector<core::StageMeasurement> measurements_;
   std::vector<core::Decision> decisions_;
   std::size_t payloads_received_ = 0;
+  std::size_t delivered_ = 0;  // packets the receiver delivered before the stage under way
 };
 
 TEST_F(StageLoopTest, ControllerFollowsTheRuleOverRealSrtp) {
-  start_stage(0);
+  for (std::uint32_t s = 0; s < kStages; ++s) {
+    run_stage(s);
+  }
+  tx_socket_->close();
+  rx_socket_->close();
   loop_.run();
   ASSERT_EQ(decisions_.size(), kStages);
   double expected_rate = 0.0;
@@ -173,11 +182,13 @@ TEST_F(StageLoopTest, ControllerFollowsTheRuleOverRealSrtp) {
     EXPECT_NEAR(decisions_[s].rate, after[s], 1e-12);
     expected_rate = decisions_[s].rate;
   }
-  // The 100 ms pause stretches L well past the rule's 30 ms threshold. Not ">= 100 ms": libuv
-  // starts the pause timer from the loop's cached time, taken before the first half was sent
-  // (about 13 ms of SRTP under ASan, and CI saw a timer 61 us early even in release).
-  EXPECT_GT(measurements_[2].reception_period_us, 50'000.0);
-  EXPECT_LT(measurements_[1].reception_period_us, 30'000.0);
+  // L is the pause between the halves, to the microsecond: none, then 100 ms, past the rule's
+  // 30 ms threshold.
+  for (std::uint32_t s = 0; s < kStages; ++s) {
+    EXPECT_DOUBLE_EQ(measurements_[s].reception_period_us,
+                     static_cast<double>(kScript[s].gap_ms * 1000))
+        << "stage " << s;
+  }
   EXPECT_EQ(receiver_->stats().srtp_auth_failed, 0u);
   EXPECT_TRUE(loop_.close().ok());
   EXPECT_EQ(loop_.forced_closes(), 0u);

@@ -1,7 +1,10 @@
 // Streaming mode end to end on loopback: the real server (RTSP, SRTP, pacing, pre-discard, the
 // exact rule) and the real measuring client (SRTP, H.264 decode, PSNR vs the reference, PDFB) in
-// one libuv loop. The client impairs two stages on receipt so the rule must react: a quality
-// drop (stage 3) and a reception-period stretch (stage 4).
+// one libuv loop, both on one FakeClock: the test moves time 1 ms a step, runs the server's pacer
+// and the client's timer work, and lets the loop carry every datagram in between, so a packet
+// arrives at the fake time it was sent and every figure is the same on every run (nothing sleeps,
+// no wall-clock gap is asserted). The client impairs two stages on receipt so the rule must
+// react: a quality drop (stage 3) and a reception-period stretch (stage 4).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fake_clock.hpp"
 #include "predrop/client/measuring_client.hpp"
 #include "predrop/core/exact_rule.hpp"
 #include "predrop/media/media_file.hpp"
@@ -19,6 +23,10 @@ namespace predrop {
 namespace {
 
 constexpr std::uint32_t kStages = 6;
+// A paced block of 1 s of media arrives over its duration: first to last packet between these
+// (its last picture is sent one frame period before the block's end; arrivals fall on 1 ms steps).
+constexpr double kPacedMinUs = 900'000;
+constexpr double kPacedMaxUs = 1'000'000;
 
 core::RuleParams rule() {
   core::RuleParams p;
@@ -57,7 +65,7 @@ class StreamE2E : public ::testing::Test {
     o.discard = core::DiscardPolicy::kPriority;
     o.max_stages = kStages;
     o.block_attribute = "duration_us=1000000;payload=1200";
-    server::StreamServer srv(loop_, o, [this](const server::BlockTrace& t) {
+    server::StreamServer srv(loop_, clock_, o, [this](const server::BlockTrace& t) {
       rows_.push_back(Row{t.stage, t.reported, t.report, t.decision, t.rate, t.next_rate, t.packets,
                           t.discarded, t.sent});
     });
@@ -67,18 +75,38 @@ class StreamE2E : public ::testing::Test {
     co.reference = PREDROP_TEST_SAMPLE;
     co.max_blocks = kStages;
     co.impairments = std::move(impairments);
+    co.kernel_timestamps = false;
     client::MeasuringClient c(
-        loop_, co, [this](const client::BlockResult& r) { blocks_.push_back(r); },
+        loop_, clock_, co, [this](const client::BlockResult& r) { blocks_.push_back(r); },
         [&](const core::Status& st, const client::ClientSummary& s) {
           status_ = st;
           summary_ = s;
           srv.stop();
         });
     c.start();
+    drive(srv, c);
+  }
+
+  // Steps of 1 ms until the client is done: three loop passes carry what was sent (a packet, the
+  // report it completes, the server's answer), then time moves on and the server's pacer and the
+  // client's timer work run at the new time. Then the loop runs out (TEARDOWN, closes).
+  void drive(server::StreamServer& srv, client::MeasuringClient& c) {
+    constexpr std::uint64_t kMaxSteps = 20'000;
+    for (std::uint64_t step = 0; !status_ && step < kMaxSteps; ++step) {
+      for (int pass = 0; pass < 3; ++pass) {
+        loop_.run_nowait();
+      }
+      clock_.advance_ms(1);
+      srv.run_pacing();
+      c.poll();
+    }
+    EXPECT_TRUE(status_.has_value()) << "not done after " << kMaxSteps << " ms of fake time";
+    if (!status_) srv.stop();
     loop_.run();
   }
 
   net::EventLoop loop_;
+  test::FakeClock clock_;
   std::vector<Row> rows_;
   std::vector<client::BlockResult> blocks_;
   std::optional<core::Status> status_;
@@ -116,17 +144,23 @@ TEST_F(StreamE2E, EveryBlockReportedAndRuleFollowedOverRealStack) {
   EXPECT_LT(rows_[3].report.performance, rows_[2].report.performance - 0.5);
   EXPECT_EQ(rows_[3].decision, core::DecisionKind::kDecrease);
   EXPECT_LT(rows_[3].report.packets_received, rows_[3].report.packets_announced);
-  // Stage 4's second half arrived 400 ms late: L grew by more than 5 % with quality back up,
-  // so R went up (claim 3).
-  EXPECT_GT(rows_[4].report.reception_period_us, rows_[3].report.reception_period_us * 1.3);
+  // Stage 4's second half arrived 400 ms late: L is its paced length plus exactly those 400 ms,
+  // more than 5 % over stage 3's with quality back up, so R went up (claim 3).
+  const double stretched = rows_[4].report.reception_period_us - 400'000;
+  EXPECT_GE(stretched, kPacedMinUs);
+  EXPECT_LE(stretched, kPacedMaxUs);
   EXPECT_EQ(rows_[4].decision, core::DecisionKind::kIncrease);
 
-  // Blocks sent whole and received whole decode to the reference exactly (the PSNR cap).
+  // Blocks sent whole and received whole decode to the reference exactly (the PSNR cap); the
+  // pacer spreads each block over its duration.
   for (const auto& b : blocks_) {
     if (b.rate == 0.0 && b.received == b.sent && b.stage != 3) {
       EXPECT_DOUBLE_EQ(b.psnr_db, 60.0) << "block " << b.stage;
     }
-    EXPECT_GT(b.reception_period_ms, 500.0) << "paced blocks take about their duration";
+    if (b.stage != 4) {
+      EXPECT_GE(b.reception_period_ms * 1000, kPacedMinUs) << "block " << b.stage;
+      EXPECT_LE(b.reception_period_ms * 1000, kPacedMaxUs) << "block " << b.stage;
+    }
   }
   EXPECT_TRUE(loop_.close().ok());
 }
@@ -147,15 +181,16 @@ TEST_F(StreamE2E, PlayerWithoutFeedbackKeepsFixedRate) {
   o.player_adaptation = server::PlayerAdaptation::kFixed;
   o.max_stages = 3;
   o.block_attribute = "duration_us=1000000;payload=1200";
-  server::StreamServer srv(loop_, o);
+  server::StreamServer srv(loop_, clock_, o);
   srv.start();
   client::ClientOptions co;
   co.url = "rtsp://127.0.0.1:" + std::to_string(srv.rtsp_address().port()) + "/sample";
   co.reference = PREDROP_TEST_SAMPLE;
   co.max_blocks = 3;
   co.feedback = false;
+  co.kernel_timestamps = false;
   client::MeasuringClient c(
-      loop_, co,
+      loop_, clock_, co,
       [&](const client::BlockResult& r) {
         blocks_.push_back(r);
         const auto sessions = srv.sessions();
@@ -170,7 +205,7 @@ TEST_F(StreamE2E, PlayerWithoutFeedbackKeepsFixedRate) {
         srv.stop();
       });
   c.start();
-  loop_.run();
+  drive(srv, c);
   ASSERT_TRUE(status_ && status_->ok());
   ASSERT_EQ(blocks_.size(), 3u);
   for (const auto& b : blocks_)

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "predrop/client/measuring_client.hpp"
+#include "predrop/net/clock.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/server/server_setup.hpp"
@@ -69,6 +70,7 @@ class StreamWorkersTest : public ::testing::Test {
 
   net::SrtpLibraryGuard srtp_;
   net::EventLoop loop_;
+  const net::MonotonicClock real_clock_;  // the worker threads run on the real clock
   std::unique_ptr<net::Timer> spin_;
 };
 
@@ -104,7 +106,8 @@ TEST_F(StreamWorkersTest, SessionsSpreadOverTwoWorkersAndBothStreamEndToEnd) {
     co.reference = PREDROP_TEST_SAMPLE;
     co.max_blocks = 3;
     clients.push_back(std::make_unique<client::MeasuringClient>(
-        loop_, co, [&, i](const client::BlockResult& b) { outcomes[i].blocks.push_back(b); },
+        loop_, real_clock_, co,
+        [&, i](const client::BlockResult& b) { outcomes[i].blocks.push_back(b); },
         [&, i](const core::Status& st, const client::ClientSummary& s) {
           outcomes[i].status = st;
           outcomes[i].summary = s;

@@ -4,6 +4,11 @@
 // decoded block against the same frames of the reference file), and reports both per block in
 // an SRTCP RR+PDFB compound. Lost or discarded pictures count as the last shown picture repeated.
 //
+// Time: when a block's report goes out (its late pictures' wait) and when the stream is over
+// read the injected net::Clock; packet arrivals are the kernel's receive stamps (CLOCK_MONOTONIC,
+// what net::MonotonicClock reads), or the clock's time when the datagram is handled with
+// kernel_timestamps off (a test on a FakeClock). The loop's timer only says when to look again;
+// poll() looks now.
 // Threading: loop thread.
 #include <cstdint>
 #include <functional>
@@ -13,6 +18,7 @@
 #include <vector>
 
 #include "predrop/core/result.hpp"
+#include "predrop/net/clock.hpp"
 #include "predrop/net/event_loop.hpp"
 
 namespace predrop::client {
@@ -39,6 +45,9 @@ struct ClientOptions {
   std::vector<Impairment> impairments;
   std::uint32_t end_after_idle_ms = 3000;  ///< The stream is over after this long without media
   std::uint32_t settle_ms = 400;           ///< Wait this long after a block for its late pictures
+  /// Packet arrival times from the kernel's receive stamps; off: the clock's time when the loop
+  /// handles the datagram (for a FakeClock, whose time the kernel does not know).
+  bool kernel_timestamps = true;
 };
 
 /// One block as the client measured and reported it.
@@ -72,7 +81,9 @@ class MeasuringClient {
   using OnBlock = std::function<void(const BlockResult&)>;
   using OnDone = std::function<void(const core::Status& result, const ClientSummary& summary)>;
 
-  MeasuringClient(net::EventLoop& loop, ClientOptions options, OnBlock on_block, OnDone on_done);
+  /// `clock` must outlive the client.
+  MeasuringClient(net::EventLoop& loop, const net::Clock& clock, ClientOptions options,
+                  OnBlock on_block, OnDone on_done);
   ~MeasuringClient();
   MeasuringClient(const MeasuringClient&) = delete;
   MeasuringClient& operator=(const MeasuringClient&) = delete;
@@ -81,6 +92,9 @@ class MeasuringClient {
   void start();
   /// Ends the session now (TEARDOWN) and reports done.
   void stop();
+  /// Judges the time at the clock's now, as the 20 ms timer does: reports the blocks whose
+  /// wait is over, and ends the run once the stream has been quiet for end_after_idle_ms.
+  void poll();
 
  private:
   struct Impl;

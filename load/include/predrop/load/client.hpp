@@ -11,6 +11,7 @@
 // The server's own pre-discards are not visible to a light client (it does not know the
 // reference packetization), so P reflects network loss only.
 //
+// Time: the end of the stream, report times and packet arrivals read the injected net::Clock.
 // Threading: loop thread. Lifetime: the owner destroys a client only outside its callbacks.
 #include <cstdint>
 #include <functional>
@@ -21,6 +22,7 @@
 
 #include "predrop/core/reception_meter.hpp"
 #include "predrop/load/scenario.hpp"
+#include "predrop/net/clock.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/socket_address.hpp"
 
@@ -81,7 +83,9 @@ class LightClient {
     std::function<void(LightClient&)> on_numbered;
   };
 
-  LightClient(net::EventLoop& loop, LightClientConfig config, Events events);
+  /// `clock` must outlive the client.
+  LightClient(net::EventLoop& loop, const net::Clock& clock, LightClientConfig config,
+              Events events);
   ~LightClient();
   LightClient(const LightClient&) = delete;
   LightClient& operator=(const LightClient&) = delete;

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "predrop/core/result.hpp"
+#include "predrop/net/clock.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/socket_address.hpp"
 #include "predrop/net/tcp.hpp"
@@ -40,7 +41,8 @@ class MetricsProbe {
   /// The scrape, or an error whose message is the kind: "metrics connect" or "metrics reply".
   using OnSnapshot = std::function<void(core::Result<MetricsSnapshot> snapshot)>;
 
-  MetricsProbe(net::EventLoop& loop, net::SocketAddress address);
+  /// `clock` stamps each scrape (MetricsSnapshot::fetched_us); it must outlive the probe.
+  MetricsProbe(net::EventLoop& loop, const net::Clock& clock, net::SocketAddress address);
   ~MetricsProbe();
   MetricsProbe(const MetricsProbe&) = delete;
   MetricsProbe& operator=(const MetricsProbe&) = delete;
@@ -54,6 +56,7 @@ class MetricsProbe {
   void on_done();
 
   net::EventLoop& loop_;
+  const net::Clock& clock_;
   net::SocketAddress address_;
   std::unique_ptr<net::TcpConnection> conn_;
   std::string reply_;

@@ -5,7 +5,8 @@
 // (summary.hpp says what it holds). The live line is progress.hpp's, the files csv_output.hpp's.
 //
 // Bounded: joins are capped by max_joins, the run ends after ramp + hold + drain by itself.
-// Threading: loop thread.
+// Time: every decision (the phases, joins and leaves, back-off, the figures) reads the injected
+// net::Clock. Threading: loop thread.
 #include <cstdio>
 #include <memory>
 
@@ -13,6 +14,7 @@
 #include "predrop/load/csv_output.hpp"
 #include "predrop/load/scenario.hpp"
 #include "predrop/load/summary.hpp"
+#include "predrop/net/clock.hpp"
 #include "predrop/net/event_loop.hpp"
 
 namespace predrop::load {
@@ -20,8 +22,10 @@ namespace predrop::load {
 /// Runs a scenario. Construct, run() (which runs the loop until the scenario is over).
 class LoadRunner {
  public:
-  /// `progress` gets the live line (\r-updated when it is a terminal), may be null.
-  LoadRunner(net::EventLoop& loop, LoadScenario scenario, std::FILE* progress);
+  /// `progress` gets the live line (\r-updated when it is a terminal), may be null. `clock` must
+  /// outlive the runner.
+  LoadRunner(net::EventLoop& loop, const net::Clock& clock, LoadScenario scenario,
+             std::FILE* progress);
   ~LoadRunner();
   LoadRunner(const LoadRunner&) = delete;
   LoadRunner& operator=(const LoadRunner&) = delete;

@@ -21,6 +21,7 @@
 #include "predrop/core/result.hpp"
 #include "predrop/load/scenario.hpp"
 #include "predrop/load/summary.hpp"
+#include "predrop/net/clock.hpp"
 #include "predrop/net/event_loop.hpp"
 
 namespace predrop::load {
@@ -35,9 +36,11 @@ LoadSummary merge_summaries(std::vector<LoadSummary> shards);
 /// the calling thread's control loop until every shard is over, then joins the threads).
 class ShardedRun {
  public:
-  /// `control` is the calling thread's loop (its signal watcher may call stop()); `progress`
-  /// gets the first shard's live line, may be null.
-  ShardedRun(net::EventLoop& control, LoadScenario scenario, std::FILE* progress);
+  /// `control` is the calling thread's loop (its signal watcher may call stop()); `clock` is read
+  /// by every shard's thread (net::MonotonicClock is); `progress` gets the first shard's live
+  /// line, may be null.
+  ShardedRun(net::EventLoop& control, const net::Clock& clock, LoadScenario scenario,
+             std::FILE* progress);
   ~ShardedRun();
   ShardedRun(const ShardedRun&) = delete;
   ShardedRun& operator=(const ShardedRun&) = delete;

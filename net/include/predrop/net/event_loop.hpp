@@ -88,9 +88,6 @@ class EventLoop {
   /// Handles that close() had to close because their wrappers were still alive (a leak sign).
   std::size_t forced_closes() const { return forced_closes_; }
 
-  /// Monotonic time from uv_hrtime() (CLOCK_MONOTONIC on Linux) in microseconds.
-  static std::uint64_t now_us();
-
   /// The raw loop, for the wrappers in net/src only (no other module can use it without <uv.h>).
   uv_loop_s* native() const { return loop_; }
 
