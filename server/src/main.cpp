@@ -115,14 +115,13 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
     if (!ports.empty()) ports += ", ";
     ports += std::to_string(srv.rtp_port(k)) + "/" + std::to_string(srv.rtp_port(k) + 1);
   }
-  core::log(
-      core::LogLevel::kInfo, "server",
-      "%zu worker loop%s%s, RTP/RTCP ports %s, SRTP %s (crypto %s), policy %s",
-      srv.worker_count(), srv.worker_count() == 1 ? "" : "s",
-      config.server.workers == 0 ? " (auto: one per core)" : "", ports.c_str(),
-      std::string(config::srtp_name(config.server.srtp)).c_str(),
-      std::string(net::to_string(net::srtp_crypto_in_use())).c_str(),
-      config.control.policy.c_str());
+  core::log(core::LogLevel::kInfo, "server",
+            "%zu worker loop%s%s, RTP/RTCP ports %s, SRTP %s (crypto %s), policy %s",
+            srv.worker_count(), srv.worker_count() == 1 ? "" : "s",
+            config.server.workers == 0 ? " (auto: one per core)" : "", ports.c_str(),
+            std::string(config::srtp_name(config.server.srtp)).c_str(),
+            std::string(net::to_string(net::srtp_crypto_in_use())).c_str(),
+            config.control.policy.c_str());
   // Logged last: scripts wait for this line (tests/integration/lib.sh), so that everything
   // above is in place once it appears.
   for (const auto& s : config.server.streams) {

@@ -12,7 +12,8 @@
 #
 # Usage: interop_ffmpeg_corpus.sh SERVER_BINARY WORKDIR
 set -euo pipefail
-server="$1" # shellcheck disable=SC2034 # start_server (lib.sh) runs it
+# shellcheck disable=SC2034 # start_server (lib.sh) runs it
+server="$1"
 work="$2"
 mkdir -p "$work"
 cd "$work"

@@ -31,6 +31,7 @@ if [[ "$transport" == sdp ]]; then
     --metrics 127.0.0.1:"$metrics_port" --push sample@127.0.0.1:"$push_port"@push.sdp \
     --log-level info
   [[ -s push.sdp ]] || { echo "FAIL: no SDP file written"; exit 1; }
+  # shellcheck disable=SC2054 # one argument, ffmpeg's comma list
   input=(-protocol_whitelist file,udp,rtp,srtp,crypto -i push.sdp)
 else
   start_server server.log --stream sample="$sample" --listen 127.0.0.1:"$rtsp_port" --loop \

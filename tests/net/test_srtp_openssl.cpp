@@ -65,7 +65,8 @@ constexpr SrtpSuite kSuites[] = {SrtpSuite::AesCm128HmacSha1_80, SrtpSuite::AesC
 
 std::vector<std::uint8_t> fixed_key(SrtpSuite suite) {
   std::vector<std::uint8_t> key(srtp_key_salt_size(suite));
-  for (std::size_t i = 0; i < key.size(); ++i) key[i] = static_cast<std::uint8_t>(0x11 * i + 3);
+  for (std::size_t i = 0; i < key.size(); ++i)
+    key[i] = static_cast<std::uint8_t>(0x11 * i + 3);
   return key;
 }
 
@@ -81,7 +82,8 @@ void fill_rtp(std::vector<std::uint8_t>& p, std::uint16_t seq, std::size_t paylo
   p[9] = 2;
   p[10] = 3;
   p[11] = 4;
-  for (std::size_t i = 0; i < payload; ++i) p[12 + i] = static_cast<std::uint8_t>(i * 7 + seq);
+  for (std::size_t i = 0; i < payload; ++i)
+    p[12 + i] = static_cast<std::uint8_t>(i * 7 + seq);
 }
 
 /// An RTP packet (see fill_rtp) with room for the trailer.
@@ -101,7 +103,8 @@ std::vector<std::uint8_t> rtcp_packet(std::uint8_t salt) {
   p[5] = 2;
   p[6] = 3;
   p[7] = 4;
-  for (std::size_t i = 8; i < 28; ++i) p[i] = static_cast<std::uint8_t>(i + salt);
+  for (std::size_t i = 8; i < 28; ++i)
+    p[i] = static_cast<std::uint8_t>(i + salt);
   return p;
 }
 
@@ -153,7 +156,8 @@ TEST_P(SrtpOpenSsl, GivesTheSameBytesAsLibsrtpsOwnCrypto) {
   const auto reference = protect_all(SrtpCrypto::Libsrtp, GetParam());
   const auto ours = protect_all(SrtpCrypto::OpenSsl, GetParam());
   ASSERT_EQ(reference.rtp.size(), ours.rtp.size());
-  for (std::size_t i = 0; i < ours.rtp.size(); ++i) EXPECT_EQ(reference.rtp[i], ours.rtp[i]) << i;
+  for (std::size_t i = 0; i < ours.rtp.size(); ++i)
+    EXPECT_EQ(reference.rtp[i], ours.rtp[i]) << i;
   for (std::size_t i = 0; i < ours.rtcp.size(); ++i) {
     EXPECT_EQ(reference.rtcp[i], ours.rtcp[i]) << i;
   }
