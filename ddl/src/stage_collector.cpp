@@ -1,4 +1,4 @@
-// Stage collection and the adaptive deadline (rule in stage_receiver.hpp and docs/ddl.md).
+// Stage collection and the adaptive deadline (rule in stage_collector.hpp and docs/ddl.md).
 #include "predrop/ddl/stage_collector.hpp"
 
 #include <algorithm>

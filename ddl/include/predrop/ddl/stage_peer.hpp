@@ -1,9 +1,9 @@
 #pragma once
 // The worker side of one stage of the aggregate: which stage is open, the relay's PDSC for it,
 // its chunks, the stage deadline (with one I/O pass of grace), the close when the PDSC announced
-// nothing, the relay's silence, and skipping ahead when this peer fell too far behind. Used by
-// the C++ trainer (ddl/train worker.cpp) and by the external trainer's peer (ddl/capi
-// gradient_peer.cpp), so that the two decide stages the same way.
+// nothing, the relay's silence, and skipping ahead when this peer fell too far behind. The stage
+// engine of ddl::RelayClient (relay_client.hpp), the one relay client of both trainers (the C++
+// worker and the external trainer's GradientPeer), so that they decide stages the same way.
 //
 // No timer and no clock of its own: the host feeds it times and arms its loop's timer for
 // timer_due_us(), so it is tested with plain numbers (tests/ddl/stage_peer_test.cpp).
