@@ -241,6 +241,36 @@ std::optional<Problem> check_config(const ServerConfig& c) {
       first(Problem{key, "relative threshold above 1000 %"});
     }
   };
+  {
+    const AdaptiveTuning& a = k.adaptive;
+    if (a.clean_loss > a.loss_threshold) {
+      first(Problem{"control.adaptive.clean_loss",
+                    "must be <= control.adaptive.loss_threshold (" + format_number(a.clean_loss) +
+                        " > " + format_number(a.loss_threshold) + ")"});
+    }
+    if (a.queue_low_ms > a.queue_high_ms) {
+      first(Problem{"control.adaptive.queue_low_ms",
+                    "must be <= control.adaptive.queue_high_ms (" + format_number(a.queue_low_ms) +
+                        " > " + format_number(a.queue_high_ms) + ")"});
+    }
+    if (a.creep_queue_ms > a.queue_low_ms) {
+      first(Problem{"control.adaptive.creep_queue_ms",
+                    "must be <= control.adaptive.queue_low_ms (" +
+                        format_number(a.creep_queue_ms) + " > " + format_number(a.queue_low_ms) +
+                        ")"});
+    }
+    if (a.hold_stages > a.max_hold_stages) {
+      first(Problem{"control.adaptive.hold_stages",
+                    "must be <= control.adaptive.max_hold_stages (" +
+                        std::to_string(a.hold_stages) + " > " +
+                        std::to_string(a.max_hold_stages) + ")"});
+    }
+    if (k.policy == "adaptive" && a.pulse_rate > k.rmax) {
+      first(Problem{"control.adaptive.pulse_rate",
+                    "must be <= control.rmax (" + format_number(a.pulse_rate) + " > " +
+                        format_number(k.rmax) + ")"});
+    }
+  }
   threshold("control.t1", k.t1);
   threshold("control.t2", k.t2);
   first(range_u("control.report_timeout_stages", k.report_timeout_stages, 1, 1000));
@@ -619,6 +649,23 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
            c.server.trace_csv = std::move(*s);
          }
        }},
+      {"api_token",
+       [&](const toml::node& n) {
+         auto s = r.string(n);
+         if (!s) {
+           return;
+         }
+         // Sent in an HTTP header: printable ASCII without spaces, and long enough to matter.
+         const bool printable = std::all_of(s->begin(), s->end(), [](char ch) {
+           return ch > 0x20 && ch < 0x7f;
+         });
+         if (!s->empty() && (!printable || s->size() < 16 || s->size() > 256)) {
+           r.fail(n.source(), "server.api_token",
+                  "must be empty (read-only API) or 16..256 printable characters without spaces");
+           return;
+         }
+         c.server.api_token = std::move(*s);
+       }},
       {"log_level",
        [&](const toml::node& n) {
          const auto s = r.string(n);
@@ -751,6 +798,42 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
        }},
       {"t1", threshold_key(c.control.t1, false)},
       {"t2", threshold_key(c.control.t2, true)},
+      {"adaptive",
+       [&](const toml::node& n) {
+         const auto* t = n.as_table();
+         if (!t) {
+           return r.fail_type(n, "control.adaptive", "a table ([control.adaptive])");
+         }
+         AdaptiveTuning& a = c.control.adaptive;
+         const std::vector<Key> keys = {
+             {"loss_threshold", number_key(a.loss_threshold, "control.adaptive.loss_threshold",
+                                           0.0, 1.0, "")},
+             {"clean_loss",
+              number_key(a.clean_loss, "control.adaptive.clean_loss", 0.0, 1.0, "")},
+             {"margin", number_key(a.margin, "control.adaptive.margin", 0.01, 1.0, "")},
+             {"drain_margin",
+              number_key(a.drain_margin, "control.adaptive.drain_margin", 0.01, 1.0, "")},
+             {"queue_high_ms",
+              number_key(a.queue_high_ms, "control.adaptive.queue_high_ms", 0.0, 10000.0, " ms")},
+             {"queue_low_ms",
+              number_key(a.queue_low_ms, "control.adaptive.queue_low_ms", 0.0, 10000.0, " ms")},
+             {"stretch_min_ms", number_key(a.stretch_min_ms, "control.adaptive.stretch_min_ms",
+                                           0.0, 10000.0, " ms")},
+             {"base_window",
+              [&](const toml::node& v) { r.unsigned_into(v, a.base_window, 1, 1024); }},
+             {"hold_stages",
+              [&](const toml::node& v) { r.unsigned_into(v, a.hold_stages, 1, 1024); }},
+             {"max_hold_stages",
+              [&](const toml::node& v) { r.unsigned_into(v, a.max_hold_stages, 1, 1024); }},
+             {"pulse_rate", rate_key(a.pulse_rate)},
+             {"creep_step", rate_key(a.creep_step)},
+             {"creep_queue_ms", number_key(a.creep_queue_ms, "control.adaptive.creep_queue_ms",
+                                           0.0, 10000.0, " ms")},
+             {"quality_floor", number_key(a.quality_floor, "control.adaptive.quality_floor",
+                                          -1e9, 1e9, "")},
+         };
+         r.section(*t, "control.adaptive", keys);
+       }},
       {"k", [&](const toml::node& n) { r.unsigned_into(n, c.control.k, 1, 1024); }},
       {"missing_report",
        [&](const toml::node& n) { r.enumeration(n, kMissingActions, c.control.missing_report); }},
@@ -1105,6 +1188,21 @@ core::Result<core::PolicyConfig> make_policy_config(const ControlConfig& control
   p.adaptive.rmax = control.rmax;
   p.adaptive.rp1 = control.rp1;
   p.adaptive.rp2 = control.rp2;
+  const AdaptiveTuning& a = control.adaptive;
+  p.adaptive.loss_threshold = a.loss_threshold;
+  p.adaptive.clean_loss = a.clean_loss;
+  p.adaptive.margin = a.margin;
+  p.adaptive.drain_margin = a.drain_margin;
+  p.adaptive.queue_high_us = a.queue_high_ms * 1000.0;
+  p.adaptive.queue_low_us = a.queue_low_ms * 1000.0;
+  p.adaptive.stretch_min_us = a.stretch_min_ms * 1000.0;
+  p.adaptive.base_window = a.base_window;
+  p.adaptive.hold_stages = a.hold_stages;
+  p.adaptive.max_hold_stages = a.max_hold_stages;
+  p.adaptive.pulse_rate = a.pulse_rate;
+  p.adaptive.creep_step = a.creep_step;
+  p.adaptive.creep_queue_us = a.creep_queue_ms * 1000.0;
+  p.adaptive.quality_floor = a.quality_floor;
   p.capacity.rmax = control.rmax;
   p.capacity.initial_rate = control.r0;
   p.capacity.margin = control.margin;
