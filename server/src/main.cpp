@@ -2,6 +2,7 @@
 // (mode "ddl"). Configuration comes from a TOML file (configs/*.toml); a few flags override it.
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -19,6 +20,7 @@
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/server/block_trace_csv.hpp"
+#include "predrop/server/control_api.hpp"
 #include "predrop/server/metrics_endpoint.hpp"
 #include "predrop/server/server_setup.hpp"
 #include "predrop/server/stream_server.hpp"
@@ -43,7 +45,8 @@ void reopen_trace(server::BlockTraceCsv* trace, const config::ServerConfig& conf
   }
 }
 
-int run_stream(const config::ServerConfig& config, const server::CliOverrides& cli) {
+int run_stream(const config::ServerConfig& config, const server::CliOverrides& cli,
+               const std::string& config_path) {
   auto options = server::make_stream_options(config, cli);
   if (!options) {
     core::log(core::LogLevel::kError, "server", "%s", options.error().message.c_str());
@@ -85,6 +88,7 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
     core::log(core::LogLevel::kError, "server", "cannot start: %s", e.what());
     return 1;
   }
+  server::ControlBackend control;  // outlives the endpoint that calls into it
   std::unique_ptr<server::MetricsEndpoint> metrics;
   if (config.server.metrics_listen) {
     auto addr = net::SocketAddress::from_ip(config.server.metrics_listen->host,
@@ -105,6 +109,27 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
           });
       core::log(core::LogLevel::kInfo, "server", "metrics at http://%s/metrics",
                 metrics->address().to_string().c_str());
+      // The JSON control API on the same listener (docs/control-api.md).
+      for (const auto& s : config.server.streams) control.streams.push_back({s.name, s.path});
+      control.snapshots = [&srv] { return srv.snapshots(); };
+      control.history = [&srv](std::uint64_t n) { return srv.session_history(n); };
+      control.end_session = [&srv](std::uint64_t n) {
+        const bool ended = srv.end_session(n);
+        if (ended) core::log(core::LogLevel::kInfo, "server", "session %llu ended by the API",
+                             static_cast<unsigned long long>(n));
+        return ended;
+      };
+      control.wall_now_us = [] {
+        return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count());
+      };
+      control.token = config.server.api_token;
+      metrics->set_control(
+          [&control](const server::HttpRequest& q) { return server::handle_control(q, control); });
+      core::log(core::LogLevel::kInfo, "server", "control API at http://%s/api/v1/ (%s)",
+                metrics->address().to_string().c_str(),
+                control.token.empty() ? "read-only: no server.api_token" : "token set");
     } catch (const std::exception& e) {
       core::log(core::LogLevel::kError, "server", "%s", e.what());
       return 1;
@@ -128,6 +153,38 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
     core::log(core::LogLevel::kInfo, "server", "serving rtsp://%s/%s (%s)",
               srv.rtsp_address().to_string().c_str(), s.name.c_str(), s.path.c_str());
   }
+  // A reload (SIGHUP, POST /api/v1/reload) re-reads the file with the same command-line
+  // overrides and applies what can change under playing sessions: how sessions started from now
+  // on are controlled ([control], [discard]), the log level and the API token. Playing sessions
+  // keep their controllers; keys only a restart applies are named in the answer.
+  config::ServerConfig running = config;
+  auto reload = [&]() -> core::Result<std::string> {
+    if (config_path.empty()) return core::make_error("started without -c: no file to re-read");
+    auto loaded = config::load_config_file(config_path);
+    if (!loaded) return loaded.error();
+    config::ServerConfig next = std::move(loaded.value());
+    if (auto st = server::apply_overrides(next, cli); !st) return st.error();
+    auto session_control = server::make_session_control(next, cli);
+    if (!session_control) return session_control.error();
+    if (!srv.set_session_control(*session_control)) {
+      return core::make_error("a worker did not take the new configuration");
+    }
+    core::LogLevel level;
+    if (core::parse_log_level(next.server.log_level, level)) core::set_log_level(level);
+    control.token = next.server.api_token;
+    std::string message = "policy " + next.control.policy +
+                          " for sessions started from now on; playing sessions keep theirs";
+    if (const std::string later = server::restart_only_changes(running, next); !later.empty()) {
+      message += "; applied only by a restart: " + later;
+    }
+    running.control = next.control;
+    running.discard = next.discard;
+    running.server.log_level = next.server.log_level;
+    running.server.api_token = next.server.api_token;
+    core::log(core::LogLevel::kInfo, "server", "reload: %s", message.c_str());
+    return message;
+  };
+  control.reload = reload;
   // Every callback of the program runs inside the acceptor loop's exception boundary.
   server::CallbackGuard& guard = srv.callback_guard();
   auto flush_trace = [&trace, &trace_mutex] {
@@ -146,11 +203,19 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
     flush_trace();
     loop.stop();
   });
-  // SIGHUP: the trace is reopened (reopen_trace()), the server goes on.
+  // SIGHUP: the trace is reopened (reopen_trace()) and, with -c, the configuration reloaded;
+  // the server goes on (a bad file is logged and changes nothing).
   net::SignalWatcher hangup(loop, {SIGHUP}, [&](int) {
     guard.run(server::CallbackKind::kTimer, [&] {
       std::lock_guard lock(trace_mutex);
       reopen_trace(trace.get(), config);
+    });
+    if (config_path.empty()) return;
+    guard.run(server::CallbackKind::kTimer, [&] {
+      if (auto done = reload(); !done) {
+        core::log(core::LogLevel::kWarn, "server", "SIGHUP: reload refused, nothing changed: %s",
+                  done.error().message.c_str());
+      }
     });
   });
   hangup.keep_loop_alive(false);
@@ -248,7 +313,7 @@ int run(int argc, char** argv) {
   if (config.server.mode == config::ServerMode::kDdl) {
     return ddl::run_ddl_mode(config);
   }
-  return run_stream(config, cli);
+  return run_stream(config, cli, config_path);
 }
 }  // namespace
 

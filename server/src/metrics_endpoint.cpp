@@ -1,5 +1,6 @@
 #include "predrop/server/metrics_endpoint.hpp"
 
+#include <cctype>
 #include <stdexcept>
 #include <utility>
 
@@ -15,12 +16,64 @@ bool is_token_char(char ch) {
   return std::string_view("!#$%&'*+-.^_`|~").find(ch) != std::string_view::npos;
 }
 
+std::string_view reason_phrase(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 422: return "Unprocessable Content";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Status";
+  }
+}
+
 std::string status_reply(int status, std::string_view reason) {
   return "HTTP/1.0 " + std::to_string(status) + " " + std::string(reason) +
          "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 }
 
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto x = static_cast<unsigned char>(a[i]);
+    const auto y = static_cast<unsigned char>(b[i]);
+    if (std::tolower(x) != std::tolower(y)) return false;
+  }
+  return true;
+}
+
+// The value of header `name` in the head's field lines (after the request line), trimmed.
+std::string_view header_value(std::string_view head, std::string_view name) {
+  std::size_t pos = head.find('\n');
+  while (pos != std::string_view::npos && pos + 1 < head.size()) {
+    const std::size_t start = pos + 1;
+    const std::size_t end = head.find('\n', start);
+    std::string_view line = head.substr(start, end == std::string_view::npos ? end : end - start);
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    const std::size_t colon = line.find(':');
+    if (colon != std::string_view::npos && iequals(line.substr(0, colon), name)) {
+      std::string_view v = line.substr(colon + 1);
+      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+      while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+      return v;
+    }
+    pos = end;
+  }
+  return {};
+}
+
 }  // namespace
+
+bool is_control_target(std::string_view target) {
+  return target == "/api" || target.starts_with("/api/") || target.starts_with("/api?");
+}
 
 MetricsRequest parse_metrics_request(std::string_view head) {
   // Empty lines before the request line are skipped (RFC 9112 §2.2).
@@ -47,8 +100,9 @@ MetricsRequest parse_metrics_request(std::string_view head) {
   }
   if (!version.starts_with("HTTP/")) return {400, false};
   if (version != "HTTP/1.0" && version != "HTTP/1.1") return {505, false};
-  if (method == "GET") return {200, false};
-  if (method == "HEAD") return {200, true};
+  MetricsRequest ok{200, method == "HEAD", method, target, header_value(head, "Authorization")};
+  if (method == "GET" || method == "HEAD") return ok;
+  if ((method == "POST" || method == "DELETE") && is_control_target(target)) return ok;
   return {405, false};
 }
 
@@ -170,6 +224,33 @@ void MetricsEndpoint::on_data(std::uint64_t id, std::span<const std::uint8_t> da
     answer(c, status_reply(request.status, request.status == 405   ? "Method Not Allowed"
                                            : request.status == 505 ? "HTTP Version Not Supported"
                                                                    : "Bad Request"));
+    return;
+  }
+  if (control_ && is_control_target(request.target)) {
+    ++stats_.api_requests;
+    HttpReply r;
+    if (!guard_.run(CallbackKind::kMetrics, [&] {
+          r = control_(HttpRequest{request.method, request.target, request.authorization});
+        })) {
+      // The backend threw (counted and logged by the guard): this client gets a 500.
+      answer(c, status_reply(500, "Internal Server Error"));
+      return;
+    }
+    std::string reply = "HTTP/1.0 " + std::to_string(r.status) + " " +
+                        std::string(reason_phrase(r.status)) +
+                        "\r\nContent-Type: " + r.content_type +
+                        "\r\nContent-Length: " + std::to_string(r.body.size()) +
+                        "\r\nCache-Control: no-store\r\n";
+    if (!r.allow.empty()) reply += "Allow: " + r.allow + "\r\n";
+    if (r.status == 401) reply += "WWW-Authenticate: Bearer\r\n";
+    reply += "Connection: close\r\n\r\n";
+    if (!request.head_only) reply += r.body;
+    answer(c, std::move(reply));
+    return;
+  }
+  if (request.method != "GET" && request.method != "HEAD") {
+    ++stats_.bad_requests;
+    answer(c, status_reply(405, "Method Not Allowed"));
     return;
   }
   std::string body;

@@ -16,10 +16,19 @@ ServerSnapshot snapshot_of(const StreamServer& server) {
   }
   s.sessions = server.session_count();
   s.connections = server.connection_count();
-  for (const StreamSession* ss : server.sessions()) {
-    s.session_rows.push_back(
-        SessionMetrics{ss->config().number, std::string(ss->controller().name()),
-                       ss->controller().rate(), ss->stats(), ss->transmitter_stats()});
+  const std::uint64_t now = server.now_us();
+  for (const SessionView& v : server.session_views()) {
+    const StreamSession* ss = v.session;
+    SessionMetrics m{ss->config().number, std::string(ss->controller().name()),
+                     ss->controller().rate(), ss->stats(), ss->transmitter_stats()};
+    m.stream = v.stream;
+    m.client = v.client;
+    m.transport = v.transport;
+    m.playing = ss->playing() && !ss->finished();
+    m.bytes_sent = ss->bytes_sent();
+    m.age_us = now >= v.setup_us ? now - v.setup_us : 0;
+    if (const BlockRecord* last = v.history->last()) m.last_block = *last;
+    s.session_rows.push_back(std::move(m));
   }
   return s;
 }
@@ -57,6 +66,7 @@ void add_stats(ServerStats& a, const ServerStats& b) {
   a.session_pumps += b.session_pumps;
   a.pacing_runs_cut += b.pacing_runs_cut;
   a.late_blocks_of_ended_sessions += b.late_blocks_of_ended_sessions;
+  a.sessions_ended_by_api += b.sessions_ended_by_api;
 }
 
 std::string render_metrics(const StreamServer& server, const MetricsSources& more) {
@@ -87,6 +97,8 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
   counter("predrop_sessions_created_total", "Sessions set up.", s.sessions_created);
   counter("predrop_sessions_refused_total", "Sessions refused (limit).", s.sessions_refused);
   counter("predrop_sessions_timed_out_total", "Sessions expired.", s.sessions_timed_out);
+  counter("predrop_sessions_ended_by_api_total", "Sessions ended through the control API.",
+          s.sessions_ended_by_api);
   counter("predrop_rtsp_foreign_session_requests_total",
           "Requests naming a session set up from another address (answered 454).",
           s.session_requests_foreign);

@@ -87,6 +87,65 @@ std::size_t resolve_workers(std::uint32_t configured) {
   return std::clamp<std::size_t>(cores, 1, config::kMaxWorkers);
 }
 
+core::Result<SessionControl> make_session_control(const config::ServerConfig& c,
+                                                  const CliOverrides& cli) {
+  SessionControl o;
+  auto policy = config::make_policy_config(c.control);
+  if (!policy) return core::make_error("control: " + policy.error().message);
+  o.policy = *policy;
+  o.player_rate = cli.player_rate.value_or(c.control.player_rate);
+  if (!(o.player_rate >= 0.0 && o.player_rate <= 1.0)) {
+    return core::make_error("--player-rate must be in [0, 1]");
+  }
+  o.player_adaptation = c.control.player_adaptation == "fixed" ? PlayerAdaptation::kFixed
+                                                               : PlayerAdaptation::kReceiverReports;
+  if (o.player_adaptation == PlayerAdaptation::kReceiverReports) {
+    // Players send no picture score: the capacity policy (network signals only) with the
+    // [control] capacity keys, starting at R = 0 and never probing on quality.
+    core::PolicyConfig player = o.policy;
+    player.policy = "capacity";
+    player.capacity.initial_rate = 0.0;
+    player.capacity.quality_floor = -std::numeric_limits<double>::infinity();
+    o.player_policy = player;
+  }
+  o.discard = c.discard.policy;
+  o.discard_seed = c.discard.seed;
+  return o;
+}
+
+std::string restart_only_changes(const config::ServerConfig& a, const config::ServerConfig& b) {
+  std::string out;
+  auto note = [&out](bool changed, const char* key) {
+    if (!changed) return;
+    if (!out.empty()) out += ", ";
+    out += key;
+  };
+  const config::ServerSettings& x = a.server;
+  const config::ServerSettings& y = b.server;
+  note(x.mode != y.mode, "server.mode");
+  note(x.rtsp_listen != y.rtsp_listen, "server.rtsp_listen");
+  note(x.streams != y.streams, "server.streams");
+  note(x.max_sessions != y.max_sessions, "server.max_sessions");
+  note(x.max_sessions_per_address != y.max_sessions_per_address,
+       "server.max_sessions_per_address");
+  note(x.max_rtsp_connections != y.max_rtsp_connections, "server.max_rtsp_connections");
+  note(x.session_timeout_s != y.session_timeout_s, "server.session_timeout_s");
+  note(x.rtsp_idle_timeout_s != y.rtsp_idle_timeout_s, "server.rtsp_idle_timeout_s");
+  note(x.srtp != y.srtp, "server.srtp");
+  note(x.metrics_listen != y.metrics_listen, "server.metrics_listen");
+  note(x.trace_csv != y.trace_csv, "server.trace_csv");
+  note(x.interleaved_queue_bytes != y.interleaved_queue_bytes, "server.interleaved_queue_bytes");
+  note(x.workers != y.workers, "server.workers");
+  note(a.blocks.duration_ms != b.blocks.duration_ms || a.blocks.bytes != b.blocks.bytes ||
+           a.blocks.pacing != b.blocks.pacing ||
+           a.blocks.rtp_payload_bytes != b.blocks.rtp_payload_bytes ||
+           a.blocks.pacing_quantum_ms != b.blocks.pacing_quantum_ms,
+       "blocks");
+  note(a.control.report_timeout_stages != b.control.report_timeout_stages,
+       "control.report_timeout_stages");
+  return out;
+}
+
 core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig& c,
                                                       const CliOverrides& cli) {
   StreamServerOptions o;
@@ -103,27 +162,15 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
   o.bind_ip = listen->is_v4() ? "0.0.0.0" : "::";
   if (cli.rtp_port) o.rtp_port = *cli.rtp_port;
   o.srtp = c.server.srtp;
-  auto policy = config::make_policy_config(c.control);
-  if (!policy) return core::make_error("control: " + policy.error().message);
-  o.policy = *policy;
-  o.player_rate = cli.player_rate.value_or(c.control.player_rate);
-  if (!(o.player_rate >= 0.0 && o.player_rate <= 1.0)) {
-    return core::make_error("--player-rate must be in [0, 1]");
-  }
+  auto control = make_session_control(c, cli);
+  if (!control) return control.error();
+  o.policy = control->policy;
+  o.player_rate = control->player_rate;
+  o.player_adaptation = control->player_adaptation;
+  o.player_policy = control->player_policy;
+  o.discard = control->discard;
+  o.discard_seed = control->discard_seed;
   o.interleaved_queue_bytes = c.server.interleaved_queue_bytes;
-  o.player_adaptation = c.control.player_adaptation == "fixed" ? PlayerAdaptation::kFixed
-                                                               : PlayerAdaptation::kReceiverReports;
-  if (o.player_adaptation == PlayerAdaptation::kReceiverReports) {
-    // Players send no picture score: the capacity policy (network signals only) with the
-    // [control] capacity keys, starting at R = 0 and never probing on quality.
-    core::PolicyConfig player = o.policy;
-    player.policy = "capacity";
-    player.capacity.initial_rate = 0.0;
-    player.capacity.quality_floor = -std::numeric_limits<double>::infinity();
-    o.player_policy = player;
-  }
-  o.discard = c.discard.policy;
-  o.discard_seed = c.discard.seed;
   o.paced = c.blocks.pacing == config::Pacing::kPaced;
   o.pacing_quantum_us = c.blocks.pacing_quantum_ms * 1000;
   o.loop = cli.loop;

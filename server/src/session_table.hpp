@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "predrop/net/socket_address.hpp"
+#include "predrop/server/block_history.hpp"
 #include "predrop/server/server_options.hpp"
 #include "predrop/server/stream_session.hpp"
 #include "predrop/wire/sdes_key.hpp"
@@ -39,6 +40,8 @@ struct SessionEntry {
   std::string base_url;
   bool interleaved = false;      ///< Its tracks go on connection `connection` (RTP/AVP/TCP).
   std::uint32_t slot = kNoSlot;  ///< Its key in the pacer, once it was ever queued.
+  std::uint64_t setup_us = 0;    ///< When it was added (the server's clock): "since" in the API.
+  BlockHistory history;          ///< Its last blocks, for the control API.
   static constexpr std::uint32_t kNoSlot = UINT32_MAX;
 };
 

@@ -148,6 +148,7 @@ class StreamServer::Impl final : public detail::RtspConnectionListener {
     SessionEntry* entry = nullptr;
     if (o.created) {
       entry = &sessions_.add(std::move(o.created));
+      entry->setup_us = now;
       c.sessions.push_back(entry->id);  // from now on the connection has the longer idle limit
     } else if (!o.session.empty()) {
       entry = sessions_.find(o.session);
@@ -366,6 +367,7 @@ void StreamServer::Impl::start_pushes() {
     // Counted against max_sessions like any session, but never refused (configured, not asked).
     options_.directory->try_add(entry->id, options_.worker, {}, 0, 0);
     SessionEntry& added = sessions_.add(std::move(entry));
+    added.setup_us = clock_.now_us();
     if (!start_session(added, clock_.now_us())) {
       throw std::runtime_error("push session for " + added.stream->name + " could not start");
     }
@@ -413,7 +415,12 @@ bool StreamServer::Impl::start_session(SessionEntry& entry, std::uint64_t now) {
     entry.session = std::make_unique<StreamSession>(
         entry.stream->source,
         detail::session_transport(entry, *rtp_socket_, *rtcp_socket_, interleaved), clock_,
-        detail::session_config(entry, options_), std::move(controller), on_block_);
+        detail::session_config(entry, options_), std::move(controller),
+        [this, e = &entry](const BlockTrace& t) {
+          // The entry outlives its session, which is the only caller.
+          e->history.push(BlockRecord::from(t));
+          if (on_block_) on_block_(t);
+        });
   } catch (const std::exception&) {
     return false;  // SRTP could not be set up
   }
@@ -475,6 +482,64 @@ std::size_t StreamServer::connection_session_refs() const {
 }
 std::vector<const StreamSession*> StreamServer::sessions() const {
   return impl_->sessions_.started();
+}
+
+std::vector<SessionView> StreamServer::session_views() const {
+  std::vector<SessionView> out;
+  for (const auto& [id, e] : impl_->sessions_.all()) {
+    if (!e->session) continue;
+    SessionView v;
+    v.session = e->session.get();
+    v.stream = e->stream != nullptr ? e->stream->name : std::string();
+    if (e->owner) {
+      v.client = e->owner->ip_string();
+    } else if (!e->tracks.empty()) {
+      v.client = e->tracks.front().rtp_destination.to_string();  // a push target
+    }
+    v.transport = e->interleaved ? "tcp" : (e->owner ? "udp" : "push");
+    v.setup_us = e->setup_us;
+    v.history = &e->history;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::optional<std::vector<BlockRecord>> StreamServer::session_history(
+    std::uint64_t number) const {
+  for (const auto& [id, e] : impl_->sessions_.all()) {
+    if (e->number == number) return e->history.records();
+  }
+  return std::nullopt;
+}
+
+bool StreamServer::end_session(std::uint64_t number) {
+  for (const auto& [id, e] : impl_->sessions_.all()) {
+    if (e->number != number) continue;
+    // As when the server stops: the client hears that its media ends (RTCP BYE).
+    if (e->session && !e->session->said_bye() && impl_->rtp_socket_) {
+      impl_->stats_.rtcp_byes_sent += e->session->send_bye(impl_->clock_.now_us());
+      (void)impl_->connections_.flush_interleaved();
+    }
+    const std::string key = id;  // remove_session() destroys the entry that holds `id`
+    impl_->remove_session(key);
+    ++impl_->stats_.sessions_ended_by_api;
+    return true;
+  }
+  return false;
+}
+
+void StreamServer::set_session_control(const SessionControl& control) {
+  StreamServerOptions& o = impl_->options_;
+  o.policy = control.policy;
+  o.player_rate = control.player_rate;
+  o.player_adaptation = control.player_adaptation;
+  o.player_policy = control.player_policy;
+  o.discard = control.discard;
+  o.discard_seed = control.discard_seed;
+}
+
+std::uint64_t StreamServer::now_us() const {
+  return impl_->clock_.now_us();
 }
 
 void StreamServer::run_housekeeping() {

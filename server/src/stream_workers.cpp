@@ -232,6 +232,33 @@ bool StreamWorkers::run_on(std::size_t worker, const std::function<void(StreamSe
   }
 }
 
+std::size_t StreamWorkers::worker_of(std::uint64_t number) const {
+  return number == 0 ? 0 : static_cast<std::size_t>((number - 1) % workers_.size());
+}
+
+std::optional<std::vector<BlockRecord>> StreamWorkers::session_history(
+    std::uint64_t number) const {
+  std::optional<std::vector<BlockRecord>> out;
+  if (number == 0) return out;
+  (void)run_on(worker_of(number), [&](StreamServer& s) { out = s.session_history(number); });
+  return out;
+}
+
+bool StreamWorkers::end_session(std::uint64_t number) const {
+  bool ended = false;
+  if (number == 0) return false;
+  (void)run_on(worker_of(number), [&](StreamServer& s) { ended = s.end_session(number); });
+  return ended;
+}
+
+bool StreamWorkers::set_session_control(const SessionControl& control) const {
+  bool all = true;
+  for (std::size_t k = 0; k < workers_.size(); ++k) {
+    all = run_on(k, [&](StreamServer& s) { s.set_session_control(control); }) && all;
+  }
+  return all;
+}
+
 std::vector<ServerSnapshot> StreamWorkers::snapshots(std::uint64_t timeout_ms) const {
   std::vector<std::shared_ptr<std::promise<ServerSnapshot>>> promises;
   std::vector<std::future<ServerSnapshot>> futures;

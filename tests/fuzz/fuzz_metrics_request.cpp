@@ -1,14 +1,17 @@
 // Fuzz target for the metrics endpoint's HTTP request handling (server/src/metrics_endpoint.cpp):
 //   1. parse_metrics_request() on the raw input: the status is one of 200/400/405/505, and 200
-//      only for a GET or HEAD request line of HTTP/1.0 or 1.1.
+//      only for a GET or HEAD request line of HTTP/1.0 or 1.1, or POST/DELETE of an /api/ path.
 //   2. The endpoint itself on a FakeClock, through its socketless entry points: connections open,
 //      receive the input in pieces, the clock moves on and the deadline check runs, replies are
-//      read; the renderer throws when the input says so. Checked: the connection cap holds; a
+//      read; the renderer throws when the input says so; /api/ paths go to the control API
+//      (handle_control() over a backend with one session, whose functions throw when the
+//      renderer does). Checked: the connection cap holds; a
 //      connection gets at most one reply, a well-formed HTTP/1.0 status line with a
 //      Content-Length matching the body, and is closed after it; nothing escapes a callback.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -17,6 +20,7 @@
 #include "fuzz_check.hpp"
 #include "predrop/core/log.hpp"
 #include "predrop/net/event_loop.hpp"
+#include "predrop/server/control_api.hpp"
 #include "predrop/server/metrics_endpoint.hpp"
 
 namespace {
@@ -50,7 +54,9 @@ void check_parser(std::string_view text) {
     std::string_view line = text;
     while (line.starts_with("\r\n") || line.starts_with("\n"))
       line.remove_prefix(line.front() == '\r' ? 2 : 1);
-    PREDROP_FUZZ_CHECK(line.starts_with(r.head_only ? "HEAD " : "GET "));
+    PREDROP_FUZZ_CHECK(line.starts_with(r.head_only ? "HEAD " : "GET ") ||
+                       ((line.starts_with("POST ") || line.starts_with("DELETE ")) &&
+                        server::is_control_target(r.target)));
     line = line.substr(0, line.find('\n'));
     if (line.ends_with('\r')) line.remove_suffix(1);
     PREDROP_FUZZ_CHECK(line.ends_with(" HTTP/1.0") || line.ends_with(" HTTP/1.1"));
@@ -104,6 +110,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           return "up 1\n";
         },
         o, clock);
+    server::ControlBackend backend;
+    backend.streams = {{"sample", "/media/sample.mp4"}};
+    backend.token = "fuzz-token-0123456789";
+    backend.snapshots = [render_throws] {
+      if (render_throws) throw std::runtime_error("fuzz: snapshot fault");
+      server::ServerSnapshot w;
+      server::SessionMetrics m;
+      m.number = 1;
+      m.stream = "sample";
+      w.session_rows.push_back(m);
+      return std::vector<server::ServerSnapshot>{w};
+    };
+    backend.history = [](std::uint64_t n) -> std::optional<std::vector<server::BlockRecord>> {
+      if (n != 1) return std::nullopt;
+      return std::vector<server::BlockRecord>(3);
+    };
+    backend.end_session = [](std::uint64_t n) { return n == 1; };
+    endpoint.set_control([&backend](const server::HttpRequest& q) {
+      return server::handle_control(q, backend);
+    });
     std::vector<std::uint64_t> ids;
     for (std::size_t i = 0; i < connections; ++i) {
       const std::uint64_t id = endpoint.attach_connection();

@@ -3,7 +3,9 @@
 // with exit code 0 after an RTCP BYE to its client and with the trace flushed. The test is the
 // client: RTSP over loopback, and two UDP sockets as its RTP/RTCP ports; it reads the BYE by
 // decrypting the server's SRTCP with the key from DESCRIBE. It waits on events only (the server's
-// log line, replies, the child's exit), never on a clock.
+// log line, replies, the child's exit), never on a clock. A second test reloads the configuration
+// (SIGHUP and POST /api/v1/reload) under a playing session: the session goes on with its policy,
+// the next session gets the new one, and a bad file changes nothing.
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -13,6 +15,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -216,6 +221,117 @@ TEST(ServerSignals, HupIsSurvivedTermSaysByeFlushesAndExitsZero) {
   EXPECT_EQ(text.str().rfind("session,stage,block,", 0), 0u) << text.str();
   EXPECT_NE(text.str().find(",0,0,0.0000,"), std::string::npos) << "no row for stage 0:\n"
                                                                 << text.str();
+  spin.stop();
+}
+
+// One HTTP exchange with the server's listener (it closes after the reply).
+std::string http(net::EventLoop& loop, std::uint16_t port, const std::string& request) {
+  test::PosixRtspPeer h(loop, net::SocketAddress::loopback_v4(port));
+  if (!h.send(request) || !h.wait_closed()) return {};
+  return h.received();
+}
+
+// The policy of every session the API lists, by number.
+std::map<std::uint64_t, std::string> policies(net::EventLoop& loop, std::uint16_t port) {
+  const std::string reply = http(loop, port, "GET /api/v1/sessions HTTP/1.0\r\n\r\n");
+  std::map<std::uint64_t, std::string> out;
+  const std::size_t at = reply.find("\r\n\r\n");
+  if (at == std::string::npos) return out;
+  const auto j = nlohmann::json::parse(reply.substr(at + 4), nullptr, false);
+  if (j.is_discarded()) return out;
+  for (const auto& s : j["sessions"]) {
+    out[s["number"].get<std::uint64_t>()] = s["policy"].get<std::string>();
+  }
+  return out;
+}
+
+TEST(ServerSignals, ReloadKeepsPlayingSessionsAndControlsTheNextOnes) {
+  const std::string config_path = std::string(PREDROP_TEST_TMP) + "/reload.toml";
+  const std::string token = "reload-test-token-0123456789";
+  auto write_config = [&](const std::string& control) {
+    std::ofstream f(config_path, std::ios::trunc);
+    f << "[server]\nmode = \"stream\"\nrtsp_listen = \"127.0.0.1:0\"\n"
+      << "metrics_listen = \"127.0.0.1:0\"\napi_token = \"" << token << "\"\nworkers = 1\n"
+      << "[server.streams]\nsample = \"" << PREDROP_TEST_SAMPLE << "\"\n"
+      << control;
+  };
+  write_config("[control]\npolicy = \"basic\"\n");
+  ServerProcess server;
+  server.spawn({"-c", config_path, "--loop", "--log-level", "info"});
+  ASSERT_TRUE(server.read_until("/sample (")) << server.err;
+  const std::size_t at = server.err.find("serving rtsp://127.0.0.1:");
+  const std::size_t mat = server.err.find("metrics at http://127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << server.err;
+  ASSERT_NE(mat, std::string::npos) << server.err;
+  const auto port = static_cast<std::uint16_t>(std::stoi(server.err.substr(at + 25)));
+  const auto api_port = static_cast<std::uint16_t>(std::stoi(server.err.substr(mat + 28)));
+
+  net::EventLoop loop;
+  net::Timer spin(loop, [] {});
+  spin.start(1, 1);
+  std::size_t rtp_packets[2] = {0, 0};
+  std::vector<std::unique_ptr<net::UdpEndpoint>> socks;
+  for (int i = 0; i < 2; ++i) {
+    for (int k = 0; k < 2; ++k) {
+      auto sock = net::UdpEndpoint::open(loop, net::SocketAddress::loopback_v4(0), {},
+                                         [&, i, k](auto, const auto&, auto) {
+                                           if (k == 0) ++rtp_packets[i];
+                                         });
+      ASSERT_TRUE(sock.ok());
+      socks.push_back(std::move(sock.value()));
+    }
+  }
+  const std::string url = "rtsp://127.0.0.1:" + std::to_string(port) + "/sample";
+  test::PosixRtspPeer p(loop, net::SocketAddress::loopback_v4(port));
+  std::uint32_t cseq = 1;
+  auto start_session = [&](int i) {
+    auto setup = p.request(request_text(
+        "SETUP", url + "/trackID=0", cseq++,
+        "Transport: RTP/SAVP;unicast;client_port=" +
+            std::to_string(socks[2 * i]->local_address().port()) + "-" +
+            std::to_string(socks[2 * i + 1]->local_address().port()) +
+            "\r\nX-Predrop-Feedback: 1\r\n"));
+    ASSERT_TRUE(setup && setup->status == 200);
+    auto play = p.request(
+        request_text("PLAY", url, cseq++, "Session: " + session_of(*setup) + "\r\n"));
+    ASSERT_TRUE(play && play->status == 200);
+    ASSERT_TRUE(test::pump_until(loop, [&] { return rtp_packets[i] > 0; })) << "no media";
+  };
+  ASSERT_EQ(p.request(request_text("DESCRIBE", url, cseq++))->status, 200);
+  start_session(0);
+  ASSERT_EQ(policies(loop, api_port), (std::map<std::uint64_t, std::string>{{1, "basic"}}));
+
+  // SIGHUP with a new policy: the playing session keeps its own and goes on sending.
+  write_config("[control]\npolicy = \"fixed\"\nfixed_rate = 0.3\n");
+  ASSERT_EQ(::kill(server.pid, SIGHUP), 0);
+  ASSERT_TRUE(server.read_until("reload: policy fixed")) << server.err;
+  const std::size_t before = rtp_packets[0];
+  ASSERT_TRUE(test::pump_until(loop, [&] { return rtp_packets[0] > before + 10; }))
+      << "the playing session stopped at the reload";
+  start_session(1);
+  EXPECT_EQ(policies(loop, api_port),
+            (std::map<std::uint64_t, std::string>{{1, "basic"}, {2, "fixed"}}));
+
+  // POST /api/v1/reload: a bad file is refused (422) and changes nothing; a good one applies.
+  write_config("[control]\npolicy = \"nonsense\"\n");
+  const std::string auth = "Authorization: Bearer " + token + "\r\n";
+  const std::string bad = http(loop, api_port, "POST /api/v1/reload HTTP/1.0\r\n" + auth + "\r\n");
+  EXPECT_EQ(bad.rfind("HTTP/1.0 422", 0), 0u) << bad;
+  EXPECT_NE(bad.find("control.policy"), std::string::npos) << bad;
+  EXPECT_EQ(http(loop, api_port, "POST /api/v1/reload HTTP/1.0\r\n\r\n").rfind("HTTP/1.0 401", 0),
+            0u);
+  write_config("[control]\npolicy = \"capacity\"\n");
+  const std::string good = http(loop, api_port, "POST /api/v1/reload HTTP/1.0\r\n" + auth + "\r\n");
+  EXPECT_EQ(good.rfind("HTTP/1.0 200", 0), 0u) << good;
+  EXPECT_EQ(policies(loop, api_port),
+            (std::map<std::uint64_t, std::string>{{1, "basic"}, {2, "fixed"}}))
+      << "playing sessions keep their policies";
+
+  ASSERT_EQ(::kill(server.pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(server.pid, &status, 0), server.pid);
+  server.pid = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   spin.stop();
 }
 

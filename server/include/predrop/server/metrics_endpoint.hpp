@@ -2,7 +2,9 @@
 // A Prometheus text-format endpoint (exposition format 0.0.4): an HTTP/1.x GET of any path on
 // the listen address gets the current metrics (HEAD: the headers only). Deliberately tiny: one
 // request per connection, then close. Another method gets 405, a malformed request line 400,
-// another HTTP version 505.
+// another HTTP version 505. With a control handler set (set_control()), paths under /api/ go to
+// it instead (the JSON control API, control_api.hpp), with GET, HEAD, POST and DELETE; a request
+// body is not read (none of the API's requests has one).
 //
 // Limits: at most max_connections open at once (more are closed at accept), a request head of
 // at most max_request_bytes, and a deadline from the accept to the end of the request head that
@@ -25,14 +27,36 @@
 
 namespace predrop::server {
 
+/// What the endpoint hands a control handler of one request (control_api.hpp).
+struct HttpRequest {
+  std::string_view method;
+  std::string_view target;         ///< As sent: path, maybe "?query".
+  std::string_view authorization;  ///< The Authorization header's value, or empty.
+};
+
+/// The answer to one request.
+struct HttpReply {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::string allow;  ///< For 405: the methods the path takes.
+};
+
+/// True if `target` is one for the control API (its path starts with /api/).
+bool is_control_target(std::string_view target);
+
 /// What the endpoint makes of a complete request head (parse_metrics_request()).
 struct MetricsRequest {
-  int status = 200;        ///< 200: serve the metrics; else the error to answer.
+  int status = 200;        ///< 200: serve it (metrics or API); else the error to answer.
   bool head_only = false;  ///< HEAD: the headers without the body.
+  std::string_view method;         ///< Views into the head given.
+  std::string_view target;
+  std::string_view authorization;  ///< The Authorization header's value (trimmed), or empty.
 };
 
 /// Reads the request line of a complete HTTP/1.x request head (RFC 9112 §3: method SP target SP
-/// version; empty lines before it are skipped, §2.2). Pure; never throws.
+/// version; empty lines before it are skipped, §2.2) and its Authorization header. Methods other
+/// than GET and HEAD are 405 except POST and DELETE on /api/ targets. Pure; never throws.
 MetricsRequest parse_metrics_request(std::string_view head);
 
 /// Limits of the metrics endpoint.
@@ -51,6 +75,7 @@ struct MetricsEndpointStats {
   std::uint64_t timed_out = 0;     ///< Request head not complete by the deadline.
   std::uint64_t oversized = 0;     ///< Request head longer than max_request_bytes.
   std::uint64_t bad_requests = 0;  ///< Answered 400, 405 or 505.
+  std::uint64_t api_requests = 0;  ///< Requests for /api/ paths (any status).
 };
 
 /// Serves `render()` as text/plain; version=0.0.4.
@@ -63,6 +88,10 @@ class MetricsEndpoint {
   ~MetricsEndpoint();
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
+  /// Requests for /api/ paths go to `handler` (handle_control() over a backend) from now on.
+  void set_control(std::function<HttpReply(const HttpRequest&)> handler) {
+    control_ = std::move(handler);
+  }
   /// The address actually bound.
   const net::SocketAddress& address() const { return listener_->local_address(); }
   const MetricsEndpointStats& stats() const { return stats_; }
@@ -107,6 +136,7 @@ class MetricsEndpoint {
   const net::Clock& clock_;
   MetricsEndpointOptions options_;
   std::function<std::string()> render_;
+  std::function<HttpReply(const HttpRequest&)> control_;
   std::unique_ptr<net::TcpListener> listener_;
   std::unique_ptr<net::Timer> deadline_timer_;
   std::map<std::uint64_t, Client> open_;

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,6 +28,14 @@ struct SessionMetrics {
   double rate = 0.0;
   SessionStats stats;
   chain::TransmitterStats transmitter;
+  // What the control API shows beside the metrics (GET /api/v1/sessions).
+  std::string stream;
+  std::string client;     ///< The client's IP (push: destination).
+  std::string transport;  ///< "udp", "tcp" or "push".
+  bool playing = false;
+  std::uint64_t bytes_sent = 0;  ///< Link bytes (StreamSession::bytes_sent()).
+  std::uint64_t age_us = 0;  ///< Time since it was set up.
+  std::optional<BlockRecord> last_block;  ///< Its newest block record, if any yet.
 };
 
 /// One server's counters and sessions at one moment, for rendering on another thread.

@@ -69,6 +69,18 @@ inline core::PolicyConfig default_player_policy() {
   return p;
 }
 
+/// How sessions are controlled: what a configuration reload changes in a running server
+/// (StreamServer::set_session_control()). It holds for the sessions that start after it; a
+/// playing session keeps the controller it started with.
+struct SessionControl {
+  core::PolicyConfig policy;  ///< For clients that send PDFB.
+  double player_rate = 0.0;
+  PlayerAdaptation player_adaptation = PlayerAdaptation::kReceiverReports;
+  core::PolicyConfig player_policy = default_player_policy();
+  core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
+  std::uint64_t discard_seed = 1;
+};
+
 /// Settings of the streaming server (mapped from the TOML configuration by the program).
 struct StreamServerOptions {
   net::SocketAddress rtsp_listen = net::SocketAddress::any_v4(8554);
@@ -170,6 +182,7 @@ struct ServerStats {
   /// Late blocks (a packet sent past its due time) of the sessions that have ended; with the
   /// live sessions' own counts, every late block since start (predrop_late_blocks_total).
   std::uint64_t late_blocks_of_ended_sessions = 0;
+  std::uint64_t sessions_ended_by_api = 0;  ///< DELETE /api/v1/sessions/N (control API).
 };
 
 }  // namespace predrop::server

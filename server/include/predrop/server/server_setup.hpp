@@ -50,6 +50,16 @@ std::size_t resolve_workers(std::uint32_t configured);
 /// Applies the overrides to `config` and validates the result.
 core::Status apply_overrides(config::ServerConfig& config, const CliOverrides& cli);
 
+/// How sessions are controlled under `config` (with the CLI's overrides): the part of the
+/// options a reload changes.
+core::Result<SessionControl> make_session_control(const config::ServerConfig& config,
+                                                  const CliOverrides& cli);
+
+/// What `after` changes against `before` that only a restart applies (listen addresses, streams,
+/// workers, SRTP, blocks...): the keys' names, comma-separated; empty if none.
+std::string restart_only_changes(const config::ServerConfig& before,
+                                 const config::ServerConfig& after);
+
 /// Loads every stream's media and builds the server's options.
 core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig& config,
                                                       const CliOverrides& cli);

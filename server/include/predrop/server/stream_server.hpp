@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,11 +33,23 @@
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/socket_address.hpp"
 #include "predrop/net/tcp.hpp"
+#include "predrop/server/block_history.hpp"
 #include "predrop/server/callback_guard.hpp"
 #include "predrop/server/server_options.hpp"
 #include "predrop/server/stream_session.hpp"
 
 namespace predrop::server {
+
+/// A started session as the control API shows it (StreamServer::session_views()); pointers
+/// valid on the server's loop thread until the next event.
+struct SessionView {
+  const StreamSession* session = nullptr;
+  std::string stream;     ///< The stream's name.
+  std::string client;     ///< The client's IP (a push session: its destination address).
+  std::string transport;  ///< "udp", "tcp" (interleaved) or "push".
+  std::uint64_t setup_us = 0;  ///< When it was set up, on the server's clock.
+  const BlockHistory* history = nullptr;
+};
 
 /// The streaming server. Construct, start(), run the loop.
 ///
@@ -84,6 +97,20 @@ class StreamServer {
   std::size_t connection_session_refs() const;
   /// Live sessions, for metrics.
   std::vector<const StreamSession*> sessions() const;
+
+  /// Started sessions with what the control API shows of them.
+  std::vector<SessionView> session_views() const;
+  /// The last blocks of session `number` (its public number), oldest first; nullopt if this
+  /// server holds no such session.
+  std::optional<std::vector<BlockRecord>> session_history(std::uint64_t number) const;
+  /// Ends session `number` as a TEARDOWN would, after an RTCP BYE to its client; false if this
+  /// server holds no such session.
+  bool end_session(std::uint64_t number);
+  /// Sessions started from now on are controlled by `control` (a configuration reload);
+  /// playing sessions keep their controllers.
+  void set_session_control(const SessionControl& control);
+  /// The server's clock now (the time base of SessionView::setup_us).
+  std::uint64_t now_us() const;
 
   /// What the 1 s housekeeping timer does, now: closes idle connections and connections whose
   /// request is overdue, expires sessions. For tests on a fake clock.

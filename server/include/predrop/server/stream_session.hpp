@@ -190,6 +190,8 @@ class StreamSession {
   const StreamSessionConfig& config() const { return config_; }
   const core::RateController& controller() const { return *controller_; }
   const chain::TransmitterStats& transmitter_stats() const { return transmitter_->stats(); }
+  /// Link bytes sent so far (payload + per-packet overhead, the capacity policy's unit).
+  std::uint64_t bytes_sent() const { return link_bytes_sent(); }
   /// Its counters (with what its transport dropped).
   SessionStats stats() const;
   /// Monotonic time of the last sign of life from the client (RTCP); 0 if none yet.

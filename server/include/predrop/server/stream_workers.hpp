@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,14 @@ class StreamWorkers {
   /// Runs `fn` on worker k's thread with its server and waits until it has run; false if the
   /// worker is not running, stopped first, or `fn` threw. Not from a worker thread.
   bool run_on(std::size_t worker, const std::function<void(StreamServer&)>& fn) const;
+  /// The worker that holds session `number` (numbers are worker + 1 + k * worker_count).
+  std::size_t worker_of(std::uint64_t number) const;
+  /// Session `number`'s last blocks (StreamServer::session_history() on its worker).
+  std::optional<std::vector<BlockRecord>> session_history(std::uint64_t number) const;
+  /// Ends session `number` on its worker (StreamServer::end_session()); false if none.
+  bool end_session(std::uint64_t number) const;
+  /// Every worker's set_session_control(`control`); false if a worker did not take it.
+  bool set_session_control(const SessionControl& control) const;
 
  private:
   struct Worker;
