@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian packages predrop needs, only those missing. Safe to run again.
-# Usage: scripts/setup-deps.sh [--bench]   (--bench adds the congestion test-bed tools)
+# Usage: scripts/setup-deps.sh [--bench | --demo]
+#   --bench adds the congestion test-bed tools; --demo installs only what scripts/demo.sh needs
+#   (the server's and client's build dependencies, ffmpeg for the clip, iproute2 for the bed).
 set -euo pipefail
 
+demo_packages=(
+  build-essential cmake pkg-config
+  libuv1-dev libsrtp2-dev libssl-dev
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libavfilter-dev ffmpeg
+  libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libeigen3-dev zlib1g-dev
+  iproute2
+)
 packages=(
   build-essential cmake pkg-config git
   libuv1-dev libsrtp2-dev libssl-dev
@@ -17,7 +26,9 @@ packages=(
   libnetfilter-queue-dev
   python3-torch python3-torchvision
 )
-if [[ "${1:-}" == "--bench" ]]; then
+if [[ "${1:-}" == "--demo" ]]; then
+  packages=("${demo_packages[@]}")
+elif [[ "${1:-}" == "--bench" ]]; then
   packages+=(iproute2 iperf3 gnuplot-nox valgrind tcpdump iptables iputils-ping ethtool)
   # The Chromium <-> Chromium WebRTC peer on the bed (bench/testbed/webrtc-peer/): Debian's
   # browser, driven by node over its DevTools pipe (no npm package, no browser download).
