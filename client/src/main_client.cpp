@@ -39,6 +39,7 @@ int run(int argc, char** argv) {
   app.add_option("--end-after-idle", o.end_after_idle_ms,
                  "The stream is over after this many ms without media (default 3000)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
+  app.set_version_flag("--version", "predrop-client " PREDROP_VERSION);
   CLI11_PARSE(app, argc, argv);
   core::LogLevel level;
   if (core::parse_log_level(log_level, level)) core::set_log_level(level);

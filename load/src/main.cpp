@@ -48,6 +48,7 @@ int run(int argc, char** argv) {
   app.add_option("--label", label, "Override report.label");
   app.add_flag("-q,--quiet", quiet, "No progress line");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
+  app.set_version_flag("--version", "predrop-load " PREDROP_VERSION);
   CLI11_PARSE(app, argc, argv);
   core::LogLevel level;
   if (core::parse_log_level(log_level, level)) core::set_log_level(level);

@@ -291,6 +291,7 @@ int run(int argc, char** argv) {
                  "installed under libsrtp after its own test vectors pass) or libsrtp (the crypto "
                  "libsrtp was built with: NSS on Debian, several times slower per packet)")
       ->check(CLI::IsMember({"openssl", "libsrtp"}));
+  app.set_version_flag("--version", "predrop-server " PREDROP_VERSION);
   CLI11_PARSE(app, argc, argv);
   net::set_srtp_crypto(net::parse_srtp_crypto(srtp_crypto).value_or(net::SrtpCrypto::OpenSsl));
 
