@@ -26,7 +26,7 @@ TEST(Config, ExampleStreamConfigLoads) {
   EXPECT_EQ(c.server.metrics_listen, (Endpoint{"127.0.0.1", 9464}));
   EXPECT_EQ(c.blocks.duration_ms, 1000u);
   EXPECT_FALSE(c.blocks.bytes);
-  EXPECT_EQ(c.control.policy, "basic");
+  EXPECT_EQ(c.control.policy, "capacity") << "the shipped default is the best policy (issue 25)";
   EXPECT_EQ(c.control.t1, (ThresholdSetting{0.5, false}));
   EXPECT_EQ(c.control.t2, (ThresholdSetting{0.05, true}));
   EXPECT_EQ(c.discard.policy, core::DiscardPolicy::kPriority);
