@@ -244,31 +244,30 @@ std::optional<Problem> check_config(const ServerConfig& c) {
   {
     const AdaptiveTuning& a = k.adaptive;
     if (a.clean_loss > a.loss_threshold) {
-      first(Problem{"control.adaptive.clean_loss",
-                    "must be <= control.adaptive.loss_threshold (" + format_number(a.clean_loss) +
-                        " > " + format_number(a.loss_threshold) + ")"});
+      first(Problem{"control.adaptive.clean_loss", "must be <= control.adaptive.loss_threshold (" +
+                                                       format_number(a.clean_loss) + " > " +
+                                                       format_number(a.loss_threshold) + ")"});
     }
     if (a.queue_low_ms > a.queue_high_ms) {
-      first(Problem{"control.adaptive.queue_low_ms",
-                    "must be <= control.adaptive.queue_high_ms (" + format_number(a.queue_low_ms) +
-                        " > " + format_number(a.queue_high_ms) + ")"});
+      first(Problem{"control.adaptive.queue_low_ms", "must be <= control.adaptive.queue_high_ms (" +
+                                                         format_number(a.queue_low_ms) + " > " +
+                                                         format_number(a.queue_high_ms) + ")"});
     }
     if (a.creep_queue_ms > a.queue_low_ms) {
       first(Problem{"control.adaptive.creep_queue_ms",
-                    "must be <= control.adaptive.queue_low_ms (" +
-                        format_number(a.creep_queue_ms) + " > " + format_number(a.queue_low_ms) +
-                        ")"});
+                    "must be <= control.adaptive.queue_low_ms (" + format_number(a.creep_queue_ms) +
+                        " > " + format_number(a.queue_low_ms) + ")"});
     }
     if (a.hold_stages > a.max_hold_stages) {
-      first(Problem{"control.adaptive.hold_stages",
-                    "must be <= control.adaptive.max_hold_stages (" +
-                        std::to_string(a.hold_stages) + " > " +
-                        std::to_string(a.max_hold_stages) + ")"});
+      first(
+          Problem{"control.adaptive.hold_stages", "must be <= control.adaptive.max_hold_stages (" +
+                                                      std::to_string(a.hold_stages) + " > " +
+                                                      std::to_string(a.max_hold_stages) + ")"});
     }
     if (k.policy == "adaptive" && a.pulse_rate > k.rmax) {
-      first(Problem{"control.adaptive.pulse_rate",
-                    "must be <= control.rmax (" + format_number(a.pulse_rate) + " > " +
-                        format_number(k.rmax) + ")"});
+      first(Problem{"control.adaptive.pulse_rate", "must be <= control.rmax (" +
+                                                       format_number(a.pulse_rate) + " > " +
+                                                       format_number(k.rmax) + ")"});
     }
   }
   threshold("control.t1", k.t1);
@@ -656,9 +655,8 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
            return;
          }
          // Sent in an HTTP header: printable ASCII without spaces, and long enough to matter.
-         const bool printable = std::all_of(s->begin(), s->end(), [](char ch) {
-           return ch > 0x20 && ch < 0x7f;
-         });
+         const bool printable =
+             std::all_of(s->begin(), s->end(), [](char ch) { return ch > 0x20 && ch < 0x7f; });
          if (!s->empty() && (!printable || s->size() < 16 || s->size() > 256)) {
            r.fail(n.source(), "server.api_token",
                   "must be empty (read-only API) or 16..256 printable characters without spaces");
@@ -806,10 +804,9 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
          }
          AdaptiveTuning& a = c.control.adaptive;
          const std::vector<Key> keys = {
-             {"loss_threshold", number_key(a.loss_threshold, "control.adaptive.loss_threshold",
-                                           0.0, 1.0, "")},
-             {"clean_loss",
-              number_key(a.clean_loss, "control.adaptive.clean_loss", 0.0, 1.0, "")},
+             {"loss_threshold",
+              number_key(a.loss_threshold, "control.adaptive.loss_threshold", 0.0, 1.0, "")},
+             {"clean_loss", number_key(a.clean_loss, "control.adaptive.clean_loss", 0.0, 1.0, "")},
              {"margin", number_key(a.margin, "control.adaptive.margin", 0.01, 1.0, "")},
              {"drain_margin",
               number_key(a.drain_margin, "control.adaptive.drain_margin", 0.01, 1.0, "")},
@@ -817,8 +814,8 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
               number_key(a.queue_high_ms, "control.adaptive.queue_high_ms", 0.0, 10000.0, " ms")},
              {"queue_low_ms",
               number_key(a.queue_low_ms, "control.adaptive.queue_low_ms", 0.0, 10000.0, " ms")},
-             {"stretch_min_ms", number_key(a.stretch_min_ms, "control.adaptive.stretch_min_ms",
-                                           0.0, 10000.0, " ms")},
+             {"stretch_min_ms",
+              number_key(a.stretch_min_ms, "control.adaptive.stretch_min_ms", 0.0, 10000.0, " ms")},
              {"base_window",
               [&](const toml::node& v) { r.unsigned_into(v, a.base_window, 1, 1024); }},
              {"hold_stages",
@@ -827,10 +824,10 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
               [&](const toml::node& v) { r.unsigned_into(v, a.max_hold_stages, 1, 1024); }},
              {"pulse_rate", rate_key(a.pulse_rate)},
              {"creep_step", rate_key(a.creep_step)},
-             {"creep_queue_ms", number_key(a.creep_queue_ms, "control.adaptive.creep_queue_ms",
-                                           0.0, 10000.0, " ms")},
-             {"quality_floor", number_key(a.quality_floor, "control.adaptive.quality_floor",
-                                          -1e9, 1e9, "")},
+             {"creep_queue_ms",
+              number_key(a.creep_queue_ms, "control.adaptive.creep_queue_ms", 0.0, 10000.0, " ms")},
+             {"quality_floor",
+              number_key(a.quality_floor, "control.adaptive.quality_floor", -1e9, 1e9, "")},
          };
          r.section(*t, "control.adaptive", keys);
        }},

@@ -1,10 +1,10 @@
 #include "predrop/server/control_api.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <ctime>
-#include <algorithm>
-#include <cctype>
 #include <nlohmann/json.hpp>
 
 namespace predrop::server {
@@ -102,9 +102,8 @@ json session_json(const SessionMetrics& m, std::uint32_t worker, const ControlBa
   const bool reported = m.stats.reports > 0;
   j["last_reception_period_ms"] =
       reported ? json(m.stats.last_reception_period_us / 1000.0) : json();
-  j["last_performance"] = reported && m.last_block && m.last_block->reported
-                              ? json(m.stats.last_performance)
-                              : json();
+  j["last_performance"] =
+      reported && m.last_block && m.last_block->reported ? json(m.stats.last_performance) : json();
   if (m.last_block && m.last_block->reported) {
     j["loss"] = m.last_block->network_loss;
     j["queue_ms"] = number_or_null(m.last_block->queue_delay_us / 1000.0);
@@ -149,8 +148,10 @@ std::optional<HttpReply> refuse_unless_authorized(const HttpRequest& q, const Co
     return r;
   }
   auth.remove_prefix(kBearer.size());
-  while (!auth.empty() && auth.front() == ' ') auth.remove_prefix(1);
-  while (!auth.empty() && (auth.back() == ' ' || auth.back() == '\t')) auth.remove_suffix(1);
+  while (!auth.empty() && auth.front() == ' ')
+    auth.remove_prefix(1);
+  while (!auth.empty() && (auth.back() == ' ' || auth.back() == '\t'))
+    auth.remove_suffix(1);
   if (!token_matches(auth, b.token)) return error_reply(401, "wrong token");
   return std::nullopt;
 }
@@ -162,7 +163,8 @@ HttpReply list_streams(const ControlBackend& b) {
     std::size_t live = 0;
     if (snaps) {
       for (const ServerSnapshot& w : *snaps) {
-        for (const SessionMetrics& m : w.session_rows) live += m.stream == s.name ? 1 : 0;
+        for (const SessionMetrics& m : w.session_rows)
+          live += m.stream == s.name ? 1 : 0;
       }
     }
     streams.push_back(json{{"name", s.name}, {"path", s.path}, {"sessions", live}});
@@ -190,10 +192,10 @@ HttpReply session_history(const ControlBackend& b, std::uint64_t n) {
   const auto h = b.history(n);
   if (!h) return error_reply(404, "no session " + std::to_string(n));
   json blocks = json::array();
-  for (const BlockRecord& r : *h) blocks.push_back(block_json(r));
-  return json_reply(200, json{{"number", n},
-                              {"capacity", BlockHistory::kCapacity},
-                              {"blocks", blocks}});
+  for (const BlockRecord& r : *h)
+    blocks.push_back(block_json(r));
+  return json_reply(200,
+                    json{{"number", n}, {"capacity", BlockHistory::kCapacity}, {"blocks", blocks}});
 }
 
 HttpReply route(const HttpRequest& q, const ControlBackend& b) {
@@ -201,7 +203,8 @@ HttpReply route(const HttpRequest& q, const ControlBackend& b) {
   if (const std::size_t query = path.find('?'); query != std::string_view::npos) {
     path = path.substr(0, query);
   }
-  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  while (path.size() > 1 && path.back() == '/')
+    path.remove_suffix(1);
   const bool get = q.method == "GET" || q.method == "HEAD";
   if (path == "/api/v1/streams") return get ? list_streams(b) : not_allowed("GET, HEAD");
   if (path == "/api/v1/sessions") return get ? list_sessions(b, {}) : not_allowed("GET, HEAD");

@@ -110,13 +110,15 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
       core::log(core::LogLevel::kInfo, "server", "metrics at http://%s/metrics",
                 metrics->address().to_string().c_str());
       // The JSON control API on the same listener (docs/control-api.md).
-      for (const auto& s : config.server.streams) control.streams.push_back({s.name, s.path});
+      for (const auto& s : config.server.streams)
+        control.streams.push_back({s.name, s.path});
       control.snapshots = [&srv] { return srv.snapshots(); };
       control.history = [&srv](std::uint64_t n) { return srv.session_history(n); };
       control.end_session = [&srv](std::uint64_t n) {
         const bool ended = srv.end_session(n);
-        if (ended) core::log(core::LogLevel::kInfo, "server", "session %llu ended by the API",
-                             static_cast<unsigned long long>(n));
+        if (ended)
+          core::log(core::LogLevel::kInfo, "server", "session %llu ended by the API",
+                    static_cast<unsigned long long>(n));
         return ended;
       };
       control.wall_now_us = [] {

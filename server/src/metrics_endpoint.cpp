@@ -18,19 +18,32 @@ bool is_token_char(char ch) {
 
 std::string_view reason_phrase(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 422: return "Unprocessable Content";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Status";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 422:
+      return "Unprocessable Content";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Status";
   }
 }
 
@@ -60,8 +73,10 @@ std::string_view header_value(std::string_view head, std::string_view name) {
     const std::size_t colon = line.find(':');
     if (colon != std::string_view::npos && iequals(line.substr(0, colon), name)) {
       std::string_view v = line.substr(colon + 1);
-      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-      while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+      while (!v.empty() && (v.front() == ' ' || v.front() == '\t'))
+        v.remove_prefix(1);
+      while (!v.empty() && (v.back() == ' ' || v.back() == '\t'))
+        v.remove_suffix(1);
       return v;
     }
     pos = end;
@@ -236,11 +251,10 @@ void MetricsEndpoint::on_data(std::uint64_t id, std::span<const std::uint8_t> da
       answer(c, status_reply(500, "Internal Server Error"));
       return;
     }
-    std::string reply = "HTTP/1.0 " + std::to_string(r.status) + " " +
-                        std::string(reason_phrase(r.status)) +
-                        "\r\nContent-Type: " + r.content_type +
-                        "\r\nContent-Length: " + std::to_string(r.body.size()) +
-                        "\r\nCache-Control: no-store\r\n";
+    std::string reply =
+        "HTTP/1.0 " + std::to_string(r.status) + " " + std::string(reason_phrase(r.status)) +
+        "\r\nContent-Type: " + r.content_type +
+        "\r\nContent-Length: " + std::to_string(r.body.size()) + "\r\nCache-Control: no-store\r\n";
     if (!r.allow.empty()) reply += "Allow: " + r.allow + "\r\n";
     if (r.status == 401) reply += "WWW-Authenticate: Bearer\r\n";
     reply += "Connection: close\r\n\r\n";

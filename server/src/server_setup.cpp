@@ -126,8 +126,7 @@ std::string restart_only_changes(const config::ServerConfig& a, const config::Se
   note(x.rtsp_listen != y.rtsp_listen, "server.rtsp_listen");
   note(x.streams != y.streams, "server.streams");
   note(x.max_sessions != y.max_sessions, "server.max_sessions");
-  note(x.max_sessions_per_address != y.max_sessions_per_address,
-       "server.max_sessions_per_address");
+  note(x.max_sessions_per_address != y.max_sessions_per_address, "server.max_sessions_per_address");
   note(x.max_rtsp_connections != y.max_rtsp_connections, "server.max_rtsp_connections");
   note(x.session_timeout_s != y.session_timeout_s, "server.session_timeout_s");
   note(x.rtsp_idle_timeout_s != y.rtsp_idle_timeout_s, "server.rtsp_idle_timeout_s");

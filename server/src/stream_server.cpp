@@ -504,8 +504,7 @@ std::vector<SessionView> StreamServer::session_views() const {
   return out;
 }
 
-std::optional<std::vector<BlockRecord>> StreamServer::session_history(
-    std::uint64_t number) const {
+std::optional<std::vector<BlockRecord>> StreamServer::session_history(std::uint64_t number) const {
   for (const auto& [id, e] : impl_->sessions_.all()) {
     if (e->number == number) return e->history.records();
   }

@@ -236,8 +236,7 @@ std::size_t StreamWorkers::worker_of(std::uint64_t number) const {
   return number == 0 ? 0 : static_cast<std::size_t>((number - 1) % workers_.size());
 }
 
-std::optional<std::vector<BlockRecord>> StreamWorkers::session_history(
-    std::uint64_t number) const {
+std::optional<std::vector<BlockRecord>> StreamWorkers::session_history(std::uint64_t number) const {
   std::optional<std::vector<BlockRecord>> out;
   if (number == 0) return out;
   (void)run_on(worker_of(number), [&](StreamServer& s) { out = s.session_history(number); });

@@ -100,8 +100,7 @@ TEST(ApiTokenConfig, EmptyOrAPrintableSecret) {
   ASSERT_TRUE(none.ok()) << none.error().message;
   EXPECT_TRUE(none->server.api_token.empty()) << "read-only by default";
   expect_error(stream_with("", "api_token = \"short\"\n"), {"server.api_token", "16..256"});
-  expect_error(stream_with("", "api_token = \"has a space in it 0123\"\n"),
-               {"server.api_token"});
+  expect_error(stream_with("", "api_token = \"has a space in it 0123\"\n"), {"server.api_token"});
   expect_error(stream_with("", "api_token = 12345678901234567\n"), {"server.api_token"});
 }
 

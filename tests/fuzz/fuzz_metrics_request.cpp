@@ -127,9 +127,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       return std::vector<server::BlockRecord>(3);
     };
     backend.end_session = [](std::uint64_t n) { return n == 1; };
-    endpoint.set_control([&backend](const server::HttpRequest& q) {
-      return server::handle_control(q, backend);
-    });
+    endpoint.set_control(
+        [&backend](const server::HttpRequest& q) { return server::handle_control(q, backend); });
     std::vector<std::uint64_t> ids;
     for (std::size_t i = 0; i < connections; ++i) {
       const std::uint64_t id = endpoint.attach_connection();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "predrop/client/measuring_client.hpp"
+#include "predrop/net/clock.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/server/control_api.hpp"
 #include "predrop/server/metrics_endpoint.hpp"
@@ -253,6 +254,7 @@ class ControlApiLive : public ::testing::Test {
 
   net::SrtpLibraryGuard srtp_;
   net::EventLoop loop_;
+  const net::MonotonicClock real_clock_;  // the worker threads run on the real clock
   std::unique_ptr<net::Timer> spin_;
 };
 
@@ -278,12 +280,12 @@ TEST_F(ControlApiLive, ListsAPlayingSessionShowsItsHistoryAndEndsIt) {
   std::size_t blocks = 0;
   std::optional<core::Status> ended;
   client::MeasuringClient c(
-      loop_, co, [&](const client::BlockResult&) { ++blocks; },
+      loop_, real_clock_, co, [&](const client::BlockResult&) { ++blocks; },
       [&](const core::Status& st, const client::ClientSummary&) { ended = st; });
   c.start();
   // Two blocks reported: the session has an L and a P.
-  ASSERT_TRUE(test::pump_until(loop_, [&] { return blocks >= 2 || ended.has_value(); },
-                               5'000'000));
+  ASSERT_TRUE(test::pump_until(
+      loop_, [&] { return blocks >= 2 || ended.has_value(); }, 5'000'000));
   ASSERT_FALSE(ended.has_value()) << "the client ended early";
 
   const std::string listed = http(api, "GET /api/v1/sessions HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -303,8 +305,8 @@ TEST_F(ControlApiLive, ListsAPlayingSessionShowsItsHistoryAndEndsIt) {
   EXPECT_GT(s["bytes_sent"].get<std::uint64_t>(), 10'000u);
   EXPECT_FALSE(s["since"].is_null() && s["since_s"].is_null());
 
-  const std::string hist = http(api, "GET /api/v1/sessions/" + std::to_string(number) +
-                                         "/history HTTP/1.0\r\n\r\n");
+  const std::string hist =
+      http(api, "GET /api/v1/sessions/" + std::to_string(number) + "/history HTTP/1.0\r\n\r\n");
   ASSERT_EQ(status_of(hist), 200) << hist;
   const json rows = json_of(hist)["blocks"];
   ASSERT_GE(rows.size(), 2u) << hist;
@@ -318,17 +320,17 @@ TEST_F(ControlApiLive, ListsAPlayingSessionShowsItsHistoryAndEndsIt) {
   EXPECT_EQ(status_of(http(api, "GET /api/v1/sessions/abc HTTP/1.1\r\n\r\n")), 404);
   EXPECT_EQ(status_of(http(api, "GET /api/v1/" + std::string(9000, 'a') + " HTTP/1.1\r\n\r\n")),
             431);
-  EXPECT_EQ(status_of(http(api, "DELETE /api/v1/sessions/" + std::to_string(number) +
-                                    " HTTP/1.1\r\n\r\n")),
+  EXPECT_EQ(status_of(http(
+                api, "DELETE /api/v1/sessions/" + std::to_string(number) + " HTTP/1.1\r\n\r\n")),
             401);
   EXPECT_EQ(status_of(http(api, "DELETE /api/v1/sessions/" + std::to_string(number) +
                                     " HTTP/1.1\r\nAuthorization: Bearer nope\r\n\r\n")),
             401);
   EXPECT_EQ(status_of(http(api, "GET /metrics HTTP/1.0\r\n\r\n")), 200) << "metrics still there";
 
-  const std::string del = http(api, "DELETE /api/v1/sessions/" + std::to_string(number) +
-                                        " HTTP/1.1\r\nAuthorization: Bearer " + kToken +
-                                        "\r\n\r\n");
+  const std::string del =
+      http(api, "DELETE /api/v1/sessions/" + std::to_string(number) +
+                    " HTTP/1.1\r\nAuthorization: Bearer " + kToken + "\r\n\r\n");
   ASSERT_EQ(status_of(del), 200) << del;
   const json after = json_of(http(api, "GET /api/v1/sessions HTTP/1.0\r\n\r\n"));
   EXPECT_TRUE(after["sessions"].empty()) << after.dump();
@@ -336,12 +338,14 @@ TEST_F(ControlApiLive, ListsAPlayingSessionShowsItsHistoryAndEndsIt) {
                                     "/history HTTP/1.0\r\n\r\n")),
             404);
   // The client heard the BYE and ends.
-  EXPECT_TRUE(test::pump_until(loop_, [&] { return ended.has_value(); }, 5'000'000));
+  EXPECT_TRUE(test::pump_until(
+      loop_, [&] { return ended.has_value(); }, 5'000'000));
   c.stop();
   EXPECT_EQ(endpoint.callback_guard().count(server::CallbackKind::kMetrics), 0u);
   const auto snaps = srv.snapshots();
   std::uint64_t by_api = 0;
-  for (const auto& w : snaps) by_api += w.stats.sessions_ended_by_api;
+  for (const auto& w : snaps)
+    by_api += w.stats.sessions_ended_by_api;
   EXPECT_EQ(by_api, 1u);
   srv.stop();
 }

@@ -285,15 +285,15 @@ TEST(ServerSignals, ReloadKeepsPlayingSessionsAndControlsTheNextOnes) {
   test::PosixRtspPeer p(loop, net::SocketAddress::loopback_v4(port));
   std::uint32_t cseq = 1;
   auto start_session = [&](int i) {
-    auto setup = p.request(request_text(
-        "SETUP", url + "/trackID=0", cseq++,
-        "Transport: RTP/SAVP;unicast;client_port=" +
-            std::to_string(socks[2 * i]->local_address().port()) + "-" +
-            std::to_string(socks[2 * i + 1]->local_address().port()) +
-            "\r\nX-Predrop-Feedback: 1\r\n"));
+    auto setup =
+        p.request(request_text("SETUP", url + "/trackID=0", cseq++,
+                               "Transport: RTP/SAVP;unicast;client_port=" +
+                                   std::to_string(socks[2 * i]->local_address().port()) + "-" +
+                                   std::to_string(socks[2 * i + 1]->local_address().port()) +
+                                   "\r\nX-Predrop-Feedback: 1\r\n"));
     ASSERT_TRUE(setup && setup->status == 200);
-    auto play = p.request(
-        request_text("PLAY", url, cseq++, "Session: " + session_of(*setup) + "\r\n"));
+    auto play =
+        p.request(request_text("PLAY", url, cseq++, "Session: " + session_of(*setup) + "\r\n"));
     ASSERT_TRUE(play && play->status == 200);
     ASSERT_TRUE(test::pump_until(loop, [&] { return rtp_packets[i] > 0; })) << "no media";
   };

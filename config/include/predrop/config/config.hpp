@@ -79,7 +79,7 @@ struct ServerSettings {
   std::string trace_csv;                   ///< Per-stage CSV trace path; empty = off.
   /// Bearer token of the control API's changing requests (DELETE, POST); empty = read-only.
   std::string api_token;
-  std::string log_level = "info";          ///< trace, debug, info, warn, error, critical, off.
+  std::string log_level = "info";  ///< trace, debug, info, warn, error, critical, off.
   /// Media queue per RTSP-over-TCP connection in bytes; 0 refuses TCP transport (461).
   std::uint32_t interleaved_queue_bytes = 256U * 1024U;
   /// Streaming worker loops (threads); 0 = "auto", one per core (hardware_concurrency).
@@ -108,13 +108,13 @@ struct ThresholdSetting {
 /// [control.adaptive]: the tuning of policy "adaptive" (core::AdaptiveParams; its rmax, rp1 and
 /// rp2 are [control]'s). Defaults are the core's.
 struct AdaptiveTuning {
-  double loss_threshold = 0.02;  ///< Network loss above this is congestion.
-  double clean_loss = 0.0;       ///< Network loss at or below this is a clean stage.
-  double margin = 0.93;          ///< Aim this fraction of the measured capacity.
-  double drain_margin = 0.90;    ///< ... while a queue stands, to drain it.
-  double queue_high_ms = 30.0;   ///< Queueing delay that means a queue is building.
-  double queue_low_ms = 10.0;    ///< Queueing delay at or below which a stage is clean.
-  double stretch_min_ms = 3.0;   ///< Smallest L stretch that counts (besides control.t2).
+  double loss_threshold = 0.02;       ///< Network loss above this is congestion.
+  double clean_loss = 0.0;            ///< Network loss at or below this is a clean stage.
+  double margin = 0.93;               ///< Aim this fraction of the measured capacity.
+  double drain_margin = 0.90;         ///< ... while a queue stands, to drain it.
+  double queue_high_ms = 30.0;        ///< Queueing delay that means a queue is building.
+  double queue_low_ms = 10.0;         ///< Queueing delay at or below which a stage is clean.
+  double stretch_min_ms = 3.0;        ///< Smallest L stretch that counts (besides control.t2).
   std::uint32_t base_window = 30;     ///< Stages over which the base L is the minimum.
   std::uint32_t hold_stages = 3;      ///< Clean stages before a capacity pulse.
   std::uint32_t max_hold_stages = 5;  ///< Cap of the hold (x2 after each failed pulse).
@@ -150,7 +150,7 @@ struct ControlConfig {
   double probe_step_ms = 15.0;   ///< First probe, ms of capacity; target + step <= 100 ms.
   double probe_max_ms = 1000.0;  ///< Largest probe (doubling), [probe_step_ms, 10000] ms.
   double quality_floor = -std::numeric_limits<double>::infinity();  ///< P below it: probe.
-  AdaptiveTuning adaptive;  ///< [control.adaptive]
+  AdaptiveTuning adaptive;                                          ///< [control.adaptive]
 };
 
 /// [discard]: which packets a stage drops.

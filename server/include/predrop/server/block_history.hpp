@@ -22,7 +22,7 @@ struct BlockRecord {
   std::uint32_t packets = 0;
   std::uint32_t discarded = 0;
   std::uint32_t sent = 0;
-  bool reported = false;  ///< False: the report never came.
+  bool reported = false;             ///< False: the report never came.
   double reception_period_us = 0.0;  ///< L.
   double performance = 0.0;          ///< P (PSNR dB for the measuring client).
   std::uint32_t packets_received = 0;

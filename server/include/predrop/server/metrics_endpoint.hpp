@@ -47,9 +47,9 @@ bool is_control_target(std::string_view target);
 
 /// What the endpoint makes of a complete request head (parse_metrics_request()).
 struct MetricsRequest {
-  int status = 200;        ///< 200: serve it (metrics or API); else the error to answer.
-  bool head_only = false;  ///< HEAD: the headers without the body.
-  std::string_view method;         ///< Views into the head given.
+  int status = 200;         ///< 200: serve it (metrics or API); else the error to answer.
+  bool head_only = false;   ///< HEAD: the headers without the body.
+  std::string_view method;  ///< Views into the head given.
   std::string_view target;
   std::string_view authorization;  ///< The Authorization header's value (trimmed), or empty.
 };

@@ -33,8 +33,8 @@ struct SessionMetrics {
   std::string client;     ///< The client's IP (push: destination).
   std::string transport;  ///< "udp", "tcp" or "push".
   bool playing = false;
-  std::uint64_t bytes_sent = 0;  ///< Link bytes (StreamSession::bytes_sent()).
-  std::uint64_t age_us = 0;  ///< Time since it was set up.
+  std::uint64_t bytes_sent = 0;           ///< Link bytes (StreamSession::bytes_sent()).
+  std::uint64_t age_us = 0;               ///< Time since it was set up.
   std::optional<BlockRecord> last_block;  ///< Its newest block record, if any yet.
 };
 

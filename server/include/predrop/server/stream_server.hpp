@@ -44,9 +44,9 @@ namespace predrop::server {
 /// valid on the server's loop thread until the next event.
 struct SessionView {
   const StreamSession* session = nullptr;
-  std::string stream;     ///< The stream's name.
-  std::string client;     ///< The client's IP (a push session: its destination address).
-  std::string transport;  ///< "udp", "tcp" (interleaved) or "push".
+  std::string stream;          ///< The stream's name.
+  std::string client;          ///< The client's IP (a push session: its destination address).
+  std::string transport;       ///< "udp", "tcp" (interleaved) or "push".
   std::uint64_t setup_us = 0;  ///< When it was set up, on the server's clock.
   const BlockHistory* history = nullptr;
 };
