@@ -27,6 +27,7 @@ layers=(
   "server      predrop/server/     core wire net chain config rtsp media ddl"
   "client      predrop/client/     core wire net chain rtsp media"
   "load        predrop/load/       core wire net chain rtsp media client"
+  "sim         predrop/sim/        core"
 )
 # CMake target of a folder: predrop::<folder with / as _>.
 target_of() { echo "predrop::${1//\//_}"; }

@@ -13,7 +13,7 @@ if [[ ! -f "$build/compile_commands.json" ]]; then
   echo "tidy: $build/compile_commands.json missing: configure the build first" >&2
   exit 1
 fi
-modules='core|wire|net|chain|config|rtsp|media|ddl|server|client|load'
+modules='core|wire|net|chain|config|rtsp|media|ddl|server|client|load|sim'
 log="$build/clang-tidy.log"
 files=$(git ls-files '*.cpp' | grep -E "^($modules)/" | sed "s#^#$(pwd)/#")
 # shellcheck disable=SC2086

@@ -285,18 +285,17 @@ std::optional<Problem> check_config(const ServerConfig& c) {
     first(Problem{"control.queue_target_ms",
                   "must be in [0, 60] ms, got " + format_number(k.queue_target_ms)});
   }
-  if (!(std::isfinite(k.probe_step_ms) && k.probe_step_ms >= 0.0)) {
-    first(Problem{"control.probe_step_ms", "must be >= 0, got " + format_number(k.probe_step_ms)});
-  } else if (!p && k.queue_target_ms + k.probe_step_ms > 100.0) {
-    first(Problem{"control.probe_step_ms",
-                  "control.queue_target_ms + control.probe_step_ms must be <= 100 ms (the bed's "
-                  "queue; a first probe must not lose), got " +
-                      format_number(k.queue_target_ms + k.probe_step_ms)});
+  if (!(std::isfinite(k.increase_step) && k.increase_step > 0.0 && k.increase_step <= 1.0)) {
+    first(Problem{"control.increase_step",
+                  "must be in (0, 1], got " + format_number(k.increase_step)});
   }
-  if (!(std::isfinite(k.probe_max_ms) && k.probe_max_ms >= k.probe_step_ms &&
-        k.probe_max_ms <= 10000.0)) {
-    first(Problem{"control.probe_max_ms", "must be in [control.probe_step_ms, 10000] ms, got " +
-                                              format_number(k.probe_max_ms)});
+  if (!(std::isfinite(k.probe_gain) && k.probe_gain > 1.0 && k.probe_gain <= 4.0)) {
+    first(Problem{"control.probe_gain", "must be in (1, 4], got " + format_number(k.probe_gain)});
+  }
+  if (!(std::isfinite(k.pacing_gain) &&
+        (k.pacing_gain == 0.0 || (k.pacing_gain >= 1.0 && k.pacing_gain <= 10.0)))) {
+    first(Problem{"control.pacing_gain", "must be 0 (no pacing limit) or in [1, 10], got " +
+                                             format_number(k.pacing_gain)});
   }
   if (std::isnan(k.quality_floor)) {
     first(Problem{"control.quality_floor", "must be a number"});
@@ -851,10 +850,22 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
       {"margin", number_key(c.control.margin, "control.margin", 0.01, 1.0, "")},
       {"queue_target_ms",
        number_key(c.control.queue_target_ms, "control.queue_target_ms", 0.0, 60.0, " ms")},
+      {"increase_step", number_key(c.control.increase_step, "control.increase_step", 0.0, 1.0, "")},
+      {"probe_gain", number_key(c.control.probe_gain, "control.probe_gain", 1.0, 4.0, "")},
+      {"pacing_gain", number_key(c.control.pacing_gain, "control.pacing_gain", 0.0, 10.0, "")},
+      // Removed with the capacity policy's redesign (issue 21): say so instead of "unknown key".
       {"probe_step_ms",
-       number_key(c.control.probe_step_ms, "control.probe_step_ms", 0.0, 100.0, " ms")},
+       [&](const toml::node& n) {
+         r.fail(n.source(), "control.probe_step_ms",
+                "was removed: the capacity policy now probes by control.increase_step and "
+                "control.probe_gain (configs/README.md)");
+       }},
       {"probe_max_ms",
-       number_key(c.control.probe_max_ms, "control.probe_max_ms", 0.0, 10000.0, " ms")},
+       [&](const toml::node& n) {
+         r.fail(n.source(), "control.probe_max_ms",
+                "was removed: the capacity policy now probes by control.increase_step and "
+                "control.probe_gain (configs/README.md)");
+       }},
       {"quality_floor",
        number_key(c.control.quality_floor, "control.quality_floor", -1e9, 1e9, "")},
   };
@@ -1207,8 +1218,9 @@ core::Result<core::PolicyConfig> make_policy_config(const ControlConfig& control
   // A larger target moves the clean and overuse thresholds with it.
   p.capacity.queue_low_us = std::fmax(p.capacity.queue_low_us, 1.5 * p.capacity.queue_ref_us);
   p.capacity.queue_high_us = std::fmax(p.capacity.queue_high_us, p.capacity.queue_low_us + 10'000);
-  p.capacity.probe_step_us = control.probe_step_ms * 1000.0;
-  p.capacity.probe_max_us = control.probe_max_ms * 1000.0;
+  p.capacity.increase_step = control.increase_step;
+  p.capacity.probe_gain = control.probe_gain;
+  p.capacity.pacing_gain = control.pacing_gain;
   p.capacity.quality_floor = control.quality_floor;
   // Validate by building one controller now, so a bad combination fails at start-up.
   auto probe = core::make_rate_controller(p);

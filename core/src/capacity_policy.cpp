@@ -7,6 +7,22 @@
 namespace predrop::core {
 
 namespace {
+// A dispersion rate this much above the one at the last overuse: the bottleneck grew.
+constexpr double kGrownDispersion = 1.2;
+// Dispersion readings count as steady (the session alone on the bottleneck) when at least this
+// many recent ones all lie within this fraction of the largest.
+constexpr unsigned kSteadyReadings = 2;
+constexpr double kSteadySpread = 0.85;
+// The zone above the rate of the last overuse that is probed slowly before it counts as passed.
+constexpr double kLimitZone = 1.25;
+// Clean blocks in a row after which the rate of the last overuse no longer holds the estimate
+// to additive steps (an AIMD cycle between overuses of sessions sharing a bottleneck is 3-4
+// blocks): from any state, a clean path brings the estimate up geometrically after this.
+constexpr unsigned kStaleLimitBlocks = 5;
+// Clean blocks in a row without a dispersion reading after which the old readings are dropped.
+constexpr unsigned kStaleDispersionBlocks = 3;
+// An estimate at this share of the bottleneck's measured rate is at it.
+constexpr double kAtBottleneck = 0.9;
 // Below this R a stage counts as sent whole (the planner's rounding leaves a few packets).
 constexpr double kWholeRate = 0.005;
 // The estimate after a clean block sent whole: this times its delivery rate.
@@ -23,8 +39,6 @@ constexpr double kBetaWeight = 0.5;
 // forwarding stall's, at 100+ Mbit/s; behind 2460 kbit/s shared by three sessions a 5 kB burst
 // crossed undispersed while the block's pairs dispersed at 2460 kbit/s).
 constexpr double kNoiseDispersion = 10.0;
-// Probes capped (a tenth of the queue) for this many rounds before they may double.
-constexpr unsigned kCappedProbes = 4;
 
 bool finite_in(double v, double lo, double hi) {
   return std::isfinite(v) && v >= lo && v <= hi;
@@ -65,18 +79,36 @@ Status validate(const CapacityParams& p) {
   if (!finite_in(p.clean_loss, 0.0, p.loss_threshold)) {
     return bad("clean_loss", p.clean_loss, "in [0, loss_threshold]");
   }
-  if (!(std::isfinite(p.probe_step_us) && p.probe_step_us >= 0.0)) {
-    return bad("probe_step_ms", p.probe_step_us / 1000.0, ">= 0");
+  if (!(std::isfinite(p.increase_step) && p.increase_step > 0.0 && p.increase_step <= 1.0)) {
+    return bad("increase_step", p.increase_step, "in (0, 1]");
   }
-  if (p.queue_ref_us + p.probe_step_us > p.queue_limit_us) {
-    return bad("probe_step_ms", p.probe_step_us / 1000.0,
-               "at most the queue limit minus queue_target_ms (a first probe into a full path "
-               "must not lose)");
+  if (!(std::isfinite(p.probe_gain) && p.probe_gain > 1.0 && p.probe_gain <= 4.0)) {
+    return bad("probe_gain", p.probe_gain, "in (1, 4]");
   }
-  if (!(std::isfinite(p.probe_max_us) && p.probe_max_us >= p.probe_step_us &&
-        p.probe_max_us <= 1e7)) {
-    return bad("probe_max_ms", p.probe_max_us / 1000.0, "in [probe_step_ms, 10000]");
+  if (p.compete_blocks < 1 || p.compete_blocks > 1000) {
+    return bad("compete_blocks", p.compete_blocks, "in [1, 1000]");
   }
+  if (!(std::isfinite(p.decrease_factor) && p.decrease_factor >= 0.5 && p.decrease_factor <= 1.0)) {
+    return bad("decrease_factor", p.decrease_factor, "in [0.5, 1]");
+  }
+  if (!finite_in(p.compete_loss_high, 0.0, 1.0)) {
+    return bad("compete_loss_high", p.compete_loss_high, "in [0, 1]");
+  }
+  if (!finite_in(p.compete_loss_low, 0.0, p.compete_loss_high)) {
+    return bad("compete_loss_low", p.compete_loss_low, "in [0, compete_loss_high]");
+  }
+  if (!(std::isfinite(p.compete_gain) && p.compete_gain >= 1.0 && p.compete_gain <= 2.0)) {
+    return bad("compete_gain", p.compete_gain, "in [1, 2]");
+  }
+  if (!(std::isfinite(p.pacing_gain) &&
+        (p.pacing_gain == 0.0 || (p.pacing_gain >= 1.0 && p.pacing_gain <= 10.0)))) {
+    return bad("pacing_gain", p.pacing_gain, "0 (off) or in [1, 10]");
+  }
+  if (!(std::isfinite(p.pacing_burst_bytes) && p.pacing_burst_bytes >= 0.0 &&
+        p.pacing_burst_bytes <= 1e6)) {
+    return bad("pacing_burst_bytes", p.pacing_burst_bytes, "in [0, 1e6]");
+  }
+  if (!finite_in(p.alone_share, 0.0, 1.0)) return bad("alone_share", p.alone_share, "in [0, 1]");
   if (!finite_in(p.busy_queue_us, 0.0, p.queue_low_us)) {
     return bad("busy_queue_us", p.busy_queue_us, "in [0, queue_low_us]");
   }
@@ -86,7 +118,6 @@ Status validate(const CapacityParams& p) {
   if (!(std::isfinite(p.proof_bytes) && p.proof_bytes > 0.0)) {
     return bad("proof_bytes", p.proof_bytes, "> 0");
   }
-  if (!finite_in(p.alone_share, 0.0, 1.0)) return bad("alone_share", p.alone_share, "in [0, 1]");
   if (!(std::isfinite(p.proof_factor) && p.proof_factor >= 1.0)) {
     return bad("proof_factor", p.proof_factor, ">= 1");
   }
@@ -114,6 +145,11 @@ double CapacityPolicy::clamp(double r) const {
   return std::clamp(r, 0.0, params_.rmax);
 }
 
+CapacityPolicy::Slot* CapacityPolicy::slot(std::uint32_t stage) {
+  Slot& s = ring_[stage % kRing];
+  return s.stage == stage ? &s : nullptr;
+}
+
 const CapacityPolicy::Slot* CapacityPolicy::slot(std::uint32_t stage) const {
   const Slot& s = ring_[stage % kRing];
   return s.stage == stage ? &s : nullptr;
@@ -127,20 +163,24 @@ bool CapacityPolicy::bytes_sent(std::uint32_t stage, double& bytes) const {
   return true;
 }
 
+double CapacityPolicy::queue_to_drain(double q) const {
+  // In compete mode the standing queue is another flow's: giving it back only cedes the link.
+  return mode_ == Mode::kCompete ? 0.0 : q - params_.queue_ref_us;
+}
+
 double CapacityPolicy::plan(double block_bytes, double duration_us) const {
   return plan(block_bytes, duration_us, 0, {});
 }
 
 double CapacityPolicy::plan(double block_bytes, double duration_us, std::uint32_t packets,
                             std::span<const std::uint64_t> removable) const {
-  if (!limited_ || capacity_ <= 0.0 || block_bytes <= 0.0 || duration_us <= 0.0) {
+  if (mode_ == Mode::kOpen || capacity_ <= 0.0 || block_bytes <= 0.0 || duration_us <= 0.0) {
     return clamp(params_.initial_rate);
   }
   // NADA-style: send what the estimate carries in the block's time (less the idle margin) and
-  // give back the queue the model expects above the reference when the block starts. A probe
-  // rides on top of the estimate.
-  const double x = params_.margin * capacity_ * duration_us -
-                   capacity_ * (predicted_queue_us_ - params_.queue_ref_us) + probe_bytes();
+  // give back the queue the model expects above the reference when the block starts.
+  const double x =
+      params_.margin * capacity_ * duration_us - capacity_ * queue_to_drain(predicted_queue_us_);
   return rate_keeping(x, block_bytes, packets, removable);
 }
 
@@ -164,15 +204,6 @@ double CapacityPolicy::rate_keeping(double keep, double bytes, std::uint32_t pac
   return clamp((1.0 - keep / bytes) / beta_);
 }
 
-double CapacityPolicy::probe_bytes() const {
-  // With the bottleneck's rate known (dispersion), a probe is probe_us_ of the part of it this
-  // session does not use: a session with a smaller share probes more, so that sessions that
-  // probe and are cut back in proportion (the received rate) drift toward equal shares (the
-  // restoring force that proportional cuts alone lack); else probe_us_ of the estimate.
-  if (dispersion_ <= 0.0) return probe_us_ * capacity_;
-  return probe_us_ * std::fmax(0.0, dispersion_ - capacity_);
-}
-
 double CapacityPolicy::queue_at_start(std::uint32_t stage) const {
   // The last reported end-of-stage queue, plus what the stages sent since then add at the
   // estimated capacity (their bytes are known exactly once the next one started).
@@ -190,23 +221,42 @@ double CapacityPolicy::queue_at_start(std::uint32_t stage) const {
 
 double CapacityPolicy::rate_for_next(const StageStart& next) {
   Slot& s = ring_[next.stage % kRing];
-  s = Slot{next.stage, static_cast<double>(next.block_bytes), next.block_duration_us,
-           next.bytes_before, 0.0};
+  s = Slot{next.stage,
+           static_cast<double>(next.block_bytes),
+           next.block_duration_us,
+           next.bytes_before,
+           0.0,
+           false};
   last_block_bytes_ = s.block_bytes;
   last_duration_us_ = s.duration_us;
+  if (s.duration_us > 0.0) {
+    const double r = s.block_bytes / s.duration_us;
+    stream_rate_ = stream_rate_ > 0.0 ? 0.9 * stream_rate_ + 0.1 * r : r;
+  }
   predicted_queue_us_ = queue_at_start(next.stage);
   rate_ = plan(s.block_bytes, s.duration_us, next.packets, next.removable);
   s.rate = rate_;
+  // What the block keeps at that R (its least sendable part may be above the estimate: key
+  // frames and audio are never discarded): the pacing must carry it within the block.
+  block_floor_rate_ = 0.0;
+  if (next.packets > 0 && next.removable.size() > 1 && s.duration_us > 0.0) {
+    const auto k = std::min<std::size_t>(
+        static_cast<std::size_t>(std::lround(rate_ * next.packets)), next.removable.size() - 1);
+    block_floor_rate_ =
+        (s.block_bytes - static_cast<double>(next.removable[k])) / (0.9 * s.duration_us);
+  }
+  s.drains = mode_ == Mode::kDelay && congested_;
+  s.estimate = capacity_;
   return rate_;
 }
 
 std::optional<double> CapacityPolicy::rate_for_rest(const StageProgress& p) {
-  const Slot* s = slot(p.stage);
+  Slot* s = slot(p.stage);
   if (s == nullptr || p.rest_bytes == 0 || p.duration_us <= 0.0 || p.elapsed_us >= p.duration_us) {
     return std::nullopt;
   }
   double r = clamp(params_.initial_rate);
-  if (limited_ && capacity_ > 0.0) {
+  if (mode_ != Mode::kOpen && capacity_ > 0.0) {
     // The same plan for what is left: the time left at the estimate (less the margin), less the
     // queue the model expects now (at the stage's start, plus its bytes so far at Ĉ, minus the
     // time gone). The report that triggers this usually is the previous stage's, whose end queue
@@ -215,8 +265,7 @@ std::optional<double> CapacityPolicy::rate_for_rest(const StageProgress& p) {
     const double q_now = std::clamp(
         queue_at_start(p.stage) + static_cast<double>(p.sent_bytes) / capacity_ - p.elapsed_us, 0.0,
         params_.queue_limit_us);
-    const double x = params_.margin * capacity_ * left -
-                     capacity_ * (q_now - params_.queue_ref_us) + probe_bytes();
+    const double x = params_.margin * capacity_ * left - capacity_ * queue_to_drain(q_now);
     r = rate_keeping(x, static_cast<double>(p.rest_bytes), p.rest_packets, p.removable);
   }
   // Only a change the model is sure of: after a report of congestion (a queue or loss to give
@@ -225,7 +274,14 @@ std::optional<double> CapacityPolicy::rate_for_rest(const StageProgress& p) {
   // around (measured on the bed: every block re-planned upward by 0.03-0.05, R 0.06 too high).
   const double step = congested_ ? kReplanStepCongested : kReplanStep;
   if (std::fabs(r - p.rate) < step) return std::nullopt;
+  if (mode_ == Mode::kDelay && congested_) s->drains = true;
   return r;
+}
+
+std::optional<PacingLimit> CapacityPolicy::pacing() const {
+  if (mode_ == Mode::kOpen || capacity_ <= 0.0 || params_.pacing_gain <= 0.0) return std::nullopt;
+  return PacingLimit{params_.pacing_gain * std::fmax(capacity_, block_floor_rate_),
+                     params_.pacing_burst_bytes};
 }
 
 void CapacityPolicy::raise_to(double estimate) {
@@ -234,205 +290,409 @@ void CapacityPolicy::raise_to(double estimate) {
   capacity_ = std::fmax(capacity_, estimate);
 }
 
-Decision CapacityPolicy::decide(const StageReport& report) {
-  missing_run_ = 0;
-  const Slot* s = slot(report.stage);
-  const bool hook = s != nullptr && s->block_bytes > 0.0 && s->duration_us > 0.0;
-  const double used = report.rate_used ? *report.rate_used : (s != nullptr ? s->rate : rate_);
-  double loss = report.network_loss();
-  if (report.packets_announced > 0 && report.packets_received == 0) loss = 1.0;
-  const double period = report.reception_period_us;
+struct CapacityPolicy::Reading {
+  const Slot* slot = nullptr;
+  bool hook = false;      ///< The sender told the block's size (rate_for_next).
+  bool has_path = false;  ///< PDFB v1.1 path measurements, with the hook.
+  double used = 0;        ///< R the block went with.
+  bool whole = false;     ///< Sent whole (R ~ 0): the estimate did not limit it.
+  double loss = 0;
+  double period = 0;
+  double block = 0;  ///< Its bytes (1 without the hook).
+  double t = 0;      ///< Its duration (the base period without the hook).
+  double sent = 0;
+  double delivered = 0;
+  double q = 0;           ///< Queue at its end.
+  double stand = 0;       ///< Queue that stood through it.
+  double prev_stand = 0;  ///< ... through the stage reported before.
+  double stand_growth = 0;
+  bool overuse = false;
+  bool clean = false;
+  bool busy = false;
+  bool busy_end = false;
+  double received = 0;
+  double fresh_dispersion = 0;
+  double proven = 0;
+};
+
+CapacityPolicy::Reading CapacityPolicy::read(const StageReport& report) {
+  Reading x;
+  x.slot = slot(report.stage);
+  const Slot* s = x.slot;
+  x.hook = s != nullptr && s->block_bytes > 0.0 && s->duration_us > 0.0;
+  x.used = report.rate_used ? *report.rate_used : (s != nullptr ? s->rate : rate_);
+  x.whole = x.used <= kWholeRate;
+  x.loss = report.network_loss();
+  if (report.packets_announced > 0 && report.packets_received == 0) x.loss = 1.0;
+  x.period = report.reception_period_us;
 
   // Without the sender's hook a block is one unit of bytes and T the base reception period.
-  const double block = hook ? s->block_bytes : 1.0;
-  const double t = hook ? s->duration_us : (base_period_us_ > 0.0 ? base_period_us_ : period);
-  double sent = 0.0;
-  const bool known = hook && bytes_sent(report.stage, sent);
+  x.block = x.hook ? s->block_bytes : 1.0;
+  x.t = x.hook ? s->duration_us : (base_period_us_ > 0.0 ? base_period_us_ : x.period);
+  const bool known = x.hook && bytes_sent(report.stage, x.sent);
   if (known) {
-    if (used >= kBetaMinRate && block > 0.0) {
-      const double sample = std::clamp((1.0 - sent / block) / used, kBetaMin, kBetaMax);
+    if (x.used >= kBetaMinRate && x.block > 0.0) {
+      const double sample = std::clamp((1.0 - x.sent / x.block) / x.used, kBetaMin, kBetaMax);
       beta_ = kBetaWeight * beta_ + (1.0 - kBetaWeight) * sample;
     }
   } else {
-    sent = block * std::fmax(0.0, 1.0 - beta_ * used);
+    x.sent = x.block * std::fmax(0.0, 1.0 - beta_ * x.used);
   }
 
   // Queueing delay at the stage's end: the receiver's reading, or (no timestamps) the stretch of
   // L over the base period. It is what the next stage starts on, and with its growth it turns
   // the delivered bytes into the received rate.
   const PathMeasurement* path = report.path ? &*report.path : nullptr;
-  double q = 0.0;
+  x.has_path = path != nullptr && x.hook;
   if (report.queue_delay_us) {
-    q = std::fmax(0.0, *report.queue_delay_us);
+    x.q = std::fmax(0.0, *report.queue_delay_us);
   } else if (base_period_us_ > 0.0) {
-    q = std::fmax(0.0, period - base_period_us_);
+    x.q = std::fmax(0.0, x.period - base_period_us_);
   }
-  const double growth = q - (has_report_ ? last_queue_us_ : 0.0);
+  const double growth = x.q - (has_report_ ? last_queue_us_ : 0.0);
   // The queue that stood through the whole stage (PDFB v1.1: the smallest per-packet delay),
   // for the congestion signals: with several sessions the end-of-stage reading often lands on
-  // another one's key frame (measured on the bed: one session of three read a growing queue at
-  // every block's end and its estimate fell to a third of its share), the standing queue does
-  // not. Without v1.1, the end-of-stage reading.
-  const double stand =
-      path != nullptr && hook && report.queue_delay_us ? std::fmax(0.0, path->queue_min_us) : q;
-  const double stand_growth = stand - (has_report_ ? last_stand_us_ : 0.0);
-  last_stand_us_ = stand;
+  // another one's key frame, the standing queue does not. Without v1.1, the end-of-stage reading.
+  x.stand = x.has_path && report.queue_delay_us ? std::fmax(0.0, path->queue_min_us) : x.q;
+  x.prev_stand = has_report_ ? last_stand_us_ : 0.0;
+  x.stand_growth = x.stand - x.prev_stand;
+  last_stand_us_ = x.stand;
   const bool follows = has_report_ && report.stage == last_report_stage_ + 1;
-  const bool overuse = loss > params_.loss_threshold || stand > params_.queue_high_us ||
-                       stand_growth > params_.queue_grow_us;
-  const bool clean = loss <= params_.clean_loss && stand <= params_.queue_low_us;
-  const bool busy = stand > params_.busy_queue_us;
+  // Overuse: loss, a queue that stood through the block or grew under it, or one the block
+  // ended on (built within the block: the standing queue does not show that yet).
+  // A queue the block ended on but that did not stand through it was built within the block:
+  // by this session if the block went faster than the one before (a probe), else by someone
+  // else's burst (a short TCP transfer's slow start), which counts only if it stays.
+  const Slot* prev = s != nullptr && report.stage > 0 ? slot(report.stage - 1) : nullptr;
+  const bool probed = s != nullptr && prev != nullptr && s->estimate > prev->estimate * 1.001;
+  const bool end_queue = x.q > params_.queue_high_us && (probed || last_end_high_ || !x.hook);
+  last_end_high_ = x.q > params_.queue_high_us;
+  x.overuse = x.loss > params_.loss_threshold || x.stand > params_.queue_high_us ||
+              x.stand_growth > params_.queue_grow_us || end_queue;
+  x.clean = x.loss <= params_.clean_loss && x.stand <= params_.queue_low_us &&
+            x.q <= params_.queue_low_us;
+  x.busy = x.stand > params_.busy_queue_us;
   // The bottleneck was still busy when the stage's last packets left it.
-  const bool busy_end = busy || q > params_.busy_queue_us;
-  if (!report.queue_delay_us && clean && period > 0.0 && !hook) {
-    base_period_us_ = base_period_us_ > 0.0 ? std::fmin(base_period_us_, period) : period;
+  x.busy_end = x.busy || x.q > params_.busy_queue_us;
+  if (!report.queue_delay_us && x.clean && x.period > 0.0 && !x.hook) {
+    base_period_us_ = base_period_us_ > 0.0 ? std::fmin(base_period_us_, x.period) : x.period;
   }
 
   // Delivered bytes: counted by the receiver (v1.1) in the sender's unit when the hook gave
   // link bytes, else what was sent less the loss.
-  const double delivered =
-      path != nullptr && hook ? static_cast<double>(path->bytes_received) : sent * (1.0 - loss);
+  x.delivered = x.has_path ? static_cast<double>(path->bytes_received) : x.sent * (1.0 - x.loss);
   // The bottleneck's rate by dispersion, and whether the stage's largest burst crossed at its
   // send rate (see the file comment).
-  double fresh_dispersion = 0.0;  // this report's, if any
-  if (path != nullptr && hook &&
-      static_cast<double>(path->dispersion_bytes) >= params_.min_dispersion_bytes &&
+  if (x.has_path && static_cast<double>(path->dispersion_bytes) >= params_.min_dispersion_bytes &&
       path->dispersion_us > 0) {
-    fresh_dispersion =
+    x.fresh_dispersion =
         static_cast<double>(path->dispersion_bytes) / static_cast<double>(path->dispersion_us);
-    dispersion_ = fresh_dispersion;
+    note_dispersion(x.fresh_dispersion);
   }
-  double proven = 0.0;
-  if (path != nullptr && hook && static_cast<double>(path->burst_bytes) >= params_.proof_bytes &&
+  if (x.has_path && static_cast<double>(path->burst_bytes) >= params_.proof_bytes &&
       path->queue_max_us <= params_.proof_queue_us &&
       static_cast<double>(path->burst_arrival_us) <=
           static_cast<double>(path->burst_send_us) + params_.burst_jitter_us) {
-    proven = static_cast<double>(path->burst_bytes) /
-             std::fmax(static_cast<double>(path->burst_send_us), params_.burst_jitter_us);
+    x.proven = static_cast<double>(path->burst_bytes) /
+               std::fmax(static_cast<double>(path->burst_send_us), params_.burst_jitter_us);
   }
 
   // The received rate: between the last packets of two consecutive stages the sender sent
   // exactly this stage's bytes over T and the queue changed by `growth`, so the bottleneck
   // carried them in T + growth (the two queue readings share the receiver's base). D / L would
   // be a few % high: L ends a frame interval before the block does.
-  double received = period > 0.0 ? delivered / period : 0.0;
-  if (follows && hook && t + growth > 0.5 * t) received = delivered / (t + growth);
-  if (dispersion_ > 0.0) received = std::fmin(received, dispersion_);
+  x.received = x.period > 0.0 ? x.delivered / x.period : 0.0;
+  if (follows && x.hook && x.t + growth > 0.5 * x.t) x.received = x.delivered / (x.t + growth);
+  if (dispersion_ > 0.0) x.received = std::fmin(x.received, dispersion_);
+  return x;
+}
 
-  std::string_view reason;
-  congested_ = overuse || busy;
-  if (overuse && (busy_end || stand_growth > params_.queue_grow_us)) {
-    // GCC: the estimate becomes the received rate (the session's share under tail drop, the
-    // bottleneck being busy to the block's end). Alone on it (the share is nearly all of the
-    // dispersion rate) the estimate is the dispersion rate itself; a clearly smaller share means
-    // other traffic (hysteresis: entered at alone_share, left below alone_share - 0.15).
-    limited_ = true;
-    if (received > 0.0) capacity_ = received;
-    if (dispersion_ > 0.0 && received > 0.0) {
-      if (received >= params_.alone_share * dispersion_) alone_ = true;
-      if (received < (params_.alone_share - 0.15) * dispersion_) alone_ = false;
-    }
-    if (alone_ && dispersion_ > 0.0) capacity_ = dispersion_;
-    probe_us_ = 0.0;
-    clean_probes_ = 0;
-    release_run_ = 0;
-    reason = loss > params_.loss_threshold ? "network loss: capacity = received rate"
-                                           : "queue building: capacity = received rate";
-  } else if (overuse) {
+std::string_view CapacityPolicy::on_overuse(const Reading& x) {
+  if (!congested_) {
+    // The first overuse of an episode: what the session sent before it (the whole stream
+    // while no bottleneck was known).
+    onset_capacity_ = mode_ == Mode::kOpen && x.t > 0.0 ? x.sent / x.t : capacity_;
+  }
+  if (!(x.busy_end || x.stand_growth > params_.queue_grow_us)) {
     // Loss in a block that ended with the queue empty: the bottleneck was not busy to the end,
     // so the received rate is only a lower bound (e.g. a block planned to drain the queue whose
     // key frame met the old one). GCC's loss controller instead: x (1 - loss / 2).
-    limited_ = true;
+    stuck_run_ = 0;
+    clean_run_ = 0;
+    if (mode_ == Mode::kOpen) {
+      // The onset: nothing is known but this block's share.
+      mode_ = Mode::kDelay;
+      capacity_ = x.received * (1.0 - 0.5 * x.loss);
+      limit_rate_ = x.received;
+      return "loss at the onset: capacity = received rate x (1 - loss / 2)";
+    }
     if (alone_ && dispersion_ > 0.0) {
       capacity_ = dispersion_;
     } else {
       if (dispersion_ > 0.0) capacity_ = std::fmin(capacity_, dispersion_);
-      if (capacity_ <= 0.0) capacity_ = received;
-      capacity_ *= 1.0 - 0.5 * loss;
+      if (capacity_ <= 0.0) capacity_ = x.received;
+      capacity_ *= 1.0 - 0.5 * x.loss;
     }
-    probe_us_ = 0.0;
-    clean_probes_ = 0;
+    return "loss, queue empty at the end: capacity x (1 - loss / 2)";
+  }
+  // A queue that still stands above queue_high in a block planned to give it back is not this
+  // session's: after compete_blocks such blocks another flow holds it (a loss-based one: TCP).
+  // Sessions that share a bottleneck drain it together within a block or two, so a queue of
+  // theirs shrinks from one drain block to the next; a loss-based flow refills it.
+  const bool stuck = mode_ == Mode::kDelay && x.slot != nullptr && x.slot->drains &&
+                     x.stand > params_.queue_high_us && x.stand > 0.8 * x.prev_stand;
+  stuck_run_ = stuck ? stuck_run_ + 1 : 0;
+  if (stuck_run_ >= params_.compete_blocks) {
+    mode_ = Mode::kCompete;
+    stuck_run_ = 0;
+    quiet_run_ = 0;
+    // The cuts that led here read the other flow's queue as this session's: undo them. Loss
+    // may take back at most half of it (TCP's own multiplicative decrease): a loss-based flow
+    // at a short round-trip time grabs every slot the queue frees, so the loss this session
+    // sees grows as its rate falls, and a rule that only cut on it would end at nothing.
+    capacity_ = std::max({capacity_, x.received, onset_capacity_});
+    compete_floor_ = 0.5 * capacity_;
+    return "queue stands while the plan drains it: another flow holds it (compete mode)";
+  }
+  // GCC: the estimate becomes the received rate (the session's share under tail drop, the
+  // bottleneck being busy to the block's end), times decrease_factor; alone on the bottleneck,
+  // its dispersion rate.
+  mode_ = Mode::kDelay;
+  clean_run_ = 0;
+  // decrease_factor below 1 leaves the bottleneck room after the cut (GCC's 0.85): the blocks
+  // after an overuse come back clean, and only clean blocks grow the estimate additively, by
+  // the same step for every session: without that room sessions cut in proportion keep the
+  // shares they had at the onset, however unequal.
+  // The rate the block went with is where the path said "too much" (BIC's W_max): clean
+  // blocks search back toward it, and beyond it only slowly.
+  limit_rate_ = capacity_ > 0.0 ? capacity_ : x.received;
+  limit_dispersion_ = dispersion_;
+  if (x.received > 0.0) capacity_ = params_.decrease_factor * x.received;
+  // Alone on it (the share is nearly all of the dispersion rate, which the block's leading
+  // packet pair measures whatever else crosses the bottleneck), the estimate is the dispersion
+  // rate itself; a clearly smaller share means other traffic (hysteresis: entered at
+  // alone_share, left below alone_share - 0.15).
+  if (dispersion_ > 0.0 && x.received > 0.0) {
+    if (x.received >= params_.alone_share * dispersion_ && dispersion_steady()) alone_ = true;
+    if (x.received < (params_.alone_share - 0.15) * dispersion_) alone_ = false;
+  }
+  if (alone_ && x.fresh_dispersion > 0.0 && x.fresh_dispersion < dispersion_) {
+    // Alone and over the path: the bottleneck may have slowed; its fresh reading is its rate.
+    recent_dispersion_.fill(0.0);
+    note_dispersion(x.fresh_dispersion);
+  }
+  if (alone_ && dispersion_ > 0.0) capacity_ = dispersion_;
+  return x.loss > params_.loss_threshold ? "network loss: capacity = received rate"
+                                         : "queue building: capacity = received rate";
+}
+
+std::string_view CapacityPolicy::on_clean(const Reading& x) {
+  stuck_run_ = 0;
+  forget_stale_dispersion(x);
+  // The bottleneck went idle before the block's end: capacity is at least what was delivered
+  // (BBR's max filter; paced stages are spread over T, so max(L, T) keeps it a lower bound).
+  const double span = std::fmax(x.period, x.t);
+  if (span > 0.0) raise_to(x.delivered / (params_.margin * span));
+  // A block sent whole went through with the bottleneck idle at its end: the stream's next
+  // blocks, up to 25 % larger (BBR's probing gain), will too, so they go whole as well.
+  if (span > 0.0 && x.whole) raise_to(kWholeGain * x.delivered / span);
+  undispersed_run_ = x.fresh_dispersion > 0.0 ? 0 : undispersed_run_ + 1;
+  if (dispersion_ > 0.0 && undispersed_run_ == 1 && (alone_ || dispersion_steady())) {
+    // The first clean block whose leading burst did not queue (see below): a reading may just
+    // have failed (a shaper's bucket as large as the burst after an idle end of the block
+    // before), so the estimate holds; a second in a row is the bottleneck.
+    return "clean, no burst queued once: estimate held";
+  }
+  if (dispersion_ > 0.0 && undispersed_run_ >= 2 && (alone_ || dispersion_steady())) {
+    // Every block's leading burst queued at the bottleneck and read its rate, until two clean
+    // blocks in a row where none did: the bottleneck's own bucket refills between the paced
+    // packets, it has grown past the pacing. The old reading says nothing any more; the
+    // estimate grows until a burst queues again (the readings stay: a new one above them
+    // replaces them as the largest, and until then they are what the bottleneck was). Below
+    // the bottleneck's last rate, the room is up to it; at it, the bottleneck has grown.
+    limit_rate_ = 0.0;
+    if (capacity_ < kAtBottleneck * dispersion_) {
+      capacity_ = dispersion_;
+      return "clean, no burst queued twice below the bottleneck's rate: capacity = its rate";
+    }
+    capacity_ *= params_.probe_gain;
+    return "clean, no burst queued twice: bottleneck grew, x probe_gain";
+  }
+  if (dispersion_ > 0.0 && undispersed_run_ >= kStaleDispersionBlocks) {
+    // No reading for this long on a clean path: whatever the readings were, they are stale.
+    recent_dispersion_.fill(0.0);
+    dispersion_ = 0.0;
+    alone_ = false;
+  }
+  if (alone_ && dispersion_ > 0.0) {
+    // Alone on the bottleneck: its rate (the blocks' leading bursts measure it, whatever the
+    // estimate) is the estimate, up or down.
+    capacity_ = dispersion_;
+    clean_run_ = 0;
+    return "bottleneck idle, alone: capacity = dispersion rate";
+  }
+  if (x.whole) {
+    if (!x.has_path && ++release_run_ >= params_.release_stages) {
+      // Without path measurements: whole blocks delivered clean end the episode.
+      mode_ = Mode::kOpen;
+      return "whole stages delivered clean: bottleneck gone, R = r0";
+    }
+    return "bottleneck idle, stream below the estimate";
+  }
+  // The plan cut this block and the path carried it clean: more fits. Near the rate of the
+  // last overuse additively, by the same step for every session (increase_step of the
+  // bottleneck's rate, or of that rate when it is unknown); below it, or with evidence of room
+  // (no pair queued), or well past it, multiplicatively.
+  ++clean_run_;
+  if (x.fresh_dispersion > 0.0 && limit_dispersion_ > 0.0 &&
+      x.fresh_dispersion > kGrownDispersion * limit_dispersion_) {
+    // The bottleneck itself is faster than at the last overuse: that overuse's rate says
+    // nothing any more.
+    limit_rate_ = 0.0;
+    limit_dispersion_ = 0.0;
+  }
+  const double step = params_.increase_step * step_reference();
+  if (limit_rate_ > 0.0 && capacity_ < kLimitZone * limit_rate_ &&
+      clean_run_ <= kStaleLimitBlocks) {
+    // Near the rate of the last overuse (below it after the cut, or a little above): the same
+    // additive step for every session (AIMD: after each overuse every session is cut by the
+    // same factor, so equal steps even out their shares, Chiu & Jain 1989). A limit that
+    // kStaleLimitBlocks clean blocks in a row did not meet again is stale: the path changed.
+    capacity_ += step;
+    return "clean, near the last overuse rate: + increase_step";
+  }
+  if (dispersion_ > 0.0 && capacity_ >= kAtBottleneck * dispersion_) {
+    // At the bottleneck's measured rate: more would only queue (it grows by the readings).
+    return "clean, at the bottleneck's rate: estimate held";
+  }
+  // Well past the rate of the last overuse without a new one (or none known): the path
+  // changed; that rate is forgotten and the estimate grows multiplicatively until it finds
+  // the new one.
+  limit_rate_ = 0.0;
+  capacity_ *= params_.probe_gain;
+  forget_stale_dispersion(x);
+  return "clean, past the last overuse rate: x probe_gain";
+}
+
+double CapacityPolicy::step_reference() const {
+  // The additive step must be the same for every session on the bottleneck, or the shares
+  // they had at the onset never even out (AIMD converges to equal shares only with equal
+  // increments). What sessions of one stream share is the stream's own rate; a session's
+  // dispersion rate or overuse rate is its own share (its pairs interleave with the others').
+  // Without the sender's hook: the rate of the last overuse.
+  return stream_rate_ > 0.0 ? stream_rate_ : std::fmax(limit_rate_, capacity_);
+}
+
+void CapacityPolicy::note_dispersion(double rate) {
+  // The bottleneck's rate is the largest of the recent readings: a reading can only come out
+  // low (another flow's packets between the pair: sessions whose blocks start together send
+  // their pairs together), never above the rate the bottleneck serves at.
+  recent_dispersion_[recent_next_++ % recent_dispersion_.size()] = rate;
+  dispersion_ = *std::max_element(recent_dispersion_.begin(), recent_dispersion_.end());
+}
+
+bool CapacityPolicy::dispersion_steady() const {
+  // Alone, every leading pair reads the bottleneck's rate; shared, another session's packets
+  // sometimes sit between the pair and the readings scatter (by 1/2, 1/3 ...).
+  double lo = 0.0;
+  unsigned n = 0;
+  for (double r : recent_dispersion_) {
+    if (r <= 0.0) continue;
+    lo = n == 0 ? r : std::fmin(lo, r);
+    ++n;
+  }
+  return n >= kSteadyReadings && lo >= kSteadySpread * dispersion_;
+}
+
+void CapacityPolicy::forget_stale_dispersion(const Reading& x) {
+  // A clean block that went through above the last dispersion rate proves that reading stale
+  // (the bottleneck grew or went away): it no longer caps the estimate or marks it alone.
+  if (dispersion_ > 0.0 && x.fresh_dispersion <= 0.0 && x.sent > 0.0 && x.t > 0.0 &&
+      x.delivered / x.t > dispersion_) {
+    dispersion_ = 0.0;
+    recent_dispersion_.fill(0.0);
+    alone_ = false;
+  }
+}
+
+std::string_view CapacityPolicy::in_compete(const Reading& x) {
+  quiet_run_ = x.stand <= params_.queue_low_us && x.q <= params_.queue_low_us ? quiet_run_ + 1 : 0;
+  if (quiet_run_ >= 2) {
+    // The other flow's queue is gone (it ended, or backed off for good): the queue is a
+    // signal again, and the rate of the last overuse belongs to the competition.
+    mode_ = Mode::kDelay;
+    limit_rate_ = 0.0;
+    clean_run_ = 0;
+    stuck_run_ = 0;
+    return "standing queue gone: delay mode";
+  }
+  if (x.loss > params_.compete_loss_high) {
+    capacity_ = std::fmax(compete_floor_, capacity_ * (1.0 - 0.5 * x.loss));
+    return "compete: loss above compete_loss_high: x (1 - loss / 2), not below half the entry";
+  }
+  if (x.loss < params_.compete_loss_low) {
+    if (!x.whole) capacity_ *= params_.compete_gain;
+    return "compete: loss below compete_loss_low: x compete_gain";
+  }
+  return "compete: loss between the marks: estimate held";
+}
+
+Decision CapacityPolicy::decide(const StageReport& report) {
+  missing_run_ = 0;
+  const Reading x = read(report);
+  std::string_view reason;
+  if (mode_ == Mode::kCompete) {
+    reason = in_compete(x);
+  } else if (x.overuse) {
+    reason = on_overuse(x);
     release_run_ = 0;
-    reason = "loss, queue empty at the end: capacity x (1 - loss / 2)";
-  } else if (clean && proven > 0.0 && proven >= params_.proof_factor * block / std::fmax(t, 1.0) &&
-             !(fresh_dispersion > 0.0 &&
-               fresh_dispersion < kNoiseDispersion * block / std::fmax(t, 1.0))) {
+  } else if (x.clean && x.proven > 0.0 &&
+             x.proven >= params_.proof_factor * x.block / std::fmax(x.t, 1.0) &&
+             !(x.fresh_dispersion > 0.0 &&
+               x.fresh_dispersion < kNoiseDispersion * x.block / std::fmax(x.t, 1.0))) {
     // The key frame crossed at its send rate, well above the stream's, and no pair of the block
     // dispersed at a rate a bottleneck would have: no bottleneck.
-    limited_ = false;
+    mode_ = Mode::kOpen;
     alone_ = false;
-    capacity_ = std::fmax(capacity_, proven);
-    probe_us_ = 0.0;
+    limit_rate_ = 0.0;
+    capacity_ = 0.0;
     release_run_ = 0;
     reason = "burst crossed undispersed: bottleneck gone, R = r0";
-  } else if (busy && limited_) {
+  } else if (x.busy && mode_ != Mode::kOpen) {
     // A queue at the block's end: the bottleneck was busy to the end, and the received rate is
     // the session's share of it (up or down).
-    capacity_ = alone_ && dispersion_ > 0.0 ? dispersion_ : (received > 0.0 ? received : capacity_);
-    probe_us_ = 0.0;
-    clean_probes_ = 0;
+    capacity_ =
+        alone_ && dispersion_ > 0.0 ? dispersion_ : (x.received > 0.0 ? x.received : capacity_);
+    clean_run_ = 0;
     reason = alone_ ? "queue standing, alone: capacity = dispersion rate"
                     : "queue standing: capacity = received rate";
-  } else if (clean && limited_) {
-    // The bottleneck went idle before the block's end: capacity is at least what was delivered
-    // (BBR's max filter; paced stages are spread over T, so max(L, T) keeps it a lower bound),
-    // and the estimate is what the plan sends margin of.
-    const double span = std::fmax(period, t);
-    if (span > 0.0) raise_to(delivered / (params_.margin * span));
-    // A block sent whole went through with the bottleneck idle at its end: the stream's next
-    // blocks, up to 25 % larger (BBR's probing gain), will too, so they go whole as well.
-    if (span > 0.0 && used <= kWholeRate) raise_to(kWholeGain * delivered / span);
-    if (alone_ && dispersion_ > 0.0) {
-      // Alone on the bottleneck: its rate, up or down, is the estimate.
-      capacity_ = dispersion_;
-      probe_us_ = 0.0;
-      reason = "bottleneck idle, alone: capacity = dispersion rate";
-    } else if (dispersion_ > 0.0 && capacity_ >= dispersion_) {
-      reason = "bottleneck idle at the estimate = its rate: no probe";
-    } else {
-      // Spare capacity is possible: probe, doubling while probes come back clean (BBR).
-      // Spare capacity may be there because other traffic left (an unresponsive burst ended), or
-      // it may be other sessions' share, which they are about to use again: a probe that finds
-      // them must show as a standing queue before it loses, also when several sessions probe in
-      // the same block, so the first kCappedProbes probes take at most a tenth of the queue
-      // each. Once that many came back clean, nobody is claiming the room: double (BBR).
-      ++clean_probes_;
-      probe_us_ = probe_us_ <= 0.0 ? params_.probe_step_us
-                                   : std::fmin(2.0 * probe_us_, params_.probe_max_us);
-      if (clean_probes_ <= kCappedProbes) {
-        probe_us_ = std::fmin(probe_us_, 0.1 * params_.queue_limit_us);
-      }
-      if (dispersion_ > 0.0 && capacity_ > 0.0) {
-        // Never above the bottleneck's own rate.
-        probe_us_ = std::fmin(probe_us_, t * (1.0 - params_.margin * capacity_ / dispersion_));
-      }
-      reason = "bottleneck idle: probe";
+  } else if (x.clean && mode_ != Mode::kOpen) {
+    reason = on_clean(x);
+    // Whoever else is there, no session can use more than the bottleneck serves: with its
+    // rate known (steady readings), the estimate stops there.
+    if (x.fresh_dispersion > 0.0 && dispersion_steady()) {
+      capacity_ = std::fmin(capacity_, dispersion_);
     }
-    if (used <= kWholeRate && path == nullptr && ++release_run_ >= params_.release_stages) {
-      // Without path measurements: whole blocks delivered clean end the episode.
-      limited_ = false;
-      probe_us_ = 0.0;
-      reason = "whole stages delivered clean: bottleneck gone, R = r0";
-    }
-  } else if (!limited_) {
+  } else if (mode_ == Mode::kOpen) {
     reason = "clean: no bottleneck";
   } else {
-    probe_us_ = 0.0;
-    clean_probes_ = 0;
+    clean_run_ = 0;
     reason = "small loss: estimate held";
   }
-  if (loss <= params_.clean_loss && report.performance < params_.quality_floor && limited_) {
-    probe_us_ = std::fmax(probe_us_, params_.probe_step_us);
-    reason = "quality below the floor: probe next";
+  congested_ = x.overuse || x.busy;
+  if (x.loss <= params_.clean_loss && report.performance < params_.quality_floor &&
+      mode_ != Mode::kOpen) {
+    capacity_ *= 1.0 + params_.increase_step;
+    reason = "quality below the floor: estimate raised";
   }
 
-  last_queue_us_ = q;
+  last_queue_us_ = x.q;
   last_report_stage_ = report.stage;
   has_report_ = true;
   // The rate for the next stage as far as this report goes (the hook re-plans with the real
   // block size when the stage starts).
-  predicted_queue_us_ = q;
-  const double t_next = last_duration_us_ > 0.0 ? last_duration_us_ : t;
+  predicted_queue_us_ = x.q;
+  const double t_next = last_duration_us_ > 0.0 ? last_duration_us_ : x.t;
   const double b_next = last_duration_us_ > 0.0 ? last_block_bytes_ : 1.0;
   rate_ = plan(b_next, t_next);
   return Decision{rate_, DecisionKind::kAdapt, reason, capacity_};
@@ -444,9 +704,9 @@ Decision CapacityPolicy::decide_missing(std::uint32_t /*stage*/) {
   if (++missing_run_ < 2 || capacity_ <= 0.0) {
     return Decision{rate_, DecisionKind::kMissing, "no report: estimate kept", capacity_};
   }
-  limited_ = true;
+  if (mode_ == Mode::kOpen) mode_ = Mode::kDelay;
   capacity_ *= params_.missing_backoff;
-  probe_us_ = 0.0;
+  clean_run_ = 0;
   const double t_next = last_duration_us_ > 0.0 ? last_duration_us_ : base_period_us_;
   const double b_next = last_duration_us_ > 0.0 ? last_block_bytes_ : 1.0;
   rate_ = plan(b_next, t_next);

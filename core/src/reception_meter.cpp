@@ -22,22 +22,30 @@ PathMeasurement ReceptionMeter::path_of(OpenStage& s, std::int64_t base) {
   if (!pairs.empty()) {
     // Byte-weighted median, then the pairs within a band around it (sorting the stage's own
     // fixed array: it is discarded after this).
-    std::sort(pairs.begin(), pairs.end(),
+    // Pairs sent back to back (a sender's leading packet pair) measure the bottleneck's own
+    // rate; pairs that merely met in its queue also carry whatever other traffic sat between
+    // them, i.e. this stream's share. When the stage has the former, only they count.
+    const auto b2b = std::partition(pairs.begin(), pairs.end(),
+                                    [](const PairSample& x) { return x.back_to_back; });
+    const std::span<PairSample> used =
+        b2b != pairs.begin() ? pairs.subspan(0, static_cast<std::size_t>(b2b - pairs.begin()))
+                             : pairs;
+    std::sort(used.begin(), used.end(),
               [](const PairSample& a, const PairSample& b) { return a.rate < b.rate; });
     std::uint64_t total = 0;
-    for (const PairSample& x : pairs) {
+    for (const PairSample& x : used) {
       total += x.bytes;
     }
-    float median = pairs.back().rate;
+    float median = used.back().rate;
     std::uint64_t seen = 0;
-    for (const PairSample& x : pairs) {
+    for (const PairSample& x : used) {
       seen += x.bytes;
       if (2 * seen >= total) {
         median = x.rate;
         break;
       }
     }
-    for (const PairSample& x : pairs) {
+    for (const PairSample& x : used) {
       if (x.rate >= median / kDispersionBand && x.rate <= median * kDispersionBand) {
         path.dispersion_bytes += x.bytes;
         path.dispersion_us += x.gap_us;
@@ -177,7 +185,8 @@ void ReceptionMeter::account_path(OpenStage& s, const PacketArrival& p) {
       const auto gap = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(
           p.arrival_us - prev_arrival_, 1, std::numeric_limits<std::uint32_t>::max()));
       s.pairs[s.pair_count++] =
-          PairSample{static_cast<float>(p.bytes) / static_cast<float>(gap), p.bytes, gap};
+          PairSample{static_cast<float>(p.bytes) / static_cast<float>(gap), p.bytes, gap,
+                     send_gap <= static_cast<std::int64_t>(config_.back_to_back_us)};
     }
     if (burst_stage_ == &s && send_gap >= 0 &&
         send_gap <= static_cast<std::int64_t>(config_.train_gap_us)) {

@@ -214,6 +214,10 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
   next.removable = discard_curve(0);
   const double rate = controller_->rate_for_next(next);
   const auto plan = transmitter_->begin_stage(stage_, rate, block_importance());
+  // Every block starts with the pacer's full burst (core::PacingLimit): its leading packets go
+  // back to back and their dispersion reads the bottleneck's rate, block after block.
+  pace_free_us_ = 0;
+  lead_bytes_ = 0.0;
   const std::uint64_t end_us =
       play_start_us_ + block_start_us_ + static_cast<std::uint64_t>(block_.duration_us);
   // A stage whose slot is needed again and that was neither reported nor timed out is missing
@@ -320,13 +324,28 @@ std::size_t StreamSession::pump(std::uint64_t now_us, std::uint64_t send_until_u
     }
     const std::size_t n = block_size_;
     // Gather the packets that are due into the staging array and hand them over in batches.
+    // A policy that knows the path's rate also caps the pace (RateController::pacing_rate):
+    // a packet that goes out waits until the bytes before it have had their time at that rate.
+    const std::optional<core::PacingLimit> pacing = paced_ ? controller_->pacing() : std::nullopt;
     while (cursor_ < n) {
       std::size_t k = 0;
       const std::size_t first = cursor_;
       while (cursor_ < n && k < staging.size()) {
         const media::RtpPacket& p = block_packet(cursor_);
-        if (paced_ && start + static_cast<std::uint64_t>(p.send_offset_us) > send_until_us) {
+        // With a pacing limit the block's first packets, up to the burst, go at once, back to
+        // back (their dispersion reads the bottleneck's rate); the rest at the pace.
+        const bool sends = pacing && tx_->will_send(cursor_);
+        const double bytes = static_cast<double>(p.payload_size + packet_overhead_);
+        const bool lead = sends && lead_bytes_ + bytes <= pacing->burst_bytes;
+        if (paced_ && !lead &&
+            start + static_cast<std::uint64_t>(p.send_offset_us) > send_until_us) {
           break;
+        }
+        if (sends) {
+          if (!lead && pace_free_us_ > send_until_us) break;
+          if (lead) lead_bytes_ += bytes;
+          pace_free_us_ = static_cast<std::uint64_t>(core::next_pacing_time(
+              static_cast<double>(pace_free_us_), static_cast<double>(now_us), bytes, *pacing));
         }
         const int track = stream_track_[p.stream];
         // Due time: the packet's place in the paced schedule, or the block start in burst mode;
@@ -387,6 +406,11 @@ std::uint64_t StreamSession::next_due_us() const {
     due = start;
     if (stage_open_ && paced_ && cursor_ < block_size_) {
       due = start + static_cast<std::uint64_t>(block_packet(cursor_).send_offset_us);
+      if (const auto pacing = controller_->pacing(); pacing && tx_->will_send(cursor_)) {
+        const double bytes =
+            static_cast<double>(block_packet(cursor_).payload_size + packet_overhead_);
+        due = lead_bytes_ + bytes <= pacing->burst_bytes ? start : std::max(due, pace_free_us_);
+      }
     }
   } else if (!end_bye_sent_) {
     return 0;  // the BYE at the media's end is due at once

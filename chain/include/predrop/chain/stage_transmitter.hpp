@@ -198,6 +198,8 @@ class StageTransmitter {
 
   /// The plan of the current stage.
   const StagePlan& plan() const { return plan_; }
+  /// True when packet `index` of the current stage goes out (not pre-discarded).
+  bool will_send(std::size_t index) const { return index >= plan_.packets || drop_[index] == 0; }
   const TrackCounters& track(std::size_t i) const { return counters_[i]; }
   const TransmitterConfig& config() const { return config_; }
   const TransmitterStats& stats() const { return stats_; }

@@ -147,8 +147,9 @@ struct ControlConfig {
   // Policy "capacity" (docs/design.md §2.8); rmax and r0 above apply to it too.
   double margin = 0.97;          ///< Fraction of the estimated capacity sent per block, (0, 1].
   double queue_target_ms = 0.0;  ///< Queueing delay aimed at a block's end, [0, 60] ms.
-  double probe_step_ms = 15.0;   ///< First probe, ms of capacity; target + step <= 100 ms.
-  double probe_max_ms = 1000.0;  ///< Largest probe (doubling), [probe_step_ms, 10000] ms.
+  double increase_step = 0.03;   ///< Additive increase near the last overuse, of the stream rate.
+  double probe_gain = 1.5;       ///< Multiplicative increase away from it, (1, 4].
+  double pacing_gain = 1.0;      ///< Pace a limited session at this x its estimate; 0 = off.
   double quality_floor = -std::numeric_limits<double>::infinity();  ///< P below it: probe.
   AdaptiveTuning adaptive;                                          ///< [control.adaptive]
 };

@@ -25,18 +25,30 @@
 //    next block planned, without a probe.
 // Without them (PDFB v1.0, RTCP RR from players) the policy probes for spare capacity instead.
 //
-// Ideas taken from the rmcat anchors, and where:
-//  - GCC (draft-ietf-rmcat-gcc-02 §5.5, §6): on overuse (network loss above 1 %, a queueing delay
-//    above queue_high, or growing by more than queue_grow in one block: the delay-gradient signal)
-//    the estimate becomes the *received* rate D / (T + queue growth). Under tail drop every flow
-//    receives in proportion to what it sends, so this is the session's share and keeps several
-//    sessions on one bottleneck where they are relative to each other. The 0.85 of GCC is kept
-//    for missing reports (no sample to replace the estimate with); the drain it stands for is
-//    done explicitly by the queue term of the plan.
+// The estimate moves like an AIMD congestion controller whose output is a byte budget per block
+// instead of an encoder rate (docs/design.md §2.8 states it as coded):
+//  - Delay mode (the queue is this session's own doing): on overuse (network loss above
+//    loss_threshold, a queue standing above queue_high through the block, or growing by more than
+//    queue_grow in it: GCC's delay gradient) the estimate becomes the *received* rate. Under tail
+//    drop every flow receives in proportion to what it sends, so this is a multiplicative
+//    decrease by the same factor for every flow on the bottleneck. On a clean block (no loss, no
+//    queue) that was cut by the plan, the estimate grows: additively by increase_step of the
+//    bottleneck's rate while it is near the rate of the last overuse (equal absolute steps for
+//    every flow: AIMD converges to equal shares, Chiu & Jain 1989), multiplicatively by
+//    probe_gain when it is below that rate or has passed it for good (the path changed: GCC's
+//    "far from the link capacity estimate", draft-ietf-rmcat-gcc-02 §5.5). So from any state a
+//    clean path brings R down geometrically: a state where R stays high on an idle path cannot
+//    exist (tests/sim/test_capacity_on_paths.cpp drives it there and out again).
+//  - Compete mode (the queue is another flow's): a loss-based flow (TCP) keeps the queue standing
+//    whatever this session sends. Once compete_blocks blocks planned to drain the queue still
+//    report it standing above queue_high, the policy stops reading the queue (it would only cede
+//    the link, block by block) and follows loss alone, as GCC's loss-based controller does
+//    (§6: loss above compete_loss_high: x (1 - loss / 2); below compete_loss_low: x compete_gain).
+//    It returns to delay mode when the queue is gone.
 //  - BBR (Cardwell et al., ACM Queue 2016): the delivery rate of a block that left the bottleneck
-//    idle is a lower bound of the capacity (max filter); probing is a gain on top of the estimate
-//    that doubles while probes come back clean and stops at the first busy report, never a pulse
-//    to the full rate. With the dispersion rate known, probes never go above it.
+//    idle is a lower bound of the capacity (max filter), and the sender paces at pacing_gain x the
+//    estimate, so a key frame crosses the bottleneck spread out instead of as a queue; only a
+//    packet pair at each block's start goes back to back, and its dispersion measures d.
 //  - NADA (RFC 8698 §4.3): a queueing-delay reference q_ref (default 0: an empty queue at the
 //    block's end) and the queue the blocks in flight will add are in the plan.
 //  - Packet pair / packet train dispersion (Keshav 1991; Dovrolis et al., IEEE/ACM ToN 2004) for
@@ -64,24 +76,44 @@ struct CapacityParams {
   double queue_low_us = 15'000;   ///< A block ending at or below this queue (and no loss) is clean.
   double queue_high_us = 30'000;  ///< A block ending above this queue is overuse.
   double queue_grow_us = 20'000;  ///< Queue growth within one block that is overuse (gradient).
-  double queue_limit_us = 100'000;  ///< The modelled queue never exceeds this (the tbf's latency).
+  /// The modelled queue never exceeds this (a queue beyond it would have dropped).
+  double queue_limit_us = 1'000'000;
   /// A block ending with more queue than this kept the bottleneck busy to its end, so its
   /// delivery rate is the session's share of it.
   double busy_queue_us = 3'000;
   double loss_threshold = 0.01;  ///< Network loss above this is overuse.
   double clean_loss = 0.002;     ///< Network loss at or below this counts as clean.
-  /// First probe after a clean block: the bytes Ĉ carries in this time, on top of the estimate;
-  /// each further clean block doubles it, up to probe_max_us.
-  double probe_step_us = 15'000;
-  double probe_max_us = 1'000'000;  ///< Largest probe (1 s at 1 s blocks: x2 of Ĉ, BBR's startup).
+  /// Additive increase per clean block near the rate of the last overuse, as a fraction of the
+  /// stream's mean rate (the same step for every session of the stream: AIMD's fairness).
+  double increase_step = 0.03;
+  /// Multiplicative increase per clean block below the rate of the last overuse, well above it
+  /// (3 deviations: the path changed), or when paced blocks' pairs stop queueing (room).
+  double probe_gain = 1.5;
+  /// On overuse with the bottleneck busy the estimate becomes this times the received rate.
+  double decrease_factor = 0.9;
+  /// Blocks planned to drain the queue that still report it standing above queue_high before
+  /// the queue counts as another flow's (compete mode).
+  unsigned compete_blocks = 3;
+  /// Compete mode: network loss above this cuts the estimate by (1 - loss / 2) ...
+  double compete_loss_high = 0.10;
+  /// ... and below this raises it by compete_gain per block (GCC's loss-based controller).
+  double compete_loss_low = 0.02;
+  double compete_gain = 1.08;
+  /// The sender paces a limited session at this multiple of the estimate (0: no pacing limit).
+  double pacing_gain = 1.0;
+  /// ... after letting this many bytes go back to back (a short burst at the block's start:
+  /// its dispersion at the bottleneck measures the bottleneck's rate, not this session's
+  /// share of it, whatever else crosses the bottleneck; larger than the token bucket of a
+  /// shaper, which lets 1-3 packets through at line rate: the bed's tbf holds 3-4 kB).
+  double pacing_burst_bytes = 6'000;
   /// Dispersion resting on fewer link bytes than this is ignored (about three full packets).
-  double min_dispersion_bytes = 4'000;
+  double min_dispersion_bytes = 1'000;
   /// A burst of at least this many link bytes that crossed without dispersion proves its rate
   /// (smaller ones may have passed a shaper's token bucket whole: Linux tbf's is 4 kB on the
   /// bed; the bed clip's largest burst is 5.5-7.7 kB).
   double proof_bytes = 5'000;
   /// A received rate at overuse of at least this share of the dispersion rate means the session
-  /// had the bottleneck to itself: from then on its estimate is the dispersion rate.
+  /// has the bottleneck to itself: from then on its estimate is the dispersion rate.
   double alone_share = 0.85;
   /// ... and the bottleneck is gone when the proven rate is this many times the stream's.
   double proof_factor = 1.5;
@@ -105,6 +137,13 @@ Status validate(const CapacityParams& params);
 /// The capacity policy (see the file comment).
 class CapacityPolicy final : public RateController {
  public:
+  /// Which signal the estimate follows (see the file comment).
+  enum class Mode : std::uint8_t {
+    kOpen,     ///< No bottleneck known: R = initial rate.
+    kDelay,    ///< The queue is this session's own: delay and loss drive the estimate.
+    kCompete,  ///< Another flow holds the queue standing: loss alone drives it.
+  };
+
   /// `params` must pass validate().
   explicit CapacityPolicy(const CapacityParams& params);
 
@@ -112,13 +151,15 @@ class CapacityPolicy final : public RateController {
   double rate() const override { return rate_; }
   double rate_for_next(const StageStart& next) override;
   std::optional<double> rate_for_rest(const StageProgress& progress) override;
+  std::optional<PacingLimit> pacing() const override;
 
   /// Estimated rate this session can send, in link bytes per µs (0 before any sample).
   double capacity_estimate() const { return capacity_; }
   /// The bottleneck's rate from the last dispersion measurement (0 = none yet).
   double bottleneck_rate() const { return dispersion_; }
   /// True while a bottleneck is known (R is sized from the estimate); false: R = initial rate.
-  bool limited() const { return limited_; }
+  bool limited() const { return mode_ != Mode::kOpen; }
+  Mode mode() const { return mode_; }
   /// Queue (µs) the model expected at the start of the last stage planned.
   double predicted_queue_us() const { return predicted_queue_us_; }
   /// Byte share of a discarded packet fraction (1 = packets of equal size).
@@ -139,9 +180,24 @@ class CapacityPolicy final : public RateController {
     double duration_us = 0;
     std::uint64_t bytes_before = 0;  ///< Cumulative bytes sent before the stage started.
     double rate = 0;
+    bool drains = false;  ///< Planned (or re-planned) to give back a queue.
+    double estimate = 0;  ///< Ĉ it was planned with.
   };
   static constexpr std::size_t kRing = 64;
 
+  /// What one report says about the path (computed once, then the mode's rule applies it).
+  struct Reading;
+  Reading read(const StageReport& report);
+  std::string_view on_overuse(const Reading& x);
+  std::string_view on_clean(const Reading& x);
+  std::string_view in_compete(const Reading& x);
+  void forget_stale_dispersion(const Reading& x);
+  void note_dispersion(double rate);
+  bool dispersion_steady() const;
+  /// What increase_step is a fraction of (see the definition).
+  double step_reference() const;
+
+  Slot* slot(std::uint32_t stage);
   const Slot* slot(std::uint32_t stage) const;
   /// Bytes sent in `stage`, when the next stage's start told the cumulative count.
   bool bytes_sent(std::uint32_t stage, double& bytes) const;
@@ -152,8 +208,8 @@ class CapacityPolicy final : public RateController {
   /// R that keeps `keep` of `bytes`: through the discard curve when there is one, else beta.
   double rate_keeping(double keep, double bytes, std::uint32_t packets,
                       std::span<const std::uint64_t> removable) const;
-  /// Bytes the probe adds to a plan.
-  double probe_bytes() const;
+  /// The queue the plan gives back at `q` (none in compete mode: it is not ours to give).
+  double queue_to_drain(double q) const;
   /// The queue the model expects when `stage` starts (last report + the stages sent since).
   double queue_at_start(std::uint32_t stage) const;
   void raise_to(double estimate);
@@ -161,24 +217,35 @@ class CapacityPolicy final : public RateController {
 
   CapacityParams params_;
   double rate_;
-  bool limited_ = false;
+  Mode mode_ = Mode::kOpen;
   double capacity_ = 0.0;    ///< Ĉ, link bytes per µs.
-  double dispersion_ = 0.0;  ///< d of the last report that had one.
+  double dispersion_ = 0.0;  ///< d: the largest of the recent dispersion readings.
+  std::array<double, 8> recent_dispersion_{};
+  std::size_t recent_next_ = 0;
   /// The session had the bottleneck to itself at the last overuse (received rate ~ d): then the
   /// estimate is d itself.
   bool alone_ = false;
-  double probe_us_ = 0.0;      ///< The probe on top of Ĉ (0 = none).
-  unsigned clean_probes_ = 0;  ///< Probes in a row that came back with the bottleneck idle.
-  bool congested_ = false;     ///< The last report showed overuse or a standing queue.
-  double beta_ = 1.0;          ///< (1 - sent bytes / block bytes) / R, learnt from stages.
-  double last_queue_us_ = 0;   ///< Queue at the end of the last reported stage.
-  double last_stand_us_ = 0;   ///< Queue that stood through the last reported stage.
+  double limit_dispersion_ = 0;   ///< The dispersion rate at the last overuse.
+  double limit_rate_ = 0.0;       ///< The estimate at the last overuse (BIC's W_max; 0 = none).
+  unsigned clean_run_ = 0;        ///< Clean, plan-limited reports in a row.
+  unsigned undispersed_run_ = 0;  ///< Clean reports in a row without a dispersion reading.
+  unsigned stuck_run_ = 0;        ///< Drain blocks in a row whose queue still stood.
+  unsigned quiet_run_ = 0;        ///< Compete mode: reports in a row without a standing queue.
+  double onset_capacity_ = 0;     ///< Ĉ before the current run of overuse (compete restores it).
+  double compete_floor_ = 0;      ///< Compete mode: loss cuts stop here (half the entry estimate).
+  bool congested_ = false;        ///< The last report showed overuse or a standing queue.
+  double beta_ = 1.0;             ///< (1 - sent bytes / block bytes) / R, learnt from stages.
+  double last_queue_us_ = 0;      ///< Queue at the end of the last reported stage.
+  double last_stand_us_ = 0;      ///< Queue that stood through the last reported stage.
+  bool last_end_high_ = false;    ///< The last reported stage ended on a queue above queue_high.
   std::uint32_t last_report_stage_ = 0;
   bool has_report_ = false;
   double predicted_queue_us_ = 0;
   unsigned release_run_ = 0;
   unsigned missing_run_ = 0;
-  double base_period_us_ = 0;  ///< Without the hook: the smallest clean reception period.
+  double base_period_us_ = 0;      ///< Without the hook: the smallest clean reception period.
+  double stream_rate_ = 0.0;       ///< Mean block bytes per µs of the stream (with the hook).
+  double block_floor_rate_ = 0.0;  ///< Bytes per µs the block planned last keeps, over 0.9 T.
   double last_block_bytes_ = 1.0;
   double last_duration_us_ = 0.0;
   std::array<Slot, kRing> ring_{};

@@ -108,6 +108,21 @@ struct StageProgress {
   std::span<const std::uint64_t> removable;
 };
 
+/// A token bucket for the sender's pacing: `burst_bytes` may leave back to back after an idle
+/// time (a packet pair or two, whose dispersion at the bottleneck measures its rate), the rest
+/// at `rate` (StageStart's byte unit per µs).
+struct PacingLimit {
+  double rate = 0.0;
+  double burst_bytes = 0.0;
+};
+
+/// Earliest time a packet may go after one of `bytes` sent at `now_us`, given the previous
+/// earliest time `free_us` (the bucket's state): what the sender keeps per peer.
+inline double next_pacing_time(double free_us, double now_us, double bytes, const PacingLimit& l) {
+  const double earliest = now_us - l.burst_bytes / l.rate;
+  return (free_us > earliest ? free_us : earliest) + bytes / l.rate;
+}
+
 /// A rate policy. The sender asks rate() when it starts a stage and feeds each report in.
 ///
 /// Reports may arrive while later stages are already in flight (paced streaming): R is the
@@ -137,6 +152,10 @@ class RateController {
     (void)progress;
     return std::nullopt;
   }
+  /// How the sender should pace this peer's packets beyond the media's own schedule, or nothing
+  /// for no limit. A policy that knows the path's rate paces a key frame out over time instead
+  /// of queueing it at the bottleneck.
+  virtual std::optional<PacingLimit> pacing() const { return std::nullopt; }
   /// Feeds the report of one stage. Invalid reports are rejected and change nothing.
   Result<Decision> on_report(const StageReport& report);
   /// Tells the controller that `stage`'s report will never come (its deadline passed).

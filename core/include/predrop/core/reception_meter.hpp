@@ -71,6 +71,10 @@ struct ReceptionMeterConfig {
   /// A pair counts for dispersion when the first packet's queueing delay exceeds the send gap by
   /// this much (above the jitter of an idle path).
   std::uint64_t pair_margin_us = 1'000;
+  /// Pairs sent at most this far apart were sent back to back (a sender's packet pair); when a
+  /// stage has such pairs, only they make its dispersion rate (they measure the bottleneck,
+  /// other pairs this stream's share of it).
+  std::uint64_t back_to_back_us = 500;
   /// Packets sent at most this far apart belong to one burst (the server spreads a key frame's
   /// packets over a few ms, with gaps of up to ~3 ms between its send batches).
   std::uint64_t train_gap_us = 5'000;
@@ -107,6 +111,7 @@ class ReceptionMeter {
     float rate = 0;  ///< bytes / gap
     std::uint32_t bytes = 0;
     std::uint32_t gap_us = 0;
+    bool back_to_back = false;  ///< Sent at most back_to_back_us apart.
   };
   static constexpr std::size_t kMaxPairs = 256;  ///< Samples kept per stage (fixed memory).
   /// A burst being followed or the largest one of a stage.

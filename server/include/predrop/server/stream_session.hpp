@@ -293,6 +293,9 @@ class StreamSession {
   /// Link bytes a packet adds to its payload (RTP header, SRTP tag, core::kLinkOverheadBytes):
   /// the unit in which the capacity policy and the receiver's PDFB v1.1 count bytes.
   std::size_t packet_overhead_ = 0;
+  /// With a pacing rate from the controller: when the next packet that goes out may go.
+  std::uint64_t pace_free_us_ = 0;
+  double lead_bytes_ = 0.0;  ///< Bytes of the block's leading burst handed over so far.
   /// Scratch for the discard curve (StageStart::removable) under priority discard: the order
   /// the planner discards a block's packets in, and the cumulative link bytes; sized once for the
   /// largest block, so that no block allocates.
