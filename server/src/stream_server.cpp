@@ -246,6 +246,7 @@ class StreamServer::Impl final : public detail::RtspConnectionListener {
 
   void tick() {
     armed_us_ = StreamSession::kNoDeadline;  // a one-shot timer: it fired, or is re-armed below
+    if (!batch_) return;  // stopped: stop() released the batch and the sessions with it
     const std::uint64_t now = clock_.now_us();
     auto failed = pacer_.run(
         now, detail::PacerRun{clock_, guard_, options_.fault_injection, stats_, *batch_});
