@@ -303,7 +303,7 @@ TEST_F(ControlApiLive, ListsAPlayingSessionShowsItsHistoryAndEndsIt) {
   EXPECT_GT(s["last_reception_period_ms"].get<double>(), 0.0);
   EXPECT_GT(s["last_performance"].get<double>(), 20.0) << "PSNR in dB on loopback";
   EXPECT_GT(s["bytes_sent"].get<std::uint64_t>(), 10'000u);
-  EXPECT_FALSE(s["since"].is_null() && s["since_s"].is_null());
+  EXPECT_TRUE(s.contains("since") || s.contains("since_s"));
 
   const std::string hist =
       http(api, "GET /api/v1/sessions/" + std::to_string(number) + "/history HTTP/1.0\r\n\r\n");
