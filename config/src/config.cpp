@@ -2,6 +2,7 @@
 #include "predrop/config/config.hpp"
 
 #include <toml++/toml.h>
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <fstream>
@@ -345,6 +346,7 @@ std::string_view type_name(const toml::node& n) {
 struct Key {
   std::string_view name;
   std::function<void(const toml::node&)> read;
+  bool removed = false;  // Read only to refuse it with a message naming its successor.
 };
 
 class Reader {
@@ -376,6 +378,11 @@ class Reader {
 
   // Reads a section's keys; unknown keys are errors with a hint when one is close.
   void section(const toml::table& t, std::string_view prefix, const std::vector<Key>& keys) {
+    if (keys_seen_ != nullptr) {
+      for (const Key& key : keys) {
+        if (!key.removed) keys_seen_->push_back(std::string(prefix) + "." + std::string(key.name));
+      }
+    }
     for (const auto& entry : t) {
       // Plain references, not a structured binding: clang 14 cannot capture those in lambdas.
       const toml::key& k = entry.first;
@@ -405,6 +412,8 @@ class Reader {
   }
 
   const std::string& current() const { return current_; }
+  /// From now on every section() call lists its keys (dotted) into `out`.
+  void list_keys_into(std::vector<std::string>* out) { keys_seen_ = out; }
 
   std::optional<std::int64_t> integer(const toml::node& n, std::int64_t lo, std::int64_t hi) {
     const auto* v = n.as_integer();
@@ -495,6 +504,7 @@ class Reader {
   std::string_view source_;
   std::string error_;
   std::string current_;
+  std::vector<std::string>* keys_seen_ = nullptr;
 };
 
 // Finds the node of a dotted key for an error location (streams keys contain no dots).
@@ -859,13 +869,15 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
          r.fail(n.source(), "control.probe_step_ms",
                 "was removed: the capacity policy now probes by control.increase_step and "
                 "control.probe_gain (configs/README.md)");
-       }},
+       },
+       true},
       {"probe_max_ms",
        [&](const toml::node& n) {
          r.fail(n.source(), "control.probe_max_ms",
                 "was removed: the capacity policy now probes by control.increase_step and "
                 "control.probe_gain (configs/README.md)");
-       }},
+       },
+       true},
       {"quality_floor",
        number_key(c.control.quality_floor, "control.quality_floor", -1e9, 1e9, "")},
   };
@@ -1143,6 +1155,23 @@ core::Result<ServerConfig> parse_config(std::string_view toml_text, std::string_
     return make_error(loc + p->key + ": " + p->message);
   }
   return cfg;
+}
+
+std::vector<std::string> accepted_config_keys() {
+  // Every section is read once per mode, empty: section() lists its keys whatever the table holds.
+  std::vector<std::string> keys;
+  for (const std::string_view text :
+       {std::string_view("[server]\n[blocks]\n[control.adaptive]\n[discard]\n"),
+        std::string_view("[server]\nmode = \"ddl\"\n[ddl]\n")}) {
+    const toml::table root = toml::parse(text, std::string_view("<keys>"));
+    ServerConfig cfg;
+    Reader reader("<keys>");
+    reader.list_keys_into(&keys);
+    read_all(root, reader, cfg);
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
 }
 
 core::Result<ServerConfig> load_config_file(const std::filesystem::path& path) {

@@ -186,6 +186,10 @@ core::Result<ServerConfig> parse_config(std::string_view toml_text,
                                         std::string_view source_name = "<config>");
 /// Reads and parses a file.
 core::Result<ServerConfig> load_config_file(const std::filesystem::path& path);
+/// Every key the parser accepts, dotted and sorted ("blocks.bytes", "control.adaptive",
+/// "control.adaptive.margin", ..., "server.streams"), of both modes; keys kept only to be refused
+/// with a message (removed ones) are not in it. For the test that configs/README.md documents them.
+std::vector<std::string> accepted_config_keys();
 /// Checks ranges and cross-field rules of a config built in code (parse_config already does);
 /// the error names the key, e.g. "control.rmax: must be >= control.rp (0.1 < 0.2)".
 core::Status validate_config(const ServerConfig& config);
