@@ -57,82 +57,17 @@
 // Network loss is told apart from pre-discard by packets_received vs packets_announced (the
 // announced count is after discard). P is only a guard: a report with P below `quality_floor`
 // and no network loss forces a probe. The policy works with P = 0 throughout.
-#include <array>
 #include <cstdint>
-#include <limits>
+#include <optional>
+#include <span>
+#include <string_view>
 
+#include "predrop/core/capacity_params.hpp"
+#include "predrop/core/dispersion_filter.hpp"
 #include "predrop/core/rate_controller.hpp"
+#include "predrop/core/sent_stages.hpp"
 
 namespace predrop::core {
-
-/// Parameters of the capacity policy; defaults suit 0.5-2 s blocks of paced media.
-struct CapacityParams {
-  double rmax = 0.9;          ///< Upper limit of R.
-  double initial_rate = 0.0;  ///< R until the first congestion signal, and once it is over.
-  /// Send this fraction of Ĉ * T per block: the rest is idle time at the block's end, where the
-  /// queue drains and a shaper's bucket refills before the next key frame.
-  double margin = 0.97;
-  double queue_ref_us = 0;        ///< NADA's reference queueing delay at a block's end.
-  double queue_low_us = 15'000;   ///< A block ending at or below this queue (and no loss) is clean.
-  double queue_high_us = 30'000;  ///< A block ending above this queue is overuse.
-  double queue_grow_us = 20'000;  ///< Queue growth within one block that is overuse (gradient).
-  /// The modelled queue never exceeds this (a queue beyond it would have dropped).
-  double queue_limit_us = 1'000'000;
-  /// A block ending with more queue than this kept the bottleneck busy to its end, so its
-  /// delivery rate is the session's share of it.
-  double busy_queue_us = 3'000;
-  double loss_threshold = 0.01;  ///< Network loss above this is overuse.
-  double clean_loss = 0.002;     ///< Network loss at or below this counts as clean.
-  /// Additive increase per clean block near the rate of the last overuse, as a fraction of the
-  /// stream's mean rate (the same step for every session of the stream: AIMD's fairness).
-  double increase_step = 0.03;
-  /// Multiplicative increase per clean block below the rate of the last overuse, well above it
-  /// (3 deviations: the path changed), or when paced blocks' pairs stop queueing (room).
-  double probe_gain = 1.5;
-  /// On overuse with the bottleneck busy the estimate becomes this times the received rate.
-  double decrease_factor = 0.9;
-  /// Blocks planned to drain the queue that still report it standing above queue_high before
-  /// the queue counts as another flow's (compete mode).
-  unsigned compete_blocks = 3;
-  /// Compete mode: network loss above this cuts the estimate by (1 - loss / 2) ...
-  double compete_loss_high = 0.10;
-  /// ... and below this raises it by compete_gain per block (GCC's loss-based controller).
-  double compete_loss_low = 0.02;
-  double compete_gain = 1.08;
-  /// The sender paces a limited session at this multiple of the estimate (0: no pacing limit).
-  double pacing_gain = 1.0;
-  /// ... after letting this many bytes go back to back (a short burst at the block's start:
-  /// its dispersion at the bottleneck measures the bottleneck's rate, not this session's
-  /// share of it, whatever else crosses the bottleneck; larger than the token bucket of a
-  /// shaper, which lets 1-3 packets through at line rate: the bed's tbf holds 3-4 kB).
-  double pacing_burst_bytes = 6'000;
-  /// Dispersion resting on fewer link bytes than this is ignored (about three full packets).
-  double min_dispersion_bytes = 1'000;
-  /// A burst of at least this many link bytes that crossed without dispersion proves its rate
-  /// (smaller ones may have passed a shaper's token bucket whole: Linux tbf's is 4 kB on the
-  /// bed; the bed clip's largest burst is 5.5-7.7 kB).
-  double proof_bytes = 5'000;
-  /// A received rate at overuse of at least this share of the dispersion rate means the session
-  /// has the bottleneck to itself: from then on its estimate is the dispersion rate.
-  double alone_share = 0.85;
-  /// ... and the bottleneck is gone when the proven rate is this many times the stream's.
-  double proof_factor = 1.5;
-  /// ... and no packet of the block queued longer than this: a burst up to a shaper's bucket
-  /// plus its rate times the burst's send span also crosses undispersed (measured: 5 kB at
-  /// 2.46 Mbit/s behind the bed's 4 kB bucket), but then the rest of the key frame queues.
-  double proof_queue_us = 15'000;
-  /// A burst counts as undispersed when it arrived over at most its send span plus this (on the
-  /// open bed the arrival span is within 0.1 ms of the send span; 1 ms is what 1 kB beyond a
-  /// 4 kB bucket adds at 8 Mbit/s).
-  double burst_jitter_us = 1'000;
-  /// Without path measurements: clean reports of blocks sent at R = 0 that end the episode.
-  unsigned release_stages = 2;
-  double missing_backoff = 0.85;  ///< Ĉ factor per missing report after the first (GCC's 0.85).
-  double quality_floor = -std::numeric_limits<double>::infinity();  ///< P below this: probe.
-};
-
-/// Checks ranges; errors name the parameter as configured (control.<name>).
-Status validate(const CapacityParams& params);
 
 /// The capacity policy (see the file comment).
 class CapacityPolicy final : public RateController {
@@ -156,7 +91,7 @@ class CapacityPolicy final : public RateController {
   /// Estimated rate this session can send, in link bytes per µs (0 before any sample).
   double capacity_estimate() const { return capacity_; }
   /// The bottleneck's rate from the last dispersion measurement (0 = none yet).
-  double bottleneck_rate() const { return dispersion_; }
+  double bottleneck_rate() const { return dispersion_.rate(); }
   /// True while a bottleneck is known (R is sized from the estimate); false: R = initial rate.
   bool limited() const { return mode_ != Mode::kOpen; }
   Mode mode() const { return mode_; }
@@ -174,17 +109,6 @@ class CapacityPolicy final : public RateController {
   Decision decide_missing(std::uint32_t stage) override;
 
  private:
-  struct Slot {
-    std::uint32_t stage = UINT32_MAX;
-    double block_bytes = 0;
-    double duration_us = 0;
-    std::uint64_t bytes_before = 0;  ///< Cumulative bytes sent before the stage started.
-    double rate = 0;
-    bool drains = false;  ///< Planned (or re-planned) to give back a queue.
-    double estimate = 0;  ///< Ĉ it was planned with.
-  };
-  static constexpr std::size_t kRing = 64;
-
   /// What one report says about the path (computed once, then the mode's rule applies it).
   struct Reading;
   Reading read(const StageReport& report);
@@ -192,22 +116,14 @@ class CapacityPolicy final : public RateController {
   std::string_view on_clean(const Reading& x);
   std::string_view in_compete(const Reading& x);
   void forget_stale_dispersion(const Reading& x);
-  void note_dispersion(double rate);
   bool dispersion_steady() const;
   /// What increase_step is a fraction of (see the definition).
   double step_reference() const;
 
-  Slot* slot(std::uint32_t stage);
-  const Slot* slot(std::uint32_t stage) const;
-  /// Bytes sent in `stage`, when the next stage's start told the cumulative count.
-  bool bytes_sent(std::uint32_t stage, double& bytes) const;
   double plan(double block_bytes, double duration_us) const;
   /// The same plan with the block's exact discard curve (StageStart::removable).
   double plan(double block_bytes, double duration_us, std::uint32_t packets,
               std::span<const std::uint64_t> removable) const;
-  /// R that keeps `keep` of `bytes`: through the discard curve when there is one, else beta.
-  double rate_keeping(double keep, double bytes, std::uint32_t packets,
-                      std::span<const std::uint64_t> removable) const;
   /// The queue the plan gives back at `q` (none in compete mode: it is not ours to give).
   double queue_to_drain(double q) const;
   /// The queue the model expects when `stage` starts (last report + the stages sent since).
@@ -218,10 +134,8 @@ class CapacityPolicy final : public RateController {
   CapacityParams params_;
   double rate_;
   Mode mode_ = Mode::kOpen;
-  double capacity_ = 0.0;    ///< Ĉ, link bytes per µs.
-  double dispersion_ = 0.0;  ///< d: the largest of the recent dispersion readings.
-  std::array<double, 8> recent_dispersion_{};
-  std::size_t recent_next_ = 0;
+  double capacity_ = 0.0;        ///< Ĉ, link bytes per µs.
+  DispersionFilter dispersion_;  ///< d: the bottleneck's rate from the recent readings.
   /// The session had the bottleneck to itself at the last overuse (received rate ~ d): then the
   /// estimate is d itself.
   bool alone_ = false;
@@ -248,7 +162,7 @@ class CapacityPolicy final : public RateController {
   double block_floor_rate_ = 0.0;  ///< Bytes per µs the block planned last keeps, over 0.9 T.
   double last_block_bytes_ = 1.0;
   double last_duration_us_ = 0.0;
-  std::array<Slot, kRing> ring_{};
+  SentStages stages_;
 };
 
 }  // namespace predrop::core
