@@ -23,6 +23,7 @@
 #include "predrop/server/control_api.hpp"
 #include "predrop/server/metrics_endpoint.hpp"
 #include "predrop/server/server_setup.hpp"
+#include "predrop/server/status_page.hpp"
 #include "predrop/server/stream_server.hpp"
 #include "predrop/server/stream_workers.hpp"
 
@@ -132,6 +133,10 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
       core::log(core::LogLevel::kInfo, "server", "control API at http://%s/api/v1/ (%s)",
                 metrics->address().to_string().c_str(),
                 control.token.empty() ? "read-only: no server.api_token" : "token set");
+      // The status page at / and /status reads that API from the browser.
+      metrics->set_pages(server::serve_status_page);
+      core::log(core::LogLevel::kInfo, "server", "status page at http://%s/",
+                metrics->address().to_string().c_str());
     } catch (const std::exception& e) {
       core::log(core::LogLevel::kError, "server", "%s", e.what());
       return 1;

@@ -52,6 +52,21 @@ std::string status_reply(int status, std::string_view reason) {
          "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 }
 
+// The status line, headers and (unless HEAD) body of a handler's reply; one request per
+// connection, so always Connection: close.
+std::string reply_text(const HttpReply& r, bool head_only) {
+  std::string out = "HTTP/1.0 " + std::to_string(r.status) + " " +
+                    std::string(reason_phrase(r.status)) + "\r\nContent-Type: " + r.content_type +
+                    "\r\nContent-Length: " + std::to_string(r.body.size()) +
+                    "\r\nCache-Control: no-store\r\n";
+  if (!r.allow.empty()) out += "Allow: " + r.allow + "\r\n";
+  if (r.status == 401) out += "WWW-Authenticate: Bearer\r\n";
+  out += r.headers;
+  out += "Connection: close\r\n\r\n";
+  if (!head_only) out += r.body;
+  return out;
+}
+
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -241,26 +256,29 @@ void MetricsEndpoint::on_data(std::uint64_t id, std::span<const std::uint8_t> da
                                                                    : "Bad Request"));
     return;
   }
+  const HttpRequest q{request.method, request.target, request.authorization};
   if (control_ && is_control_target(request.target)) {
     ++stats_.api_requests;
     HttpReply r;
-    if (!guard_.run(CallbackKind::kMetrics, [&] {
-          r = control_(HttpRequest{request.method, request.target, request.authorization});
-        })) {
+    if (!guard_.run(CallbackKind::kMetrics, [&] { r = control_(q); })) {
       // The backend threw (counted and logged by the guard): this client gets a 500.
       answer(c, status_reply(500, "Internal Server Error"));
       return;
     }
-    std::string reply =
-        "HTTP/1.0 " + std::to_string(r.status) + " " + std::string(reason_phrase(r.status)) +
-        "\r\nContent-Type: " + r.content_type +
-        "\r\nContent-Length: " + std::to_string(r.body.size()) + "\r\nCache-Control: no-store\r\n";
-    if (!r.allow.empty()) reply += "Allow: " + r.allow + "\r\n";
-    if (r.status == 401) reply += "WWW-Authenticate: Bearer\r\n";
-    reply += "Connection: close\r\n\r\n";
-    if (!request.head_only) reply += r.body;
-    answer(c, std::move(reply));
+    answer(c, reply_text(r, request.head_only));
     return;
+  }
+  if (pages_ && (request.method == "GET" || request.method == "HEAD")) {
+    std::optional<HttpReply> page;
+    if (!guard_.run(CallbackKind::kMetrics, [&] { page = pages_(q); })) {
+      answer(c, status_reply(500, "Internal Server Error"));
+      return;
+    }
+    if (page) {
+      ++stats_.answered;
+      answer(c, reply_text(*page, request.head_only));
+      return;
+    }
   }
   if (request.method != "GET" && request.method != "HEAD") {
     ++stats_.bad_requests;

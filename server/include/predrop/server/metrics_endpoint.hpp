@@ -4,7 +4,9 @@
 // request per connection, then close. Another method gets 405, a malformed request line 400,
 // another HTTP version 505. With a control handler set (set_control()), paths under /api/ go to
 // it instead (the JSON control API, control_api.hpp), with GET, HEAD, POST and DELETE; a request
-// body is not read (none of the API's requests has one).
+// body is not read (none of the API's requests has one). With a page handler set (set_pages()),
+// a GET or HEAD it answers (the status page at / and /status, status_page.hpp) gets its reply
+// instead of the metrics.
 //
 // Limits: at most max_connections open at once (more are closed at accept), a request head of
 // at most max_request_bytes, and a deadline from the accept to the end of the request head that
@@ -15,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,7 +42,8 @@ struct HttpReply {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
-  std::string allow;  ///< For 405: the methods the path takes.
+  std::string allow;    ///< For 405: the methods the path takes.
+  std::string headers;  ///< More header lines, each ending in CRLF (e.g. a page's CSP).
 };
 
 /// True if `target` is one for the control API (its path starts with /api/).
@@ -92,6 +96,11 @@ class MetricsEndpoint {
   void set_control(std::function<HttpReply(const HttpRequest&)> handler) {
     control_ = std::move(handler);
   }
+  /// GET and HEAD requests outside /api/ go to `handler` first; what it answers with a reply
+  /// (the status page) is served, the rest gets the metrics as before.
+  void set_pages(std::function<std::optional<HttpReply>(const HttpRequest&)> handler) {
+    pages_ = std::move(handler);
+  }
   /// The address actually bound.
   const net::SocketAddress& address() const { return listener_->local_address(); }
   const MetricsEndpointStats& stats() const { return stats_; }
@@ -137,6 +146,7 @@ class MetricsEndpoint {
   MetricsEndpointOptions options_;
   std::function<std::string()> render_;
   std::function<HttpReply(const HttpRequest&)> control_;
+  std::function<std::optional<HttpReply>(const HttpRequest&)> pages_;
   std::unique_ptr<net::TcpListener> listener_;
   std::unique_ptr<net::Timer> deadline_timer_;
   std::map<std::uint64_t, Client> open_;
