@@ -4,6 +4,7 @@
 #include <toml++/toml.h>
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -167,7 +168,7 @@ std::optional<Problem> check_config(const ServerConfig& c) {
       first(Problem{"server.streams." + st.name,
                     "stream names use letters, digits, '.', '_' and '-' (1..64 bytes)"});
     }
-    if (st.path.empty()) {
+    if (!st.publish && st.path.empty()) {
       first(Problem{"server.streams." + st.name, "path is empty"});
     }
   }
@@ -574,9 +575,63 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
              return r.fail(name.source(), key_text(key),
                            "stream names use letters, digits, '.', '_' and '-' (1..64 bytes)");
            }
+           if (const auto* live = path.as_table()) {
+             // [server.streams.<name>]: a published stream (docs/live.md).
+             StreamEntry e;
+             e.name = std::string(name.str());
+             bool has_source = false;
+             bool has_secret = false;
+             r.section(*live, key,
+                       {{"source",
+                         [&](const toml::node& v) {
+                           const auto s = r.string(v);
+                           if (!s) return;
+                           if (*s != "publish") {
+                             return r.fail(v.source(), r.current(),
+                                           "must be \"publish\" (a file is " + key +
+                                               " = \"path\"; pulling rtsp:// is not built yet), "
+                                               "got " +
+                                               core::text::quote_for_error(*s));
+                           }
+                           has_source = true;
+                         }},
+                        {"publish_secret",
+                         [&](const toml::node& v) {
+                           const auto s = r.string(v);
+                           if (!s) return;
+                           const bool url_safe = std::all_of(s->begin(), s->end(), [](char ch) {
+                             return std::isalnum(static_cast<unsigned char>(ch)) != 0 ||
+                                    ch == '-' || ch == '_' || ch == '.' || ch == '~';
+                           });
+                           if (s->size() < kMinPublishSecret || !url_safe) {
+                             return r.fail(v.source(), r.current(),
+                                           "must be at least " + std::to_string(kMinPublishSecret) +
+                                               " characters of A-Z a-z 0-9 - _ . ~ (it goes in "
+                                               "the publisher's URL unescaped)");
+                           }
+                           e.publish_secret = *s;
+                           has_secret = true;
+                         }},
+                        {"replace", [&](const toml::node& v) {
+                           if (const auto b = r.boolean(v)) e.replace = *b;
+                         }}});
+             if (r.failed()) return;
+             if (!has_source) {
+               return r.fail(path.source(), key_text(key),
+                             "a stream table needs source = \"publish\"");
+             }
+             if (!has_secret) {
+               return r.fail(path.source(), key_text(key),
+                             "a published stream needs publish_secret (viewers need none)");
+             }
+             e.publish = true;
+             c.server.streams.push_back(std::move(e));
+             continue;
+           }
            const auto* p = path.as_string();
            if (!p) {
-             return r.fail_type(path, key, "a string (file path)");
+             return r.fail_type(path, key,
+                                "a string (file path) or a table (source = \"publish\")");
            }
            if (p->get().empty()) {
              return r.fail(path.source(), key, "path is empty");

@@ -158,7 +158,8 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
   // above is in place once it appears.
   for (const auto& s : config.server.streams) {
     core::log(core::LogLevel::kInfo, "server", "serving rtsp://%s/%s (%s)",
-              srv.rtsp_address().to_string().c_str(), s.name.c_str(), s.path.c_str());
+              srv.rtsp_address().to_string().c_str(), s.name.c_str(),
+              s.publish ? "published: ANNOUNCE with ?secret=" : s.path.c_str());
   }
   // A reload (SIGHUP, POST /api/v1/reload) re-reads the file with the same command-line
   // overrides and applies what can change under playing sessions: how sessions started from now

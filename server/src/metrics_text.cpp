@@ -67,6 +67,11 @@ void add_stats(ServerStats& a, const ServerStats& b) {
   a.pacing_runs_cut += b.pacing_runs_cut;
   a.late_blocks_of_ended_sessions += b.late_blocks_of_ended_sessions;
   a.sessions_ended_by_api += b.sessions_ended_by_api;
+  a.publishes += b.publishes;
+  a.publishes_refused += b.publishes_refused;
+  a.publishers_replaced += b.publishers_replaced;
+  a.publish_packets += b.publish_packets;
+  a.publish_dropped += b.publish_dropped;
 }
 
 std::string render_metrics(const StreamServer& server, const MetricsSources& more) {
@@ -99,6 +104,16 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
   counter("predrop_sessions_timed_out_total", "Sessions expired.", s.sessions_timed_out);
   counter("predrop_sessions_ended_by_api_total", "Sessions ended through the control API.",
           s.sessions_ended_by_api);
+  counter("predrop_publishes_total", "Publishers accepted (ANNOUNCE, docs/live.md).", s.publishes);
+  counter("predrop_publishes_refused_total",
+          "Publishers refused: wrong secret, stream busy, unusable SDP.", s.publishes_refused);
+  counter("predrop_publishers_replaced_total", "Publishers closed: another one took the stream.",
+          s.publishers_replaced);
+  counter("predrop_publish_packets_total", "RTP packets received from publishers.",
+          s.publish_packets);
+  counter("predrop_publish_dropped_total",
+          "Publisher frames dropped (RTCP, tracks not served, malformed, not recording).",
+          s.publish_dropped);
   counter("predrop_rtsp_foreign_session_requests_total",
           "Requests naming a session set up from another address (answered 454).",
           s.session_requests_foreign);

@@ -11,7 +11,10 @@ namespace predrop::server::detail {
 namespace {
 const StreamDefinition& stream_named(const StreamServerOptions& options, const std::string& name) {
   for (const auto& s : options.streams) {
-    if (s.name == name) return s;
+    if (s.name == name) {
+      if (s.live) throw std::runtime_error("stream " + name + " is published: it cannot be pushed");
+      return s;
+    }
   }
   throw std::runtime_error("push of unknown stream " + name);
 }
@@ -25,6 +28,7 @@ std::vector<std::unique_ptr<SessionEntry>> make_push_sessions(const StreamServer
     auto entry = std::make_unique<SessionEntry>();
     entry->id = sessions.fresh_id();
     entry->stream = &stream;
+    entry->source = stream.source;
     if (options.srtp) entry->key = net::random_srtp_key(*options.srtp);
     const std::string ip = push.destination.ip_string();
     for (std::size_t i = 0; i < stream.source->streams().size(); ++i) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "interleaved_link.hpp"
+#include "live_publish.hpp"
 #include "predrop/net/socket_address.hpp"
 #include "predrop/net/tcp.hpp"
 #include "predrop/rtsp/rtsp_message.hpp"
@@ -51,6 +52,8 @@ struct RtspConnection {
   /// longer idle limit of a player's control channel.
   std::vector<std::string> sessions;
   std::string output;  ///< What an attached connection was sent (its write queue).
+  /// Set by an accepted ANNOUNCE: the connection publishes a stream (docs/live.md).
+  std::unique_ptr<Publisher> publisher;
   bool attached_open = true;
   /// Created by the first RTP/AVP/TCP SETUP. (Last member: it points at `tcp` and `output`.)
   std::unique_ptr<InterleavedLink> interleaved;

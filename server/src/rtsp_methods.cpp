@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "predrop/core/log.hpp"
+#include "predrop/core/text_util.hpp"
 #include "predrop/net/os_random.hpp"
 #include "predrop/rtsp/rtsp_headers.hpp"
 #include "predrop/rtsp/rtsp_transport.hpp"
@@ -13,7 +14,7 @@ namespace predrop::server::detail {
 
 namespace {
 constexpr std::string_view kPublic =
-    "OPTIONS, DESCRIBE, SETUP, PLAY, PAUSE, TEARDOWN, GET_PARAMETER";
+    "OPTIONS, DESCRIBE, SETUP, PLAY, PAUSE, TEARDOWN, GET_PARAMETER, ANNOUNCE, RECORD";
 // A client of ours announces that it sends PDFB reports; other players are adapted from their
 // Receiver Reports or served at a fixed rate.
 constexpr std::string_view kFeedbackHeader = "X-Predrop-Feedback";
@@ -49,6 +50,7 @@ struct RtspMethods::Request {
   const SessionEntry* entry;
   std::uint64_t now_us;
   std::uint16_t rtp_port;
+  bool publisher_session = false;  // the Session header names this connection's publisher
 };
 
 struct RtspMethods::StreamLookup {
@@ -64,10 +66,12 @@ RtspMethods::RtspMethods(const StreamServerOptions& options, const SessionTable&
 MethodOutcome RtspMethods::handle(const RtspConnection& c, rtsp::RtspRequest& req,
                                   std::uint64_t now_us, std::uint16_t rtp_port) {
   const SessionEntry* entry = nullptr;
+  bool publisher_session = false;
   if (auto sh = req.headers.get("Session")) {
     auto parsed = rtsp::parse_session(*sh);
     if (!parsed) return refuse(454, req.cseq, "malformed Session header");
-    entry = sessions_.find(parsed->id);
+    publisher_session = c.publisher && parsed->id == c.publisher->session_id;
+    if (!publisher_session) entry = sessions_.find(parsed->id);
     if (entry == nullptr) {
       if (auto other = options_.directory->find(parsed->id);
           other && other->worker != options_.worker && other->owner_ip == c.peer.ip_string()) {
@@ -89,11 +93,11 @@ MethodOutcome RtspMethods::handle(const RtspConnection& c, rtsp::RtspRequest& re
     // (the same 454 as an unknown id, so the answer tells nothing about other clients).
     const bool foreign = entry != nullptr && !same_ip(entry->owner, c.peer);
     if (foreign) ++stats_.session_requests_foreign;
-    if (entry == nullptr || foreign) {
+    if ((entry == nullptr && !publisher_session) || foreign) {
       return refuse(454, req.cseq, "no session " + parsed->id);
     }
   }
-  Request q{c, req, entry, now_us, rtp_port};
+  Request q{c, req, entry, now_us, rtp_port, publisher_session};
   MethodOutcome out = dispatch(q);
   if (entry != nullptr) {
     out.touch = true;
@@ -112,18 +116,31 @@ MethodOutcome RtspMethods::dispatch(Request& q) {
     case rtsp::RtspMethod::kDescribe:
       return describe(q);
     case rtsp::RtspMethod::kSetup:
+      if (q.c.publisher && (q.publisher_session || q.entry == nullptr)) {
+        if (auto url = rtsp::parse_rtsp_url(q.req.url);
+            url && url->stream == q.c.publisher->stream) {
+          return setup_publish(q);
+        }
+      }
       return setup(q);
     case rtsp::RtspMethod::kPlay:
       return play(q);
     case rtsp::RtspMethod::kPause:
       return pause(q);
     case rtsp::RtspMethod::kTeardown:
+      if (q.publisher_session) {
+        MethodOutcome o = ok(q);
+        o.publish = MethodOutcome::Publish::kStop;
+        return o;
+      }
       return teardown(q);
     case rtsp::RtspMethod::kAnnounce:
+      return announce(q);
     case rtsp::RtspMethod::kRecord:
+      return record(q);
     case rtsp::RtspMethod::kSetParameter:
     case rtsp::RtspMethod::kRedirect: {
-      MethodOutcome e = refuse(405, q.req.cseq, "this server only plays");
+      MethodOutcome e = refuse(405, q.req.cseq, "not supported by this server");
       e.response.headers.set("Allow", std::string(kPublic));
       return e;
     }
@@ -172,6 +189,8 @@ MethodOutcome RtspMethods::describe(Request& q) {
   StreamLookup found = requested_stream(q);
   if (found.error) return std::move(*found.error);
   const StreamDefinition& stream = *found.stream;
+  const auto source = stream.current_source();
+  if (!source) return refuse(404, q.req.cseq, "nobody publishes '" + stream.name + "' now");
   std::optional<wire::SrtpKeyMaterial> key;
   bool fresh = false;
   if (options_.srtp) {
@@ -189,7 +208,7 @@ MethodOutcome RtspMethods::describe(Request& q) {
   o.response.headers.set("Content-Base", base);
   const SdpSettings sdp{options_.srtp, options_.block_attribute};
   o.response.set_body("application/sdp",
-                      describe_stream(stream, key ? &*key : nullptr, found.url.host, sdp));
+                      describe_stream(stream, *source, key ? &*key : nullptr, found.url.host, sdp));
   if (fresh) o.key.emplace(stream.name, *key);
   return o;
 }
@@ -217,6 +236,12 @@ std::unique_ptr<SessionEntry> RtspMethods::create_session(Request& q,
   fresh->owner = q.c.peer;
   fresh->connection = q.c.id;
   fresh->stream = &stream;
+  fresh->source = stream.current_source();
+  if (!fresh->source) {
+    options_.directory->remove(fresh->id);
+    error = refuse(404, q.req.cseq, "nobody publishes '" + stream.name + "' now");
+    return nullptr;
+  }
   fresh->last_request_us = q.now_us;
   if (options_.srtp) {
     auto it = q.c.keys.find(stream.name);
@@ -240,7 +265,11 @@ MethodOutcome RtspMethods::setup(Request& q) {
   if (found.error) return std::move(*found.error);
   const StreamDefinition* stream = found.stream;
   const std::uint32_t track = found.url.track.value_or(0);
-  if (track >= stream->source->streams().size()) return refuse(404, cseq, "no such track");
+  {
+    const auto source = q.entry != nullptr ? q.entry->source : stream->current_source();
+    if (!source) return refuse(404, cseq, "nobody publishes '" + stream->name + "' now");
+    if (track >= source->streams().size()) return refuse(404, cseq, "no such track");
+  }
   auto transport_value = q.req.headers.get("Transport");
   if (!transport_value) return refuse(400, cseq, "Transport missing");
   auto offers = rtsp::parse_transport(*transport_value);
@@ -375,6 +404,143 @@ MethodOutcome RtspMethods::teardown(Request& q) {
   MethodOutcome o = ok(q);
   o.session = id;
   o.action = MethodOutcome::Action::kTeardown;
+  return o;
+}
+
+// ---- publishing (docs/live.md) ----
+
+MethodOutcome RtspMethods::announce(Request& q) {
+  const std::uint32_t cseq = q.req.cseq;
+  StreamLookup found = requested_stream(q);
+  if (found.error) return std::move(*found.error);
+  const StreamDefinition& stream = *found.stream;
+  if (!stream.live) {
+    ++stats_.publishes_refused;
+    MethodOutcome e = refuse(405, cseq, "stream '" + stream.name + "' is not published here");
+    e.response.headers.set("Allow", std::string(kPublic));
+    return e;
+  }
+  if (q.c.publisher) return refuse(455, cseq, "this connection publishes already");
+  const auto given = url_secret(q.req.url);
+  if (!given || !secret_matches(*given, stream.live->settings().secret)) {
+    ++stats_.publishes_refused;
+    // The URL is not logged: it may hold a secret someone mistyped.
+    core::log(core::LogLevel::kWarn, "live", "publish to '%s' from %s refused: %s secret",
+              stream.name.c_str(), q.c.peer.ip_string().c_str(), given ? "wrong" : "no");
+    return refuse(403, cseq, "wrong or missing publish secret (rtsp://host/stream?secret=...)");
+  }
+  const auto type = q.req.headers.get("Content-Type");
+  if (!type ||
+      !core::text::iequals(core::text::trim(type->substr(0, type->find(';'))), "application/sdp")) {
+    ++stats_.publishes_refused;
+    return refuse(415, cseq, "ANNOUNCE wants an application/sdp body");
+  }
+  auto announced = read_announce(q.req.body);
+  if (!announced) {
+    ++stats_.publishes_refused;
+    return refuse(415, cseq, announced.error().message);
+  }
+  auto publisher = std::make_unique<Publisher>();
+  publisher->stream = stream.name;
+  publisher->point = stream.live;
+  publisher->token = LivePoint::next_token();
+  publisher->session_id = sessions_.fresh_id();
+  publisher->tracks = std::move(announced->tracks);
+  publisher->source =
+      std::make_shared<media::LiveSource>(announced->video, stream.live->settings().source);
+  switch (stream.live->claim(publisher->token, publisher->source, q.now_us)) {
+    case LivePoint::Claim::kBusy:
+      ++stats_.publishes_refused;
+      core::log(core::LogLevel::kWarn, "live",
+                "publish to '%s' from %s refused: it has a publisher", stream.name.c_str(),
+                q.c.peer.ip_string().c_str());
+      return refuse(455, cseq,
+                    "stream '" + stream.name + "' already has a publisher (server.streams." +
+                        stream.name + ".replace = true lets a new one take over)");
+    case LivePoint::Claim::kReplaced:
+      core::log(core::LogLevel::kInfo, "live", "'%s': the publisher from %s replaces the last",
+                stream.name.c_str(), q.c.peer.ip_string().c_str());
+      break;
+    case LivePoint::Claim::kClaimed:
+      core::log(core::LogLevel::kInfo, "live", "'%s' published from %s", stream.name.c_str(),
+                q.c.peer.ip_string().c_str());
+      break;
+  }
+  ++stats_.publishes;
+  MethodOutcome o = ok(q);
+  o.publisher = std::move(publisher);
+  return o;
+}
+
+MethodOutcome RtspMethods::setup_publish(Request& q) {
+  const std::uint32_t cseq = q.req.cseq;
+  const Publisher& p = *q.c.publisher;
+  if (p.recording) return refuse(455, cseq, "SETUP after RECORD is not supported");
+  // The track: by its control (FFmpeg: ".../streamid=0"), else by a trackID=N/streamid=N index.
+  const std::string_view control = url_control(q.req.url);
+  std::optional<std::size_t> index;
+  for (std::size_t i = 0; i < p.tracks.size(); ++i) {
+    if (!p.tracks[i].control.empty() && url_control(p.tracks[i].control) == control) index = i;
+  }
+  if (!index) {
+    if (auto url = rtsp::parse_rtsp_url(q.req.url);
+        url && url->track && *url->track < p.tracks.size()) {
+      index = *url->track;
+    } else if (p.tracks.size() == 1) {
+      index = 0;
+    }
+  }
+  if (!index) return refuse(404, cseq, "no such track in the announced SDP");
+  auto transport_value = q.req.headers.get("Transport");
+  if (!transport_value) return refuse(400, cseq, "Transport missing");
+  auto offers = rtsp::parse_transport(*transport_value);
+  if (!offers) return refuse(461, cseq, offers.error().message);
+  const rtsp::TransportSpec* chosen = nullptr;
+  for (const rtsp::TransportSpec& s : *offers) {
+    if (is_interleaved(s) && s.interleaved) {
+      chosen = &s;
+      break;
+    }
+  }
+  if (chosen == nullptr) {
+    return refuse(461, cseq, "publish over RTP/AVP/TCP (interleaved); UDP is not supported yet");
+  }
+  if (chosen->mode && !core::text::iequals(*chosen->mode, "record") &&
+      !core::text::iequals(*chosen->mode, "\"record\"")) {
+    return refuse(461, cseq, "a publisher's SETUP has mode=record");
+  }
+  const rtsp::ChannelPair channels = *chosen->interleaved;
+  for (std::size_t i = 0; i < p.tracks.size(); ++i) {
+    const auto& t = p.tracks[i];
+    if (i != *index && t.rtp_channel &&
+        (*t.rtp_channel == channels.rtp || *t.rtp_channel + 1 == channels.rtp)) {
+      return refuse(461, cseq, "interleaved channels already in use");
+    }
+  }
+  rtsp::TransportSpec reply;
+  reply.protocol = chosen->protocol;
+  reply.lower = rtsp::LowerTransport::kTcp;
+  reply.interleaved = channels;
+  reply.mode = "record";
+  MethodOutcome o = ok(q);
+  o.response.set_session(p.session_id, options_.session_timeout_s);
+  o.response.headers.set("Transport", rtsp::format_transport(reply));
+  o.publish_track = std::make_pair(*index, channels.rtp);
+  return o;
+}
+
+MethodOutcome RtspMethods::record(Request& q) {
+  const std::uint32_t cseq = q.req.cseq;
+  if (!q.c.publisher) return refuse(455, cseq, "ANNOUNCE first");
+  if (!q.publisher_session) return refuse(454, cseq, "Session missing");
+  const auto& tracks = q.c.publisher->tracks;
+  if (std::none_of(tracks.begin(), tracks.end(),
+                   [](const PublishedTrack& t) { return t.video && t.rtp_channel; })) {
+    return refuse(455, cseq, "SETUP the H.264 track first");
+  }
+  MethodOutcome o = ok(q);
+  o.response.set_session(q.c.publisher->session_id, options_.session_timeout_s);
+  o.publish = MethodOutcome::Publish::kRecord;
   return o;
 }
 

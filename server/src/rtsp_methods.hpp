@@ -14,7 +14,10 @@
 //               connection (RFC 2326 §10.12)
 //   PLAY        starts or resumes the session; RTP-Info and Range (complete())
 //   PAUSE, TEARDOWN
-//   ANNOUNCE, RECORD, SET_PARAMETER, REDIRECT: 405 with Allow; anything else 501
+//   ANNOUNCE    a publisher (docs/live.md): a published stream, its secret (403), an SDP with
+//               H.264 (415), nobody publishing it already (455) unless configured to replace
+//   SETUP       of a publisher's track (mode=record, interleaved), RECORD, TEARDOWN: its session
+//   SET_PARAMETER, REDIRECT: 405 with Allow; anything else 501
 //
 // Threading: the server's loop thread (the directory it admits sessions to is thread-safe).
 #include <cstdint>
@@ -54,6 +57,12 @@ struct MethodOutcome {
   std::optional<TrackSetup> track;
   enum class Action : std::uint8_t { kNone, kPlay, kPause, kTeardown };
   Action action = Action::kNone;
+  /// ANNOUNCE: the connection's publisher (it holds its stream already).
+  std::unique_ptr<Publisher> publisher;
+  /// SETUP of a publisher's track: its index and the interleaved channel of its RTP.
+  std::optional<std::pair<std::size_t, std::uint8_t>> publish_track;
+  enum class Publish : std::uint8_t { kNone, kRecord, kStop };
+  Publish publish = Publish::kNone;
 };
 
 /// The method handlers.
@@ -63,6 +72,7 @@ class RtspMethods {
   RtspMethods(const StreamServerOptions& options, const SessionTable& sessions, ServerStats& stats);
 
   /// Handles `request` from `c` at `now_us`; the server's RTP port pair starts at `rtp_port`.
+  /// `now_us` also ends a replaced publisher's source.
   MethodOutcome handle(const RtspConnection& c, rtsp::RtspRequest& request, std::uint64_t now_us,
                        std::uint16_t rtp_port);
   /// After the outcome was applied (`entry`: the session it concerns, if it still exists): a
@@ -82,6 +92,9 @@ class RtspMethods {
   MethodOutcome play(Request& q);
   MethodOutcome pause(Request& q);
   MethodOutcome teardown(Request& q);
+  MethodOutcome announce(Request& q);
+  MethodOutcome setup_publish(Request& q);
+  MethodOutcome record(Request& q);
   // A new session for SETUP of `stream` (nullptr and `error` set when refused).
   std::unique_ptr<SessionEntry> create_session(Request& q, const StreamDefinition& stream,
                                                MethodOutcome& error);

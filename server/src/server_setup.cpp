@@ -196,6 +196,16 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
   }
   o.block_attribute += ";payload=" + std::to_string(po.max_payload);
   for (const auto& s : c.server.streams) {
+    if (s.publish) {
+      // A published stream (docs/live.md): blocks of the configured duration, cut at key frames.
+      LivePointSettings live;
+      live.secret = s.publish_secret;
+      live.replace = s.replace;
+      live.source.max_payload = po.max_payload;
+      live.source.block_us = static_cast<std::int64_t>(block_us);
+      o.streams.push_back(StreamDefinition{s.name, std::make_shared<LivePoint>(std::move(live))});
+      continue;
+    }
     auto m = media::MediaFile::open(s.path, po);
     if (!m) return core::make_error("stream '" + s.name + "': " + m.error().message);
     if ((*m)->warning_count() > 0) {

@@ -23,13 +23,20 @@ std::uint64_t ntp_now() {
 
 std::string describe_stream(const StreamDefinition& stream, const wire::SrtpKeyMaterial* key,
                             std::string_view host, const SdpSettings& settings) {
+  const auto source = stream.current_source();
+  return source ? describe_stream(stream, *source, key, host, settings) : std::string();
+}
+
+std::string describe_stream(const StreamDefinition& stream, const media::BlockSource& source,
+                            const wire::SrtpKeyMaterial* key, std::string_view host,
+                            const SdpSettings& settings) {
   rtsp::SdpSession s;
   s.session_id = std::to_string(net::random_u32());
   s.origin_address = std::string(host);
   s.name = stream.name;
   s.tool = "predrop";
   s.control = "*";
-  if (const auto duration = stream.source->duration_us()) {
+  if (const auto duration = source.duration_us()) {
     char range[64];
     std::snprintf(range, sizeof range, "npt=0-%.3f", static_cast<double>(*duration) / 1e6);
     s.range = range;
@@ -37,7 +44,7 @@ std::string describe_stream(const StreamDefinition& stream, const wire::SrtpKeyM
   if (!settings.block_attribute.empty()) {
     s.attributes.push_back("x-predrop-block:" + settings.block_attribute);
   }
-  const auto streams = stream.source->streams();
+  const auto streams = source.streams();
   for (std::size_t i = 0; i < streams.size(); ++i) {
     const media::StreamInfo& info = streams[i];
     rtsp::SdpMedia m;

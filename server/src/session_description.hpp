@@ -31,6 +31,10 @@ struct SdpSettings {
 /// file that does not loop).
 std::string describe_stream(const StreamDefinition& stream, const wire::SrtpKeyMaterial* key,
                             std::string_view host, const SdpSettings& settings);
+/// The same for `source`, one the stream had (a published stream's current source).
+std::string describe_stream(const StreamDefinition& stream, const media::BlockSource& source,
+                            const wire::SrtpKeyMaterial* key, std::string_view host,
+                            const SdpSettings& settings);
 
 /// The same description turned into an SDP file for a push to `destination`: the m= lines name
 /// the destination ports (video at its port, each further track 2 higher) and c= its address,

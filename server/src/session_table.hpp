@@ -30,7 +30,10 @@ struct SessionEntry {
   /// session. Empty for push sessions, which nobody controls.
   std::optional<net::SocketAddress> owner;
   std::uint64_t connection = 0;              ///< Id of the connection it was set up on.
-  const StreamDefinition* stream = nullptr;  ///< Its source, name and streams.
+  const StreamDefinition* stream = nullptr;  ///< Its name and configuration.
+  /// What it reads blocks from: the stream's source when it was set up (a published stream's
+  /// publisher may change meanwhile; the session keeps reading the source it joined).
+  std::shared_ptr<const media::BlockSource> source;
   wire::SrtpKeyMaterial key;
   bool feedback = false;  ///< The client sends PDFB (SETUP X-Predrop-Feedback).
   std::vector<SessionTrack> tracks;

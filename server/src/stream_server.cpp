@@ -9,6 +9,7 @@
 //   pacer.hpp               the deadline queue the sessions are pumped from
 //   session_start.hpp       a session's configuration, controller and transport at its PLAY
 //   push_sessions.hpp       sessions started without RTSP (--push), their SDP files
+//   live_publish.hpp        a connection's publisher: its frames into its stream's LiveSource
 //   port_pair.hpp           the RTP/RTCP port pair
 //   stream_session.hpp      one client's session (blocks, discard, SR/BYE, reports)
 // No unit includes this file or changes another unit's state; `now` is read here, once per
@@ -115,6 +116,8 @@ class StreamServer::Impl final : public detail::RtspConnectionListener {
   // else to go (RFC 2326 §10.12).
   void forget(std::unique_ptr<RtspConnection> c) {
     if (!c) return;
+    // A publisher that goes ends its stream: its viewers get the rest and a BYE.
+    if (c->publisher) c->publisher->release(clock_.now_us());
     for (const std::string& id : std::vector<std::string>(c->sessions)) {
       const SessionEntry* e = sessions_.find(id);
       if (e != nullptr && e->interleaved) remove_session(id);
@@ -135,6 +138,7 @@ class StreamServer::Impl final : public detail::RtspConnectionListener {
     if (options_.fault_injection) options_.fault_injection(CallbackKind::kRtsp);
     const std::uint64_t now = clock_.now_us();
     MethodOutcome outcome = methods_.handle(c, request, now, rtp_port());
+    apply_publish(outcome, c, now);
     SessionEntry* entry = apply(outcome, c, now);
     methods_.complete(outcome, entry);
     // PLAY, PAUSE (and any later method) may have moved the session's next due time.
@@ -170,6 +174,22 @@ class StreamServer::Impl final : public detail::RtspConnectionListener {
         break;
     }
     return entry;
+  }
+
+  // A publisher's part of a request's effects (docs/live.md).
+  void apply_publish(MethodOutcome& o, RtspConnection& c, std::uint64_t now) {
+    if (o.publisher) c.publisher = std::move(o.publisher);
+    if (!c.publisher) return;
+    if (o.publish_track) {
+      auto& t = c.publisher->tracks.at(o.publish_track->first);
+      t.set_up = true;
+      t.rtp_channel = o.publish_track->second;
+    }
+    if (o.publish == MethodOutcome::Publish::kRecord) c.publisher->recording = true;
+    if (o.publish == MethodOutcome::Publish::kStop) {
+      c.publisher->release(now);
+      c.publisher.reset();
+    }
   }
 
   void add_track(SessionEntry& entry, RtspConnection& c, const detail::TrackSetup& setup) {
@@ -222,6 +242,22 @@ class StreamServer::Impl final : public detail::RtspConnectionListener {
 
   void on_interleaved(RtspConnection& c, const rtsp::InterleavedFrame& frame) override {
     ++stats_.interleaved_frames_received;
+    if (c.publisher) {
+      switch (c.publisher->on_frame(frame.channel, frame.payload, clock_.now_us())) {
+        case detail::Publisher::Frame::kTaken:
+          ++stats_.publish_packets;
+          return;
+        case detail::Publisher::Frame::kDropped:
+          ++stats_.publish_dropped;
+          return;
+        case detail::Publisher::Frame::kReplaced:
+          // Another publisher took the stream (replace = true): this one goes.
+          ++stats_.publishers_replaced;
+          c.publisher.reset();
+          c.close();
+          return;
+      }
+    }
     const std::string* id = c.interleaved ? c.interleaved->session_for(frame.channel) : nullptr;
     SessionEntry* e = id != nullptr ? sessions_.find(*id) : nullptr;
     if (e == nullptr || !e->session || frame.payload.size() > kRtcpBuffer - net::kSrtpMaxTrailer) {
@@ -414,9 +450,8 @@ bool StreamServer::Impl::start_session(SessionEntry& entry, std::uint64_t now) {
   if (!controller) return false;
   try {
     entry.session = std::make_unique<StreamSession>(
-        entry.stream->source,
-        detail::session_transport(entry, *rtp_socket_, *rtcp_socket_, interleaved), clock_,
-        detail::session_config(entry, options_), std::move(controller),
+        entry.source, detail::session_transport(entry, *rtp_socket_, *rtcp_socket_, interleaved),
+        clock_, detail::session_config(entry, options_), std::move(controller),
         [this, e = &entry](const BlockTrace& t) {
           // The entry outlives its session, which is the only caller.
           e->history.push(BlockRecord::from(t));

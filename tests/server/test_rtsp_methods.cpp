@@ -65,7 +65,7 @@ TEST(RtspMethods, OptionsListsWhatTheServerAnswers) {
   MethodOutcome o = m.request("OPTIONS", "*");
   EXPECT_EQ(o.response.status, 200);
   EXPECT_EQ(o.response.headers.get("Public").value_or(""),
-            "OPTIONS, DESCRIBE, SETUP, PLAY, PAUSE, TEARDOWN, GET_PARAMETER");
+            "OPTIONS, DESCRIBE, SETUP, PLAY, PAUSE, TEARDOWN, GET_PARAMETER, ANNOUNCE, RECORD");
   EXPECT_EQ(o.action, MethodOutcome::Action::kNone);
   EXPECT_FALSE(o.touch);
 }
@@ -194,11 +194,15 @@ TEST(RtspMethods, AnInterleavedSetupTakesTheLowestFreeChannels) {
             461);
 }
 
-TEST(RtspMethods, OnlyPlaying) {
+TEST(RtspMethods, RecordOnlyAfterAnnounceAndNoPublishingOfAFile) {
   Methods m;
-  MethodOutcome record = m.request("RECORD", kUrl);
-  EXPECT_EQ(record.response.status, 405);
-  EXPECT_TRUE(record.response.headers.get("Allow"));
+  EXPECT_EQ(m.request("RECORD", kUrl).response.status, 455) << "ANNOUNCE first (docs/live.md)";
+  MethodOutcome announce = m.request("ANNOUNCE", kUrl);
+  EXPECT_EQ(announce.response.status, 405) << "a file stream is not published";
+  EXPECT_TRUE(announce.response.headers.get("Allow"));
+  MethodOutcome set = m.request("SET_PARAMETER", kUrl);
+  EXPECT_EQ(set.response.status, 405);
+  EXPECT_TRUE(set.response.headers.get("Allow"));
   EXPECT_EQ(m.request("FROB", kUrl).response.status, 501);
 }
 

@@ -41,7 +41,7 @@ TEST_F(ServerMethods, EveryMethodOfAPlayerSession) {
   auto options = p.request(request_text("OPTIONS", url_, 1));
   ASSERT_EQ(status(options), 200);
   EXPECT_EQ(options->headers.get("Public"),
-            "OPTIONS, DESCRIBE, SETUP, PLAY, PAUSE, TEARDOWN, GET_PARAMETER");
+            "OPTIONS, DESCRIBE, SETUP, PLAY, PAUSE, TEARDOWN, GET_PARAMETER, ANNOUNCE, RECORD");
   EXPECT_EQ(options->headers.get("Server"), "predrop");
   EXPECT_EQ(options->cseq(), 1u);
 

@@ -46,12 +46,20 @@ core::Result<Endpoint> parse_endpoint(std::string_view text, bool allow_port_zer
 /// "host:port", with brackets around IPv6 hosts.
 std::string to_string(const Endpoint& endpoint);
 
-/// A stream the server offers: rtsp://host:port/<name> plays the file at <path>.
+/// A stream the server offers: rtsp://host:port/<name> plays the file at <path>, or (publish)
+/// what a publisher sends to rtsp://host:port/<name>?secret=<publish_secret> (docs/live.md).
 struct StreamEntry {
   std::string name;
   std::string path;  ///< As written; relative paths are relative to the working directory.
+  /// [server.streams.<name>] source = "publish": a live stream; `path` is then empty.
+  bool publish = false;
+  std::string publish_secret;  ///< What a publisher must send (?secret=); >= 16 characters.
+  bool replace = false;        ///< A second publisher replaces the first (else it gets 455).
   bool operator==(const StreamEntry&) const = default;
 };
+
+/// Shortest publish_secret accepted.
+inline constexpr std::size_t kMinPublishSecret = 16;
 
 /// Largest server.interleaved_queue_bytes (and --interleaved-queue-bytes): 64 MiB per connection.
 inline constexpr std::uint32_t kMaxInterleavedQueueBytes = 64U * 1024U * 1024U;

@@ -16,6 +16,7 @@
 #include "predrop/media/media_file.hpp"
 #include "predrop/net/socket_address.hpp"
 #include "predrop/server/callback_guard.hpp"
+#include "predrop/server/live_point.hpp"
 #include "predrop/server/session_directory.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
@@ -28,13 +29,24 @@ struct StreamDefinition {
   /// A file's stream: its source is a FileSource of `file` (looping with
   /// StreamServerOptions::loop: the server makes it so at construction).
   StreamDefinition(std::string stream_name, std::shared_ptr<const media::MediaFile> file);
-  /// A stream from any source (a live one: issue 23).
+  /// A stream from any source.
   StreamDefinition(std::string stream_name, std::shared_ptr<const media::BlockSource> from);
+  /// A published stream (docs/live.md): its source is what its publisher sends now.
+  StreamDefinition(std::string stream_name, std::shared_ptr<LivePoint> point)
+      : name(std::move(stream_name)), live(std::move(point)) {}
+
+  /// What a viewer joins now: the fixed source, or the live point's current one (nullptr while
+  /// nobody publishes).
+  std::shared_ptr<const media::BlockSource> current_source() const {
+    return live ? live->current() : source;
+  }
 
   std::string name;
   std::shared_ptr<const media::BlockSource> source;
   /// The file, for a stream defined by one (else empty).
   std::shared_ptr<const media::MediaFile> media;
+  /// The point of publication of a published stream (else empty; `source` is then empty).
+  std::shared_ptr<LivePoint> live;
 };
 
 inline StreamDefinition::StreamDefinition(std::string stream_name,
@@ -183,6 +195,12 @@ struct ServerStats {
   /// live sessions' own counts, every late block since start (predrop_late_blocks_total).
   std::uint64_t late_blocks_of_ended_sessions = 0;
   std::uint64_t sessions_ended_by_api = 0;  ///< DELETE /api/v1/sessions/N (control API).
+  std::uint64_t publishes = 0;              ///< ANNOUNCEs accepted (docs/live.md).
+  std::uint64_t publishes_refused = 0;      ///< Wrong secret, busy stream, unusable SDP.
+  std::uint64_t publishers_replaced = 0;    ///< Closed: another publisher took their stream.
+  std::uint64_t publish_packets = 0;        ///< RTP packets publishers sent us.
+  /// Publisher frames dropped: RTCP, another track than the video, not RTP, not recording.
+  std::uint64_t publish_dropped = 0;
 };
 
 }  // namespace predrop::server

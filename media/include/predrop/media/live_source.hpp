@@ -1,0 +1,135 @@
+#pragma once
+// A live BlockSource (docs/media.md "Sources", docs/live.md): blocks are cut as a publisher's
+// RTP arrives. The writer (the thread of the RTSP connection that publishes) pushes RTP packets
+// of the H.264 stream; they are depacketized (single NAL unit, STAP-A, FU-A: H264Depacketizer)
+// into access units, which are packetized once more with the server's payload size (in-band
+// SPS/PPS before every key frame, as a file's are) and collected into the block in progress.
+// A block is cut at the first IDR picture at or after the block duration, so every block a
+// reader can join at starts with a key frame; a stream whose key frames are further apart than
+// twice the block duration is cut at a reference picture instead (a block that is no join point).
+// The block is published whole when the next one starts: it is complete before any reader gets
+// it, so the priority discard sees the whole block as it does for a file (importance ranked per
+// block, docs/design.md §3.3), and the stream is one block (plus the wait for the key frame)
+// behind its publisher: LiveSourceStats::hold_us measures it.
+//
+// Published blocks are immutable and kept in a bounded ring (LiveSourceOptions::ring_blocks);
+// readers get them without a copy (SourceBlock::hold keeps a dropped one alive while read).
+// Pictures before the first IDR cannot be decoded by anyone and are dropped (counted). Hostile
+// input (garbage payloads, timestamps that jump, giant pictures) is counted and skipped: a
+// picture that would not fit a block's packet bound is dropped with everything up to the next
+// IDR, a timestamp that goes backwards or jumps by more than kMaxJumpUs restarts the cut at the
+// next IDR. Nothing the publisher sends can make a block exceed max_block_packets().
+//
+// Threading: push_video() on one writer thread at a time, end() on any (a writer mutex, never
+// contended but by an end() from elsewhere: a replacing publisher); read(), join_sequence(),
+// stats() and the other BlockSource queries on any thread (a mutex around the ring, taken once
+// per block read).
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "predrop/core/result.hpp"
+#include "predrop/media/block_source.hpp"
+#include "predrop/media/media_file.hpp"
+
+namespace predrop::media {
+
+/// How a live source cuts and keeps its blocks.
+struct LiveSourceOptions {
+  /// Largest RTP payload of the packets it makes (the server's rtp_payload_bytes).
+  std::size_t max_payload = 1200;
+  /// Target block duration in µs (blocks.duration_ms): a block ends at the first IDR at or after.
+  std::int64_t block_us = 1'000'000;
+  /// Published blocks kept for readers (a reader further behind rejoins at a key block).
+  std::size_t ring_blocks = 8;
+  /// The most packets a block may hold (readers size their scratch with it).
+  std::size_t max_block_packets = 8192;
+  /// Dynamic payload type of the H.264 stream it announces.
+  std::uint8_t payload_type = 96;
+};
+
+/// What a publisher's stream says about its video: from the ANNOUNCE SDP.
+struct LiveVideoSpec {
+  /// SPS and PPS NAL units from sprop-parameter-sets, Annex B (start codes), may be empty.
+  std::vector<std::uint8_t> parameter_sets;
+  /// profile-level-id as announced ("" if none).
+  std::string profile_level_id;
+  /// RTP clock of the publisher's stream (90000 for H.264).
+  std::uint32_t clock_rate = 90000;
+};
+
+/// Counters of a live source (a copy, taken under its lock).
+struct LiveSourceStats {
+  std::uint64_t packets = 0;          ///< RTP packets pushed.
+  std::uint64_t access_units = 0;     ///< Pictures reassembled.
+  std::uint64_t damaged_units = 0;    ///< Pictures with a lost packet or dropped fragment.
+  std::uint64_t malformed = 0;        ///< Payloads the depacketizer could not use.
+  std::uint64_t waiting_for_key = 0;  ///< Pictures dropped before the first IDR (or after a reset).
+  std::uint64_t oversized = 0;        ///< Pictures that would not fit a block: dropped.
+  std::uint64_t timestamp_resets = 0;  ///< Timestamp went back or jumped: cut restarted at an IDR.
+  std::uint64_t blocks = 0;            ///< Blocks published.
+  std::uint64_t key_blocks = 0;        ///< Of them, starting with an IDR (join points).
+  std::uint64_t forced_cuts = 0;       ///< Cut without a key frame (long GOP or packet bound).
+  /// Hold: from the arrival of a block's first packet to its publication (the latency this
+  /// source adds on top of the network and the viewer's own buffer), last and largest, µs.
+  std::uint64_t hold_us_last = 0;
+  std::uint64_t hold_us_max = 0;
+  std::uint64_t hold_us_sum = 0;
+  bool ended = false;
+};
+
+/// A live source fed with a publisher's RTP (see the file comment).
+class LiveSource final : public BlockSource {
+ public:
+  /// Pictures whose timestamps jump by more than this restart the cut (a publisher restart).
+  static constexpr std::int64_t kMaxJumpUs = 10'000'000;
+
+  LiveSource(const LiveVideoSpec& video, const LiveSourceOptions& options);
+  ~LiveSource() override;
+  LiveSource(const LiveSource&) = delete;
+  LiveSource& operator=(const LiveSource&) = delete;
+  LiveSource(LiveSource&&) = delete;
+  LiveSource& operator=(LiveSource&&) = delete;
+
+  /// One RTP packet of the video stream, its header already parsed; `arrival_us` on any
+  /// monotonic clock (it measures the hold only).
+  void push_video(std::uint16_t sequence, std::uint32_t timestamp, bool marker,
+                  std::span<const std::uint8_t> payload, std::uint64_t arrival_us);
+  /// The publisher is gone: the block in progress is published as it is, then kEnded.
+  void end(std::uint64_t now_us);
+
+  LiveSourceStats stats() const;
+  const LiveSourceOptions& options() const { return options_; }
+
+  std::span<const StreamInfo> streams() const override { return streams_; }
+  std::optional<std::int64_t> duration_us() const override { return std::nullopt; }
+  std::int64_t origin_us() const override { return 0; }
+  std::size_t max_block_packets() const override { return options_.max_block_packets; }
+  std::uint64_t join_sequence() const override;
+  BlockState read(std::uint64_t sequence, SourceBlock& out) const override;
+
+ private:
+  struct Writer;
+  struct Entry;
+  void publish(std::shared_ptr<Entry> entry);
+  void sync_counters();  // the writer's counters into stats_ (mutex_ held)
+
+  LiveSourceOptions options_;
+  std::vector<StreamInfo> streams_;
+  std::mutex write_mutex_;          // push_video() against an end() from another thread
+  std::unique_ptr<Writer> writer_;  // the writer's state (write_mutex_)
+
+  mutable std::mutex mutex_;  // guards what follows
+  std::deque<std::shared_ptr<const Entry>> ring_;
+  std::uint64_t published_ = 0;
+  bool ended_ = false;
+  LiveSourceStats stats_;
+};
+
+}  // namespace predrop::media

@@ -1,0 +1,405 @@
+// A live BlockSource fed with a publisher's RTP (see live_source.hpp).
+#include "predrop/media/live_source.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "bitstream.hpp"
+#include "h264_packetizer.hpp"
+#include "importance.hpp"
+#include "predrop/media/h264_depacketizer.hpp"
+#include "staging.hpp"
+
+namespace predrop::media {
+
+namespace {
+// A picture's packets at most: its bytes in FU-A fragments, one more per NAL unit, and the
+// parameter sets the packetizer puts before a key frame.
+std::size_t packet_estimate(std::size_t bytes, std::size_t max_payload) {
+  return bytes / (max_payload - 2) + 16;
+}
+}  // namespace
+
+struct LiveSource::Entry {
+  SourceBlock view;
+  std::vector<RtpPacket> packets;
+  std::vector<std::uint8_t> importance;
+  std::vector<std::uint8_t> arena;
+  bool key = false;
+};
+
+// The writer thread's state: depacketizer, packetizer and the block in progress.
+struct LiveSource::Writer {
+  struct Picture {
+    std::int64_t pts_us = 0;
+    std::uint32_t rtp = 0;  // relative to the origin
+    std::uint32_t first_staged = 0;
+    std::uint32_t staged_count = 0;
+    std::uint32_t bytes = 0;
+    FrameType type = FrameType::kUnknown;
+    bool reference = true;
+  };
+  struct Pending {
+    std::vector<std::uint8_t> arena;
+    std::vector<detail::StagedPacket> staged;
+    std::vector<Picture> pictures;
+    std::int64_t start_us = 0;
+    std::int64_t max_pts_us = 0;
+    std::uint64_t first_arrival_us = 0;
+    bool key = false;
+    void clear() {
+      arena.clear();
+      staged.clear();
+      pictures.clear();
+      key = false;
+    }
+  };
+
+  Writer(LiveSource& owner, const LiveVideoSpec& video)
+      : source(owner),
+        clock_rate(video.clock_rate == 0 ? 90000 : video.clock_rate),
+        depacketizer([this](const AccessUnit& au) { on_access_unit(au); }),
+        packetizer(owner.options_.max_payload, [this](const std::string&) { ++malformed; }) {
+    packetizer.configure(video.parameter_sets);
+  }
+
+  void on_access_unit(const AccessUnit& au);
+  // Publishes the block in progress; the next one starts at `next_start_us`.
+  void cut(std::int64_t next_start_us);
+  std::int64_t to_us(std::int64_t ticks) const {
+    return ticks * 1'000'000 / static_cast<std::int64_t>(clock_rate);
+  }
+
+  LiveSource& source;
+  std::uint32_t clock_rate;
+  H264Depacketizer depacketizer;
+  detail::H264Packetizer packetizer;
+  std::vector<detail::Bytes> nals;
+  // RTP timestamps unwrapped to 64 bits; the origin is the first IDR's (then timeline 0).
+  bool have_timestamp = false;
+  std::uint32_t last_timestamp = 0;
+  std::int64_t unwrapped = 0;
+  bool have_origin = false;
+  std::int64_t origin = 0;
+  // After a reset the next IDR is put here on the timeline (the end of the last block).
+  std::int64_t resume_us = 0;
+  bool need_key = true;
+  std::uint64_t arrival_us = 0;  // of the packet being pushed
+  std::int64_t last_end_us = 0;  // end of the last published block
+  Pending pending;
+  // Counters the writer keeps (copied into stats_ at each publication).
+  std::uint64_t packets = 0, access_units = 0, damaged = 0, malformed = 0, waiting = 0,
+                oversized = 0, resets = 0, forced = 0;
+  bool ended = false;
+};
+
+void LiveSource::Writer::on_access_unit(const AccessUnit& au) {
+  ++access_units;
+  if (au.damaged) ++damaged;
+  nals.clear();
+  (void)detail::split_annexb(au.data, nals);
+  bool idr = false;
+  bool reference = false;
+  bool picture = false;
+  for (detail::Bytes n : nals) {
+    const std::uint8_t t = detail::nal_type(n);
+    if (t == detail::kNalIdr) idr = true;
+    if (t >= detail::kNalSlice && t <= detail::kNalIdr) {
+      if (!picture) reference = detail::nal_ref_idc(n) != 0;
+      picture = true;
+    }
+  }
+  if (!picture) {
+    // Parameter sets or SEI alone: the packetizer carries them into the next picture.
+    if (have_origin && !need_key) {
+      detail::PayloadSink sink(pending.arena, pending.staged);
+      (void)packetizer.add_sample(au.data, false, sink);
+    }
+    return;
+  }
+  // Timestamps: unwrapped; a jump (a publisher that restarted its clock) restarts at an IDR.
+  const std::int64_t delta = static_cast<std::int32_t>(au.rtp_timestamp - last_timestamp);
+  unwrapped = have_timestamp ? unwrapped + delta : 0;
+  last_timestamp = au.rtp_timestamp;
+  have_timestamp = true;
+  if (have_origin) {
+    const std::int64_t pts = to_us(unwrapped - origin);
+    const bool jump = !pending.pictures.empty() && (pts + kMaxJumpUs < pending.start_us ||
+                                                    pts > pending.max_pts_us + kMaxJumpUs);
+    if (jump) {
+      ++resets;
+      cut(pending.max_pts_us + 1);
+      have_origin = false;
+      need_key = true;
+      resume_us = last_end_us;
+    }
+  }
+  if (!have_origin) {
+    if (!idr) {
+      ++waiting;
+      return;
+    }
+    origin = unwrapped - resume_us * static_cast<std::int64_t>(clock_rate) / 1'000'000;
+    have_origin = true;
+  }
+  const std::int64_t pts_us = to_us(unwrapped - origin);
+  if (need_key && !idr) {
+    ++waiting;
+    return;
+  }
+  const std::size_t max_packets = source.options_.max_block_packets;
+  const std::size_t estimate = packet_estimate(au.data.size(), source.options_.max_payload);
+  if (estimate > max_packets) {
+    // Would not fit any block: it and what depends on it go.
+    ++oversized;
+    need_key = true;
+    return;
+  }
+  if (!pending.pictures.empty()) {
+    const std::int64_t held = pts_us - pending.start_us;
+    // A cut before a reference picture shown after everything so far keeps every picture of a
+    // block contiguous in display order (B pictures after it in decode order show after it).
+    const bool clean = idr || (reference && pts_us > pending.max_pts_us);
+    const bool full = pending.staged.size() + estimate > max_packets;
+    if ((idr && (held >= source.options_.block_us || need_key)) ||
+        (clean && (held >= 2 * source.options_.block_us || full))) {
+      if (!idr) ++forced;
+      cut(pts_us);
+    } else if (full) {
+      // No clean cut here and no room: the picture goes, and the stream waits for an IDR.
+      ++oversized;
+      need_key = true;
+      return;
+    }
+  }
+  need_key = false;
+  if (pending.pictures.empty()) {
+    pending.start_us = std::max(pts_us, last_end_us);
+    pending.max_pts_us = pts_us;
+    pending.first_arrival_us = arrival_us;
+    pending.key = idr;
+  }
+  detail::PayloadSink sink(pending.arena, pending.staged);
+  const std::uint32_t first = sink.count();
+  const auto pic = packetizer.add_sample(au.data, idr, sink);
+  if (!pic) return;
+  Picture p;
+  p.pts_us = pts_us;
+  p.rtp = static_cast<std::uint32_t>(unwrapped - origin);
+  p.first_staged = first;
+  p.staged_count = sink.count() - first;
+  for (std::uint32_t i = first; i < sink.count(); ++i) {
+    p.bytes += pending.staged[i].size;
+  }
+  p.type = pic->type;
+  p.reference = pic->reference;
+  pending.max_pts_us = std::max(pending.max_pts_us, pts_us);
+  pending.pictures.push_back(p);
+}
+
+// Publishes the block in progress; the next one starts at `next_start_us`.
+void LiveSource::Writer::cut(std::int64_t next_start_us) {
+  if (pending.pictures.empty()) {
+    pending.clear();
+    return;
+  }
+  auto e = std::make_shared<Entry>();
+  const std::size_t n = pending.pictures.size();
+  // Send (decode) order at presentation times, as a file's frames are (block_cutter.cpp).
+  std::vector<std::int64_t> sorted(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    sorted[i] = pending.pictures[i].pts_us;
+  }
+  std::vector<std::uint32_t> by_pts(n);
+  std::iota(by_pts.begin(), by_pts.end(), 0u);
+  std::stable_sort(by_pts.begin(), by_pts.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return pending.pictures[a].pts_us < pending.pictures[b].pts_us;
+  });
+  std::vector<std::uint32_t> display_of(n);
+  for (std::uint32_t d = 0; d < n; ++d) {
+    display_of[by_pts[d]] = d;
+  }
+  std::sort(sorted.begin(), sorted.end());
+  const std::int64_t start = pending.start_us;
+  // The end: the next block's start, else one mean picture interval after the last picture.
+  std::int64_t end = next_start_us;
+  if (end <= sorted.back()) {
+    const std::int64_t interval =
+        n > 1 ? std::max<std::int64_t>(
+                    1, (sorted.back() - sorted.front()) / static_cast<std::int64_t>(n - 1))
+              : 40'000;
+    end = sorted.back() + interval;
+  }
+  const std::int64_t duration = std::max<std::int64_t>(1, end - start);
+
+  std::vector<detail::StagedFrame> video(n);
+  std::vector<detail::StagedFrame> audio;
+  for (std::size_t i = 0; i < n; ++i) {
+    video[i].frame.type = pending.pictures[i].type;
+    video[i].frame.reference = pending.pictures[i].reference;
+    video[i].frame.block = 0;
+  }
+  detail::assign_importance(video, audio, display_of, 1);
+
+  e->arena = std::move(pending.arena);
+  e->packets.reserve(pending.staged.size());
+  e->importance.reserve(pending.staged.size());
+  std::int64_t last_offset = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Picture& pic = pending.pictures[i];
+    last_offset =
+        std::max(last_offset, std::clamp(sorted[i] - start, std::int64_t{0}, duration - 1));
+    const std::int64_t next =
+        i + 1 < n ? std::clamp(sorted[i + 1] - start, last_offset, duration - 1) : duration;
+    // Spread over the first half of the time to the next picture, as a file's are.
+    const std::int64_t spread = (next - last_offset) / 2;
+    for (std::uint32_t k = 0; k < pic.staged_count; ++k) {
+      const detail::StagedPacket& sp = pending.staged[pic.first_staged + k];
+      RtpPacket p;
+      p.payload_offset = sp.offset;
+      p.payload_size = sp.size;
+      p.send_offset_us = last_offset + spread * k / pic.staged_count;
+      p.rtp_timestamp = pic.rtp;
+      p.frame = static_cast<std::uint32_t>(i);
+      p.stream = 0;
+      p.importance = sp.parameter_set ? kImportanceNever : video[i].frame.importance;
+      p.frame_type = pic.type;
+      p.marker = sp.marker;
+      e->packets.push_back(p);
+      e->importance.push_back(p.importance);
+    }
+  }
+  SourceBlock& v = e->view;
+  v.start_us = static_cast<std::uint64_t>(std::max<std::int64_t>(0, start));
+  v.duration_us = duration;
+  v.packets = e->packets;
+  v.importance = e->importance;
+  v.arena = e->arena;
+  v.rtp_start[0] =
+      static_cast<std::uint32_t>(static_cast<std::uint64_t>(v.start_us) * clock_rate / 1'000'000);
+  e->key = pending.key;
+  last_end_us = start + duration;
+  const std::uint64_t first_arrival = pending.first_arrival_us;
+  pending.arena = {};
+  pending.clear();
+  source.publish(std::move(e));
+  // The hold is measured against this block's first picture.
+  std::lock_guard lock(source.mutex_);
+  const std::uint64_t hold = std::max(arrival_us, first_arrival) - first_arrival;
+  source.stats_.hold_us_last = hold;
+  source.stats_.hold_us_max = std::max(source.stats_.hold_us_max, hold);
+  source.stats_.hold_us_sum += hold;
+}
+
+LiveSource::LiveSource(const LiveVideoSpec& video, const LiveSourceOptions& options)
+    : options_(options) {
+  options_.max_payload = std::clamp<std::size_t>(options_.max_payload, 64, 65000);
+  options_.block_us = std::max<std::int64_t>(options_.block_us, 1000);
+  options_.ring_blocks = std::max<std::size_t>(options_.ring_blocks, 2);
+  options_.max_block_packets = std::max<std::size_t>(options_.max_block_packets, 64);
+  writer_ = std::make_unique<Writer>(*this, video);
+  StreamInfo info;
+  info.kind = MediaKind::kVideo;
+  info.codec = Codec::kH264;
+  info.payload_type = options_.payload_type;
+  info.clock_rate = writer_->clock_rate;
+  info.encoding = "H264/" + std::to_string(info.clock_rate);
+  info.fmtp = "packetization-mode=1";
+  // The parameter sets as announced (the packetizer read them out of the Annex B bytes).
+  const auto& sps = writer_->packetizer.sdp_sps();
+  const auto& pps = writer_->packetizer.sdp_pps();
+  if (!sps.empty() && !pps.empty()) {
+    std::string sets;
+    for (const auto& s : sps) {
+      sets += (sets.empty() ? "" : ",") + detail::base64(s);
+    }
+    for (const auto& p : pps) {
+      sets += "," + detail::base64(p);
+    }
+    info.fmtp += "; sprop-parameter-sets=" + sets;
+    if (sps[0].size() >= 4) {
+      info.fmtp += "; profile-level-id=" + detail::hex_upper(detail::Bytes(sps[0]).subspan(1, 3));
+    }
+  } else if (!video.profile_level_id.empty()) {
+    info.fmtp += "; profile-level-id=" + video.profile_level_id;
+  }
+  streams_.push_back(std::move(info));
+}
+
+LiveSource::~LiveSource() = default;
+
+void LiveSource::push_video(std::uint16_t sequence, std::uint32_t timestamp, bool marker,
+                            std::span<const std::uint8_t> payload, std::uint64_t arrival_us) {
+  std::lock_guard write(write_mutex_);
+  Writer& w = *writer_;
+  if (w.ended) return;
+  ++w.packets;
+  w.arrival_us = arrival_us;
+  w.depacketizer.push(sequence, timestamp, marker, payload);
+}
+
+void LiveSource::end(std::uint64_t now_us) {
+  std::lock_guard write(write_mutex_);
+  Writer& w = *writer_;
+  if (w.ended) return;
+  w.arrival_us = now_us;
+  w.depacketizer.flush();
+  w.cut(w.pending.max_pts_us + 1);
+  w.ended = true;
+  std::lock_guard lock(mutex_);
+  sync_counters();
+  ended_ = true;
+  stats_.ended = true;
+}
+
+void LiveSource::sync_counters() {
+  const Writer& w = *writer_;
+  stats_.packets = w.packets;
+  stats_.access_units = w.access_units;
+  stats_.damaged_units = w.damaged;
+  stats_.malformed = w.malformed + w.depacketizer.stats().malformed;
+  stats_.waiting_for_key = w.waiting;
+  stats_.oversized = w.oversized;
+  stats_.timestamp_resets = w.resets;
+  stats_.forced_cuts = w.forced;
+}
+
+void LiveSource::publish(std::shared_ptr<Entry> entry) {
+  std::lock_guard lock(mutex_);
+  entry->view.sequence = published_;
+  entry->view.index = static_cast<std::uint32_t>(published_);
+  ++published_;
+  ++stats_.blocks;
+  if (entry->key) ++stats_.key_blocks;
+  ring_.push_back(std::move(entry));
+  while (ring_.size() > options_.ring_blocks) {
+    ring_.pop_front();
+  }
+  sync_counters();
+}
+
+LiveSourceStats LiveSource::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+std::uint64_t LiveSource::join_sequence() const {
+  std::lock_guard lock(mutex_);
+  for (auto it = ring_.rbegin(); it != ring_.rend(); ++it) {
+    if ((*it)->key) return (*it)->view.sequence;
+  }
+  return published_;  // none yet: the next one
+}
+
+BlockState LiveSource::read(std::uint64_t sequence, SourceBlock& out) const {
+  std::lock_guard lock(mutex_);
+  if (sequence >= published_) return ended_ ? BlockState::kEnded : BlockState::kNotYet;
+  const std::uint64_t oldest = published_ - ring_.size();
+  if (sequence < oldest) return BlockState::kGone;
+  const auto& e = ring_[sequence - oldest];
+  out = e->view;
+  out.hold = e;
+  return BlockState::kReady;
+}
+
+}  // namespace predrop::media

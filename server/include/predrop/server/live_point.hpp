@@ -1,0 +1,91 @@
+#pragma once
+// Where a published stream is: a stream of the configuration whose source is "publish"
+// (docs/live.md). At most one publisher holds it at a time; what it sends becomes a
+// media::LiveSource that viewers' sessions read (captured at their SETUP, so that a viewer keeps
+// reading the source it joined until that source ends). A second publisher is refused, or, with
+// `replace`, takes the point over: the first one's source ends (its viewers get an RTCP BYE) and
+// its connection is closed at its next packet.
+//
+// Threading: shared by every worker of the process (the publisher's connection is on one of
+// them, viewers on any): every member is safe to call from any thread.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "predrop/media/live_source.hpp"
+
+namespace predrop::server {
+
+/// How a published stream is configured.
+struct LivePointSettings {
+  /// The publish secret (publishers send it as `?secret=` in the URL); never empty.
+  std::string secret;
+  /// A second publisher replaces the first (else it is refused with 455).
+  bool replace = false;
+  /// How the source cuts and keeps its blocks.
+  media::LiveSourceOptions source;
+};
+
+/// A published stream's point of publication (see the file comment).
+class LivePoint {
+ public:
+  explicit LivePoint(LivePointSettings settings) : settings_(std::move(settings)) {}
+
+  const LivePointSettings& settings() const { return settings_; }
+
+  /// The source viewers join now, or nullptr while nobody publishes.
+  std::shared_ptr<const media::LiveSource> current() const {
+    std::lock_guard lock(mutex_);
+    return source_;
+  }
+
+  enum class Claim : std::uint8_t { kClaimed, kBusy, kReplaced };
+  /// Publisher `token` (from next_token()) starts publishing `source`. kBusy leaves the point
+  /// as it is; kReplaced ended the previous publisher's source at `now_us`.
+  Claim claim(std::uint64_t token, std::shared_ptr<media::LiveSource> source,
+              std::uint64_t now_us) {
+    std::shared_ptr<media::LiveSource> old;
+    {
+      std::lock_guard lock(mutex_);
+      if (source_ && !settings_.replace) return Claim::kBusy;
+      old = std::move(source_);
+      source_ = std::move(source);
+      owner_.store(token, std::memory_order_release);
+    }
+    if (!old) return Claim::kClaimed;
+    old->end(now_us);  // its viewers end with a BYE
+    return Claim::kReplaced;
+  }
+
+  /// Publisher `token` is gone: if it still holds the point, its source ends at `now_us` and
+  /// the point is free.
+  void release(std::uint64_t token, std::uint64_t now_us) {
+    std::shared_ptr<media::LiveSource> old;
+    {
+      std::lock_guard lock(mutex_);
+      if (owner_.load(std::memory_order_relaxed) != token) return;
+      old = std::move(source_);
+      owner_.store(0, std::memory_order_release);
+    }
+    if (old) old->end(now_us);
+  }
+
+  /// Whether publisher `token` still holds the point (lock-free: asked per packet).
+  bool owns(std::uint64_t token) const { return owner_.load(std::memory_order_acquire) == token; }
+
+  /// A token no other publisher of the process has (never 0).
+  static std::uint64_t next_token() {
+    static std::atomic<std::uint64_t> tokens{0};
+    return tokens.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+
+ private:
+  LivePointSettings settings_;
+  mutable std::mutex mutex_;
+  std::shared_ptr<media::LiveSource> source_;
+  std::atomic<std::uint64_t> owner_{0};
+};
+
+}  // namespace predrop::server

@@ -1,0 +1,170 @@
+// A publisher on one RTSP connection (see live_publish.hpp).
+#include "live_publish.hpp"
+
+#include <algorithm>
+
+#include "predrop/core/log.hpp"
+#include "predrop/core/text_util.hpp"
+#include "predrop/rtsp/sdp.hpp"
+#include "predrop/wire/sdes_key.hpp"
+
+namespace predrop::server::detail {
+
+namespace {
+// The value of fmtp parameter `name` ("" if absent).
+std::string_view fmtp_param(std::string_view fmtp, std::string_view name) {
+  while (!fmtp.empty()) {
+    const auto semi = fmtp.find(';');
+    const std::string_view item = core::text::trim(fmtp.substr(0, semi));
+    fmtp = semi == std::string_view::npos ? std::string_view{} : fmtp.substr(semi + 1);
+    const auto eq = item.find('=');
+    if (eq != std::string_view::npos &&
+        core::text::iequals(core::text::trim(item.substr(0, eq)), name)) {
+      return core::text::trim(item.substr(eq + 1));
+    }
+  }
+  return {};
+}
+}  // namespace
+
+core::Result<Announced> read_announce(std::string_view text) {
+  auto sdp = rtsp::parse_sdp(text);
+  if (!sdp) return core::make_error("SDP: " + sdp.error().message);
+  Announced out;
+  bool have_video = false;
+  for (const rtsp::SdpMedia& m : sdp->media) {
+    PublishedTrack t;
+    t.control = m.control;
+    t.payload_type = m.payload_type;
+    const auto slash = m.rtpmap.find('/');
+    const std::string_view encoding = std::string_view(m.rtpmap).substr(0, slash);
+    if (!have_video && m.kind == "video" && core::text::iequals(encoding, "H264")) {
+      const std::string_view mode = fmtp_param(m.fmtp, "packetization-mode");
+      if (!mode.empty() && mode != "0" && mode != "1") {
+        return core::make_error("H.264 packetization-mode " + std::string(mode) +
+                                " (interleaved) is not supported: use 0 or 1");
+      }
+      if (slash != std::string::npos) {
+        const auto rate = core::text::parse_uint<std::uint32_t>(std::string_view(m.rtpmap).substr(
+            slash + 1, m.rtpmap.find('/', slash + 1) - slash - 1));
+        if (!rate || *rate == 0) return core::make_error("H.264 rtpmap without a clock rate");
+        out.video.clock_rate = *rate;
+      }
+      std::string_view sets = fmtp_param(m.fmtp, "sprop-parameter-sets");
+      while (!sets.empty()) {
+        const auto comma = sets.find(',');
+        const std::string_view one = sets.substr(0, comma);
+        sets = comma == std::string_view::npos ? std::string_view{} : sets.substr(comma + 1);
+        auto nal = wire::base64_decode(one);
+        if (!nal || nal->empty()) return core::make_error("malformed sprop-parameter-sets");
+        out.video.parameter_sets.insert(out.video.parameter_sets.end(), {0, 0, 0, 1});
+        out.video.parameter_sets.insert(out.video.parameter_sets.end(), nal->begin(), nal->end());
+      }
+      out.video.profile_level_id = std::string(fmtp_param(m.fmtp, "profile-level-id"));
+      if (out.video.profile_level_id.size() > 6 ||
+          !std::all_of(out.video.profile_level_id.begin(), out.video.profile_level_id.end(),
+                       [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; })) {
+        out.video.profile_level_id.clear();  // not ours to repeat if it is not hex
+      }
+      t.video = true;
+      have_video = true;
+    }
+    out.tracks.push_back(std::move(t));
+  }
+  if (!have_video) return core::make_error("no H.264 video stream in the SDP");
+  return out;
+}
+
+std::optional<std::string_view> url_secret(std::string_view url) {
+  const auto q = url.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view query = url.substr(q + 1);
+  query = query.substr(0, query.find('#'));
+  while (!query.empty()) {
+    const auto amp = query.find_first_of("&/");
+    const std::string_view item = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    if (item.substr(0, 7) == "secret=") return item.substr(7);
+  }
+  return std::nullopt;
+}
+
+bool secret_matches(std::string_view given, std::string_view expected) {
+  // Every byte of the expected secret is looked at whatever `given` is.
+  unsigned diff = given.size() == expected.size() ? 0U : 1U;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const char g = i < given.size() ? given[i] : '\0';
+    diff |= static_cast<unsigned>(static_cast<unsigned char>(g) ^
+                                  static_cast<unsigned char>(expected[i]));
+  }
+  return diff == 0 && !expected.empty();
+}
+
+std::string_view url_control(std::string_view url) {
+  const auto slash = url.rfind('/');
+  return slash == std::string_view::npos ? url : url.substr(slash + 1);
+}
+
+std::optional<RtpFields> read_rtp(std::span<const std::uint8_t> p) {
+  // RFC 3550 §5.1: version 2, CSRCs, an extension block, padding; every length checked.
+  if (p.size() < 12 || (p[0] >> 6) != 2) return std::nullopt;
+  RtpFields f;
+  f.marker = (p[1] & 0x80) != 0;
+  f.payload_type = p[1] & 0x7f;
+  f.sequence = static_cast<std::uint16_t>((p[2] << 8) | p[3]);
+  f.timestamp =
+      (std::uint32_t{p[4]} << 24) | (std::uint32_t{p[5]} << 16) | (std::uint32_t{p[6]} << 8) | p[7];
+  std::size_t head = 12 + 4 * std::size_t{static_cast<std::uint8_t>(p[0] & 0x0f)};
+  if (p.size() < head) return std::nullopt;
+  if ((p[0] & 0x10) != 0) {
+    if (p.size() < head + 4) return std::nullopt;
+    head += 4 + 4 * std::size_t{static_cast<std::uint16_t>((p[head + 2] << 8) | p[head + 3])};
+    if (p.size() < head) return std::nullopt;
+  }
+  std::size_t end = p.size();
+  if ((p[0] & 0x20) != 0) {
+    const std::size_t pad = p.back();
+    if (pad == 0 || pad > end - head) return std::nullopt;
+    end -= pad;
+  }
+  f.payload = p.subspan(head, end - head);
+  return f;
+}
+
+Publisher::Frame Publisher::on_frame(std::uint8_t channel, std::span<const std::uint8_t> payload,
+                                     std::uint64_t now_us) {
+  if (released) return Frame::kDropped;
+  if (!point->owns(token)) return Frame::kReplaced;
+  if (!recording) return Frame::kDropped;
+  for (const PublishedTrack& t : tracks) {
+    if (!t.video || !t.rtp_channel || *t.rtp_channel != channel) continue;
+    const auto rtp = read_rtp(payload);
+    if (!rtp || rtp->payload_type != t.payload_type) return Frame::kDropped;
+    source->push_video(rtp->sequence, rtp->timestamp, rtp->marker, rtp->payload, now_us);
+    return Frame::kTaken;
+  }
+  return Frame::kDropped;  // RTCP, another track, or a channel nobody set up
+}
+
+void Publisher::release(std::uint64_t now_us) {
+  if (released) return;
+  released = true;
+  point->release(token, now_us);
+  // Once per publication: what the stream carried and what holding a block cost.
+  const media::LiveSourceStats st = source->stats();
+  core::log(
+      core::LogLevel::kInfo, "live",
+      "'%s' ended: %llu packets, %llu pictures (%llu damaged, %llu before a key frame, %llu "
+      "too large), %llu blocks (%llu key), hold mean %.0f ms max %.0f ms",
+      stream.c_str(), static_cast<unsigned long long>(st.packets),
+      static_cast<unsigned long long>(st.access_units),
+      static_cast<unsigned long long>(st.damaged_units),
+      static_cast<unsigned long long>(st.waiting_for_key),
+      static_cast<unsigned long long>(st.oversized), static_cast<unsigned long long>(st.blocks),
+      static_cast<unsigned long long>(st.key_blocks),
+      st.blocks > 0 ? static_cast<double>(st.hold_us_sum) / 1e3 / static_cast<double>(st.blocks)
+                    : 0.0,
+      static_cast<double>(st.hold_us_max) / 1e3);
+}
+
+}  // namespace predrop::server::detail

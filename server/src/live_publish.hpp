@@ -1,0 +1,86 @@
+#pragma once
+// A publisher on one RTSP connection (docs/live.md): RTSP ANNOUNCE (RFC 2326 §10.3) with an SDP
+// that has an H.264 video stream, SETUP of its tracks with mode=record, RECORD, then RTP
+// interleaved on the connection (§10.12) into the stream's media::LiveSource. What the ANNOUNCE
+// and its URL mean (the tracks, the video's parameter sets, the secret) and the RTP of each
+// frame are read here; what a request answers is rtsp_methods.cpp's, and the facade
+// (stream_server.cpp) hands each "$" frame of a publishing connection to on_frame().
+//
+// Hostile input: an SDP without usable H.264 is refused (415), a frame on a channel of no track,
+// RTCP, a track other than the video, or a frame that is no RTP is counted and dropped; the
+// LiveSource counts what its depacketizer cannot use. Nothing allocates per packet.
+//
+// Threading: the loop thread of the connection's worker.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "predrop/core/result.hpp"
+#include "predrop/media/live_source.hpp"
+#include "predrop/server/live_point.hpp"
+
+namespace predrop::server::detail {
+
+/// One m= section of a publisher's SDP.
+struct PublishedTrack {
+  std::string control;  ///< Its a=control ("streamid=0", "stream=0", "trackID=1").
+  bool video = false;   ///< The H.264 stream the source is made of (exactly one track).
+  int payload_type = -1;
+  bool set_up = false;
+  std::optional<std::uint8_t> rtp_channel;  ///< Interleaved channel of its RTP.
+};
+
+/// What an ANNOUNCE's SDP says.
+struct Announced {
+  std::vector<PublishedTrack> tracks;
+  media::LiveVideoSpec video;
+};
+
+/// Reads an ANNOUNCE body: every m= section becomes a track; the first H.264 video section
+/// (packetization-mode 0 or 1) is the one served. An error says why (no H.264, malformed).
+core::Result<Announced> read_announce(std::string_view sdp);
+
+/// The value of `secret=` in the URL's query, if any. FFmpeg sends its SETUP for
+/// "rtsp://h/live?secret=s" as "rtsp://h/live?secret=s/streamid=0": the value ends at '&', '/'
+/// or '#'.
+std::optional<std::string_view> url_secret(std::string_view url);
+/// Compares in time independent of where they differ (the secret is a credential).
+bool secret_matches(std::string_view given, std::string_view expected);
+/// The last path segment of a SETUP URL (its track's control), after the last '/'.
+std::string_view url_control(std::string_view url);
+
+/// The RTP fields a LiveSource needs, read without allocating; nullopt if it is no RTP packet.
+struct RtpFields {
+  std::uint16_t sequence = 0;
+  std::uint32_t timestamp = 0;
+  std::uint8_t payload_type = 0;
+  bool marker = false;
+  std::span<const std::uint8_t> payload;
+};
+std::optional<RtpFields> read_rtp(std::span<const std::uint8_t> packet);
+
+/// A connection's publisher.
+struct Publisher {
+  std::string stream;
+  std::shared_ptr<LivePoint> point;
+  std::shared_ptr<media::LiveSource> source;
+  std::uint64_t token = 0;
+  std::string session_id;
+  std::vector<PublishedTrack> tracks;
+  bool recording = false;
+  bool released = false;
+
+  /// Outcome of one interleaved frame.
+  enum class Frame : std::uint8_t { kTaken, kDropped, kReplaced };
+  /// A "$" frame on `channel` at `now_us`: RTP of the video track into the source; anything
+  /// else dropped; kReplaced once another publisher took the stream (close the connection).
+  Frame on_frame(std::uint8_t channel, std::span<const std::uint8_t> payload, std::uint64_t now_us);
+  /// The publisher stops (TEARDOWN, connection closed): the stream ends for its viewers.
+  void release(std::uint64_t now_us);
+};
+
+}  // namespace predrop::server::detail

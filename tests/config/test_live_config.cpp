@@ -1,0 +1,61 @@
+// [server.streams.<name>] source = "publish": a published stream (config/src/config.cpp,
+// configs/README.md, docs/live.md), beside file streams; its secret and replace, and clear
+// errors for what is missing or wrong.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "config_test_util.hpp"
+#include "predrop/config/config.hpp"
+
+namespace predrop::config {
+namespace {
+
+using test::expect_error;
+
+std::string with_live(const std::string& table) {
+  return "[server]\nmode = \"stream\"\n[server.streams]\nsample = \"media/sample.mp4\"\n"
+         "[server.streams.live]\n" +
+         table;
+}
+
+TEST(LiveConfig, APublishedStreamBesideAFile) {
+  const auto r = parse_config(
+      with_live("source = \"publish\"\npublish_secret = \"0123456789abcdef\"\nreplace = true\n"),
+      "test.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->server.streams.size(), 2U);
+  const StreamEntry& live = r->server.streams[0];
+  EXPECT_EQ(live.name, "live");
+  EXPECT_TRUE(live.publish);
+  EXPECT_EQ(live.publish_secret, "0123456789abcdef");
+  EXPECT_TRUE(live.replace);
+  EXPECT_TRUE(live.path.empty());
+  EXPECT_FALSE(r->server.streams[1].publish);
+  const auto plain = parse_config(
+      with_live("source = \"publish\"\npublish_secret = \"0123456789abcdef\"\n"), "test.toml");
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_FALSE(plain->server.streams[0].replace) << "a second publisher is refused by default";
+}
+
+TEST(LiveConfig, MistakesAreClearErrors) {
+  expect_error(with_live("publish_secret = \"0123456789abcdef\"\n"),
+               {"server.streams.live", "source = \"publish\""});
+  expect_error(with_live("source = \"publish\"\n"), {"server.streams.live", "publish_secret"});
+  expect_error(with_live("source = \"publish\"\npublish_secret = \"short\"\n"),
+               {"server.streams.live.publish_secret", "at least 16"});
+  expect_error(with_live("source = \"publish\"\npublish_secret = \"0123456789abcdef&x\"\n"),
+               {"server.streams.live.publish_secret", "unescaped"});
+  expect_error(
+      with_live("source = \"rtsp://camera/stream\"\npublish_secret = \"0123456789abcdef\"\n"),
+      {"server.streams.live.source", "not built yet"});
+  expect_error(
+      with_live("source = \"publish\"\npublish_secret = \"0123456789abcdef\"\nreplace = 1\n"),
+      {"server.streams.live.replace", "boolean"});
+  expect_error(
+      with_live("source = \"publish\"\npublish_secret = \"0123456789abcdef\"\nsecret = \"x\"\n"),
+      {"server.streams.live.secret", "unknown key"});
+}
+
+}  // namespace
+}  // namespace predrop::config

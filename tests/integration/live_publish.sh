@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Live ingest end to end (docs/live.md) with the real ffmpeg as publisher and as viewer:
+#   - a clip generated here (testsrc, H.264 with B-frames, 1 s GOP, 8 s) is published with
+#     ffmpeg -re -c copy -f rtsp -rtsp_transport tcp rtsp://.../live?secret=...;
+#   - a wrong secret is refused (403), a second publisher is refused (455);
+#   - viewers: ffmpeg over RTSP/TCP (SRTP, framemd5: every picture it decodes is bit-exact with
+#     the clip's, R = 0 as ffmpeg sends no Receiver Reports over TCP) and the measuring client
+#     (PDFB, per-block PSNR against the clip);
+#   - the publisher ends: both viewers end by themselves (RTCP BYE), the server is still up and
+#     logs what holding a block cost (the added latency), and the stream is gone (404).
+# Loopback only; nothing is timed but the hang guards.
+#   live_publish.sh SERVER_BINARY CLIENT_BINARY WORKDIR
+set -euo pipefail
+server="$1"
+client="$2"
+work="$3"
+mkdir -p "$work"
+cd "$work"
+rm -f ./*.log ./*.md5 metrics.txt live.toml
+
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ffmpeg -nostdin -v error -f lavfi -i testsrc=size=320x240:rate=25 -t 8 -c:v libx264 -g 25 \
+  -keyint_min 25 -sc_threshold 0 -bf 2 -pix_fmt yuv420p -y clip.mp4
+ffmpeg -nostdin -v error -i clip.mp4 -f framemd5 clip.md5
+
+rtsp_port=$(pick_port)
+metrics_port=$(pick_port)
+secret="test-secret-0123456789"
+cat >live.toml <<EOF
+[server]
+mode = "stream"
+rtsp_listen = "127.0.0.1:$rtsp_port"
+metrics_listen = "127.0.0.1:$metrics_port"
+workers = 2
+log_level = "info"
+
+[server.streams.live]
+source = "publish"
+publish_secret = "$secret"
+
+[blocks]
+duration_ms = 1000
+EOF
+
+trap 'stop_server; kill "${pub_pid:-}" "${view_pid:-}" "${client_pid:-}" 2>/dev/null || true' EXIT
+start_server server.log -c live.toml
+base="rtsp://127.0.0.1:$rtsp_port/live"
+
+publish() {  # publish URL LOG: ffmpeg sends the clip in real time
+  timeout -s INT 40 ffmpeg -nostdin -v info -re -i clip.mp4 -c copy -f rtsp \
+    -rtsp_transport tcp "$1" >"$2" 2>&1
+}
+
+fail=0
+publish "$base?secret=$secret" publisher.log &
+pub_pid=$!
+for _ in $(seq 100); do
+  grep -q "'live' published" server.log && break
+  sleep 0.05
+done
+
+# Refused: a wrong secret, then a second publisher with the right one.
+if publish "$base?secret=wrong-secret-0123456" wrong.log; then
+  echo "FAIL: a wrong secret was accepted"; fail=1
+elif ! grep -q "403" wrong.log; then
+  echo "FAIL: a wrong secret was not answered 403"; tail -5 wrong.log; fail=1
+fi
+if publish "$base?secret=$secret" second.log; then
+  echo "FAIL: a second publisher was accepted"; fail=1
+elif ! grep -q "455" second.log; then
+  echo "FAIL: a second publisher was not answered 455"; tail -5 second.log; fail=1
+fi
+
+# Viewers, while it is published; both must end by themselves when the publisher does.
+timeout -s INT 40 ffmpeg -nostdin -v info -rtsp_transport tcp -i "$base" -map 0:v \
+  -f framemd5 viewer.md5 >viewer.log 2>&1 &
+view_pid=$!
+timeout -s INT 40 "$client" "$base" --reference clip.mp4 --log-level info >client.log 2>&1 &
+client_pid=$!
+
+pub_rc=0
+wait "$pub_pid" || pub_rc=$?
+view_rc=0
+wait "$view_pid" || view_rc=$?
+client_rc=0
+wait "$client_pid" || client_rc=$?
+pub_pid=""
+view_pid=""
+client_pid=""
+curl -sf --max-time 5 "http://127.0.0.1:$metrics_port/metrics" >metrics.txt || true
+metric() { awk -v n="$1" '$1 == n { print $2 }' metrics.txt; }
+
+# After the publisher left: nobody publishes, DESCRIBE gets 404.
+if timeout -s INT 10 ffprobe -v error -rtsp_transport tcp "$base" >probe.log 2>&1; then
+  echo "FAIL: the stream is still described after its publisher left"; fail=1
+fi
+
+# Bit-exact pictures: every picture the viewer decoded is one of the clip's.
+awk -F, '!/^#/ { gsub(/ /, "", $6); print $6 }' clip.md5 | sort -u >clip.hashes
+awk -F, '!/^#/ { gsub(/ /, "", $6); print $6 }' viewer.md5 >viewer.hashes
+frames=$(wc -l <viewer.hashes)
+foreign=$(sort viewer.hashes | comm -23 - clip.hashes | wc -l)
+blocks=$(awk '/^blocks / { print $2 }' client.log | tr -d ',')
+psnr=$(sed -n 's/.*mean PSNR \([0-9.]*\) dB.*/\1/p' client.log)
+hold=$(grep -o "hold mean [0-9]* ms max [0-9]* ms" server.log || true)
+echo "publisher rc=$pub_rc; ffmpeg viewer rc=$view_rc: $frames pictures, $foreign not the clip's;" \
+  "measuring client rc=$client_rc: ${blocks:-?} blocks, mean PSNR ${psnr:-?} dB;" \
+  "server: ${hold:-no hold figure}, publishes $(metric predrop_publishes_total)," \
+  "refused $(metric predrop_publishes_refused_total), packets $(metric predrop_publish_packets_total)"
+
+[[ "$pub_rc" -eq 0 ]] || { echo "FAIL: the publisher failed"; tail -5 publisher.log; fail=1; }
+[[ "$view_rc" -eq 0 ]] || { echo "FAIL: the ffmpeg viewer did not end cleanly"; tail -5 viewer.log; fail=1; }
+[[ "$client_rc" -eq 0 ]] || { echo "FAIL: the measuring client did not end cleanly"; tail -5 client.log; fail=1; }
+if [[ "$frames" -lt 100 ]]; then
+  echo "FAIL: the ffmpeg viewer decoded fewer than 100 pictures"; tail -5 viewer.log; fail=1
+fi
+if [[ "$foreign" -ne 0 ]]; then
+  echo "FAIL: $foreign pictures are not bit-exact with the clip"; fail=1
+fi
+if [[ "${blocks:-0}" -lt 4 ]] || ! awk -v p="${psnr:-0}" 'BEGIN { exit !(p >= 35) }'; then
+  echo "FAIL: the measuring client got fewer than 4 blocks or a mean PSNR under 35 dB"
+  tail -15 client.log; fail=1
+fi
+if [[ -z "$hold" ]]; then
+  echo "FAIL: the server did not log the publication's end"; fail=1
+fi
+if ! kill -0 "$server_pid" 2>/dev/null; then
+  echo "FAIL: the server died"; tail -20 server.log; fail=1
+fi
+exit $fail

@@ -1,0 +1,206 @@
+// media::LiveSource (media/include/predrop/media/live_source.hpp): the sample clip's video sent
+// as a publisher would (its RTP packets in send order, timestamps near the 32-bit wrap) is cut
+// into blocks that each start with an IDR and its parameter sets, published only when the next
+// key frame came (one block held), decodable from any key block with every picture; the ring
+// drops old blocks (kGone, join at the newest key block); end() publishes the rest then kEnded;
+// garbage and jumping timestamps are counted, never a crash, never a block over the bound.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "predrop/media/h264_depacketizer.hpp"
+#include "predrop/media/live_source.hpp"
+#include "predrop/media/media_file.hpp"
+#include "predrop/media/video_decoder.hpp"
+
+namespace predrop {
+namespace {
+
+std::shared_ptr<const media::MediaFile> sample() {
+  static std::shared_ptr<const media::MediaFile> m = [] {
+    media::PacketizeOptions po;
+    po.block = {media::BlockSize::Unit::kDuration, 1'000'000};
+    auto f = media::MediaFile::open(PREDROP_TEST_SAMPLE, po);
+    EXPECT_TRUE(f.ok()) << (f.ok() ? "" : f.error().message);
+    return f.ok() ? f.value() : nullptr;
+  }();
+  return m;
+}
+
+// What a publisher's SDP carries: the SPS and PPS, Annex B (the first key frame's in-band ones).
+media::LiveVideoSpec spec() {
+  media::LiveVideoSpec v;
+  const auto& file = *sample();
+  for (const auto& p : file.packets()) {
+    if (p.stream != *file.video_stream() || p.importance != media::kImportanceNever) continue;
+    const auto payload = file.payload(p);
+    v.parameter_sets.insert(v.parameter_sets.end(), {0, 0, 0, 1});
+    v.parameter_sets.insert(v.parameter_sets.end(), payload.begin(), payload.end());
+    if (v.parameter_sets.size() > 0 && (payload[0] & 0x1f) == 8) break;  // SPS then PPS
+  }
+  return v;
+}
+
+constexpr std::uint32_t kTimestampBase = 0xFFFF0000u;  // wraps within the first second
+
+// Feeds the sample's video packets with index in [from, to) as RTP; returns the next sequence.
+struct Publisher {
+  media::LiveSource& src;
+  std::uint16_t seq = 100;
+  std::size_t next = 0;
+  void until(std::size_t to) {
+    const auto& file = *sample();
+    const auto packets = file.packets();
+    for (; next < to && next < packets.size(); ++next) {
+      const auto& p = packets[next];
+      if (p.stream != *file.video_stream()) continue;
+      const auto& b = file.blocks()[file.frames()[p.frame].block];
+      const auto arrival = static_cast<std::uint64_t>(b.start_us + p.send_offset_us);
+      src.push_video(seq++, kTimestampBase + p.rtp_timestamp, p.marker, file.payload(p), arrival);
+    }
+  }
+  void all() { until(sample()->packets().size()); }
+};
+
+TEST(LiveSource, CutsTheStreamIntoKeyBlocksOfTheBlockDuration) {
+  media::LiveSourceOptions o;
+  o.max_payload = 1200;
+  o.ring_blocks = 64;
+  media::LiveSource src(spec(), o);
+  ASSERT_EQ(src.streams().size(), 1u);
+  EXPECT_NE(src.streams()[0].fmtp.find("sprop-parameter-sets="), std::string::npos);
+  Publisher pub{src};
+  pub.all();
+  src.end(10'000'000);
+  const auto st = src.stats();
+  EXPECT_EQ(st.blocks, sample()->blocks().size());
+  EXPECT_EQ(st.key_blocks, st.blocks);
+  EXPECT_EQ(st.waiting_for_key, 0u);
+  EXPECT_EQ(st.damaged_units, 0u);
+  EXPECT_EQ(st.forced_cuts, 0u);
+  std::uint64_t last_start = 0;
+  std::size_t pictures = 0;
+  for (std::uint64_t s = 0; s < st.blocks; ++s) {
+    media::SourceBlock b;
+    ASSERT_EQ(src.read(s, b), media::BlockState::kReady);
+    ASSERT_FALSE(b.packets.empty());
+    EXPECT_EQ(b.packets.size(), b.importance.size());
+    EXPECT_LE(b.packets.size(), src.max_block_packets());
+    EXPECT_EQ(b.importance[0], media::kImportanceNever) << "SPS first";
+    EXPECT_EQ(b.packets[0].frame_type, media::FrameType::kKey);
+    if (s > 0) {
+      EXPECT_GT(b.start_us, last_start);
+      EXPECT_NEAR(static_cast<double>(b.start_us), 1e6 * static_cast<double>(s), 1e5);
+    }
+    last_start = b.start_us;
+    bool disposable = false;
+    std::int64_t last_offset = 0;
+    for (const auto& p : b.packets) {
+      EXPECT_LE(p.payload_size, o.max_payload);
+      EXPECT_GE(p.send_offset_us, last_offset);
+      EXPECT_LT(p.send_offset_us, b.duration_us);
+      last_offset = p.send_offset_us;
+      disposable = disposable || p.importance <= media::kImportanceDisposableMax;
+      if (p.marker) ++pictures;
+    }
+    EXPECT_TRUE(disposable) << "the sample's B pictures rank lowest";
+  }
+  EXPECT_EQ(pictures, sample()->video_display_order().size());
+  media::SourceBlock b;
+  EXPECT_EQ(src.read(st.blocks, b), media::BlockState::kEnded);
+}
+
+TEST(LiveSource, ABlockIsPublishedWhenTheNextKeyFrameComesAndDecodesWhole) {
+  media::LiveSource src(spec(), {});
+  Publisher pub{src};
+  const auto& file = *sample();
+  const auto& second = file.blocks()[1];
+  pub.until(second.first_packet + 3);  // into block 1's key frame, not to its end
+  media::SourceBlock b;
+  EXPECT_EQ(src.read(0, b), media::BlockState::kNotYet) << "block 0 waits for the next IDR";
+  EXPECT_EQ(src.join_sequence(), 0u);
+  pub.until(second.first_packet + second.packet_count);
+  ASSERT_EQ(src.read(0, b), media::BlockState::kReady);
+  const auto hold = src.stats().hold_us_last;
+  EXPECT_GE(hold, 900'000u) << "one block held";
+  EXPECT_LE(hold, 1'200'000u);
+
+  // Block 0 alone decodes every picture it carries.
+  std::size_t frames = 0;
+  auto decoder = media::VideoDecoder::create([&](const media::FrameView&) { ++frames; });
+  ASSERT_TRUE(decoder) << decoder.error().message;
+  media::H264Depacketizer depack(
+      [&](const media::AccessUnit& au) { (*decoder)->decode(au.data, au.rtp_timestamp); });
+  std::uint16_t seq = 0;
+  std::size_t pictures = 0;
+  for (const auto& p : b.packets) {
+    depack.push(seq++, p.rtp_timestamp, p.marker, b.payload(p));
+    if (p.marker) ++pictures;
+  }
+  depack.flush();
+  (*decoder)->flush();
+  EXPECT_EQ((*decoder)->stats().corrupt_frames, 0u);
+  EXPECT_EQ((*decoder)->stats().rejected, 0u);
+  EXPECT_EQ(frames, pictures);
+  EXPECT_EQ(pictures, file.blocks()[0].display_count);
+}
+
+TEST(LiveSource, TheRingDropsOldBlocksAndReadersJoinAtTheNewestKeyBlock) {
+  media::LiveSourceOptions o;
+  o.ring_blocks = 2;
+  media::LiveSource src(spec(), o);
+  Publisher pub{src};
+  pub.all();
+  const auto blocks = src.stats().blocks;  // the last is held until end()
+  ASSERT_GE(blocks, 4u);
+  media::SourceBlock b;
+  EXPECT_EQ(src.read(0, b), media::BlockState::kGone);
+  EXPECT_EQ(src.join_sequence(), blocks - 1);
+  ASSERT_EQ(src.read(blocks - 2, b), media::BlockState::kReady);
+  const auto held = b.hold;
+  b = {};
+  src.end(10'000'000);  // publishes the last block: blocks - 2 leaves the ring
+  EXPECT_EQ(src.read(blocks - 2, b), media::BlockState::kGone);
+  EXPECT_EQ(held.use_count(), 1) << "a reader's block outlives the ring";
+}
+
+TEST(LiveSource, PicturesBeforeTheFirstKeyFrameAreDropped) {
+  media::LiveSource src(spec(), {});
+  Publisher pub{src};
+  const auto& file = *sample();
+  pub.next = file.blocks()[0].first_packet + file.blocks()[0].packet_count / 2;  // mid-GOP join
+  pub.all();
+  src.end(10'000'000);
+  const auto st = src.stats();
+  EXPECT_GT(st.waiting_for_key, 0u);
+  EXPECT_EQ(st.blocks, file.blocks().size() - 1);
+  EXPECT_EQ(st.key_blocks, st.blocks);
+}
+
+TEST(LiveSource, GarbageAndJumpingTimestampsAreCountedNeverACrash) {
+  media::LiveSourceOptions o;
+  o.max_block_packets = 200;
+  media::LiveSource src(spec(), o);
+  Publisher pub{src};
+  pub.until(sample()->blocks()[1].first_packet + 5);
+  std::mt19937 rng(7);
+  std::vector<std::uint8_t> junk(1500);
+  for (int i = 0; i < 5000; ++i) {
+    for (auto& x : junk)
+      x = static_cast<std::uint8_t>(rng());
+    const std::size_t n = rng() % junk.size();
+    src.push_video(static_cast<std::uint16_t>(rng()), static_cast<std::uint32_t>(rng()),
+                   (rng() & 1) != 0, std::span(junk).first(n), 2'000'000 + i);
+  }
+  src.end(3'000'000);
+  const auto st = src.stats();
+  EXPECT_TRUE(st.ended);
+  for (std::uint64_t s = src.join_sequence(); s < st.blocks; ++s) {
+    media::SourceBlock b;
+    if (src.read(s, b) != media::BlockState::kReady) continue;
+    EXPECT_LE(b.packets.size(), 200u);
+  }
+}
+
+}  // namespace
+}  // namespace predrop
