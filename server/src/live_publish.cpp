@@ -131,19 +131,33 @@ std::optional<RtpFields> read_rtp(std::span<const std::uint8_t> p) {
   return f;
 }
 
-Publisher::Frame Publisher::on_frame(std::uint8_t channel, std::span<const std::uint8_t> payload,
-                                     std::uint64_t now_us) {
+Publisher::Frame Publisher::take(const PublishedTrack& t, std::span<const std::uint8_t> packet,
+                                 std::uint64_t now_us) {
   if (released) return Frame::kDropped;
   if (!point->owns(token)) return Frame::kReplaced;
-  if (!recording) return Frame::kDropped;
+  if (!recording || !t.video) return Frame::kDropped;  // not yet, or a track not served
+  const auto rtp = read_rtp(packet);
+  if (!rtp || rtp->payload_type != t.payload_type) return Frame::kDropped;
+  source->push_video(rtp->sequence, rtp->timestamp, rtp->marker, rtp->payload, now_us);
+  return Frame::kTaken;
+}
+
+Publisher::Frame Publisher::on_frame(std::uint8_t channel, std::span<const std::uint8_t> payload,
+                                     std::uint64_t now_us) {
   for (const PublishedTrack& t : tracks) {
-    if (!t.video || !t.rtp_channel || *t.rtp_channel != channel) continue;
-    const auto rtp = read_rtp(payload);
-    if (!rtp || rtp->payload_type != t.payload_type) return Frame::kDropped;
-    source->push_video(rtp->sequence, rtp->timestamp, rtp->marker, rtp->payload, now_us);
-    return Frame::kTaken;
+    if (t.rtp_channel && *t.rtp_channel == channel) return take(t, payload, now_us);
   }
-  return Frame::kDropped;  // RTCP, another track, or a channel nobody set up
+  if (!released && !point->owns(token)) return Frame::kReplaced;
+  return Frame::kDropped;  // RTCP, or a channel nobody set up
+}
+
+Publisher::Frame Publisher::on_datagram(const net::SocketAddress& from,
+                                        std::span<const std::uint8_t> payload,
+                                        std::uint64_t now_us) {
+  for (const PublishedTrack& t : tracks) {
+    if (t.udp_from && *t.udp_from == from) return take(t, payload, now_us);
+  }
+  return Frame::kDropped;
 }
 
 void Publisher::release(std::uint64_t now_us) {

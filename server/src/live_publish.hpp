@@ -1,10 +1,12 @@
 #pragma once
 // A publisher on one RTSP connection (docs/live.md): RTSP ANNOUNCE (RFC 2326 §10.3) with an SDP
 // that has an H.264 video stream, SETUP of its tracks with mode=record, RECORD, then RTP
-// interleaved on the connection (§10.12) into the stream's media::LiveSource. What the ANNOUNCE
+// interleaved on the connection (§10.12) or over UDP to the server's RTP port (from the
+// client_port it set up) into the stream's media::LiveSource. What the ANNOUNCE
 // and its URL mean (the tracks, the video's parameter sets, the secret) and the RTP of each
 // frame are read here; what a request answers is rtsp_methods.cpp's, and the facade
-// (stream_server.cpp) hands each "$" frame of a publishing connection to on_frame().
+// (stream_server.cpp) hands each "$" frame of a publishing connection to on_frame() and each
+// datagram on its RTP port from a publisher's address to on_datagram().
 //
 // Hostile input: an SDP without usable H.264 is refused (415), a frame on a channel of no track,
 // RTCP, a track other than the video, or a frame that is no RTP is counted and dropped; the
@@ -21,6 +23,7 @@
 
 #include "predrop/core/result.hpp"
 #include "predrop/media/live_source.hpp"
+#include "predrop/net/socket_address.hpp"
 #include "predrop/server/live_point.hpp"
 
 namespace predrop::server::detail {
@@ -32,6 +35,8 @@ struct PublishedTrack {
   int payload_type = -1;
   bool set_up = false;
   std::optional<std::uint8_t> rtp_channel;  ///< Interleaved channel of its RTP.
+  /// Over UDP: the address its RTP comes from (the publisher's IP, its client_port).
+  std::optional<net::SocketAddress> udp_from;
 };
 
 /// What an ANNOUNCE's SDP says.
@@ -79,8 +84,15 @@ struct Publisher {
   /// A "$" frame on `channel` at `now_us`: RTP of the video track into the source; anything
   /// else dropped; kReplaced once another publisher took the stream (close the connection).
   Frame on_frame(std::uint8_t channel, std::span<const std::uint8_t> payload, std::uint64_t now_us);
+  /// The same for a datagram from `from` on the server's RTP port.
+  Frame on_datagram(const net::SocketAddress& from, std::span<const std::uint8_t> payload,
+                    std::uint64_t now_us);
   /// The publisher stops (TEARDOWN, connection closed): the stream ends for its viewers.
   void release(std::uint64_t now_us);
+
+ private:
+  Frame take(const PublishedTrack& track, std::span<const std::uint8_t> packet,
+             std::uint64_t now_us);
 };
 
 }  // namespace predrop::server::detail

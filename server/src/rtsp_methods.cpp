@@ -495,37 +495,55 @@ MethodOutcome RtspMethods::setup_publish(Request& q) {
   if (!transport_value) return refuse(400, cseq, "Transport missing");
   auto offers = rtsp::parse_transport(*transport_value);
   if (!offers) return refuse(461, cseq, offers.error().message);
+  // Interleaved on this connection, or UDP unicast from the publisher's own client_port.
   const rtsp::TransportSpec* chosen = nullptr;
   for (const rtsp::TransportSpec& s : *offers) {
-    if (is_interleaved(s) && s.interleaved) {
+    const bool tcp = is_interleaved(s) && s.interleaved;
+    const bool udp = s.lower == rtsp::LowerTransport::kUdp && !s.multicast && s.client_port &&
+                     s.profile == rtsp::RtpProfile::kAvp;
+    if (tcp || udp) {
       chosen = &s;
       break;
     }
   }
   if (chosen == nullptr) {
-    return refuse(461, cseq, "publish over RTP/AVP/TCP (interleaved); UDP is not supported yet");
+    return refuse(461, cseq,
+                  "publish with RTP/AVP/TCP;interleaved=a-b or RTP/AVP;unicast;client_port=a-b");
   }
   if (chosen->mode && !core::text::iequals(*chosen->mode, "record") &&
       !core::text::iequals(*chosen->mode, "\"record\"")) {
     return refuse(461, cseq, "a publisher's SETUP has mode=record");
   }
-  const rtsp::ChannelPair channels = *chosen->interleaved;
-  for (std::size_t i = 0; i < p.tracks.size(); ++i) {
-    const auto& t = p.tracks[i];
-    if (i != *index && t.rtp_channel &&
-        (*t.rtp_channel == channels.rtp || *t.rtp_channel + 1 == channels.rtp)) {
-      return refuse(461, cseq, "interleaved channels already in use");
-    }
-  }
+  MethodOutcome::PublishTrack track;
+  track.index = *index;
   rtsp::TransportSpec reply;
   reply.protocol = chosen->protocol;
-  reply.lower = rtsp::LowerTransport::kTcp;
-  reply.interleaved = channels;
   reply.mode = "record";
+  if (chosen->interleaved) {
+    const rtsp::ChannelPair channels = *chosen->interleaved;
+    for (std::size_t i = 0; i < p.tracks.size(); ++i) {
+      const auto& t = p.tracks[i];
+      if (i != *index && t.rtp_channel &&
+          (*t.rtp_channel == channels.rtp || *t.rtp_channel + 1 == channels.rtp)) {
+        return refuse(461, cseq, "interleaved channels already in use");
+      }
+    }
+    reply.lower = rtsp::LowerTransport::kTcp;
+    reply.interleaved = channels;
+    track.channel = channels.rtp;
+  } else {
+    // Its RTP comes from the RTSP peer's own address and client_port (a destination= or
+    // source= of the request is never honoured).
+    auto from = net::SocketAddress::from_ip(q.c.peer.ip_string(), chosen->client_port->rtp);
+    if (!from) return refuse(400, cseq, "bad client address");
+    reply.client_port = chosen->client_port;
+    reply.server_port = rtsp::PortPair{q.rtp_port, static_cast<std::uint16_t>(q.rtp_port + 1)};
+    track.udp_from = *from;
+  }
   MethodOutcome o = ok(q);
   o.response.set_session(p.session_id, options_.session_timeout_s);
   o.response.headers.set("Transport", rtsp::format_transport(reply));
-  o.publish_track = std::make_pair(*index, channels.rtp);
+  o.publish_track = track;
   return o;
 }
 
@@ -534,8 +552,9 @@ MethodOutcome RtspMethods::record(Request& q) {
   if (!q.c.publisher) return refuse(455, cseq, "ANNOUNCE first");
   if (!q.publisher_session) return refuse(454, cseq, "Session missing");
   const auto& tracks = q.c.publisher->tracks;
-  if (std::none_of(tracks.begin(), tracks.end(),
-                   [](const PublishedTrack& t) { return t.video && t.rtp_channel; })) {
+  if (std::none_of(tracks.begin(), tracks.end(), [](const PublishedTrack& t) {
+        return t.video && (t.rtp_channel || t.udp_from);
+      })) {
     return refuse(455, cseq, "SETUP the H.264 track first");
   }
   MethodOutcome o = ok(q);

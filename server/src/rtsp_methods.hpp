@@ -16,7 +16,7 @@
 //   PAUSE, TEARDOWN
 //   ANNOUNCE    a publisher (docs/live.md): a published stream, its secret (403), an SDP with
 //               H.264 (415), nobody publishing it already (455) unless configured to replace
-//   SETUP       of a publisher's track (mode=record, interleaved), RECORD, TEARDOWN: its session
+//   SETUP       of a publisher's track (mode=record, interleaved or UDP), RECORD, TEARDOWN
 //   SET_PARAMETER, REDIRECT: 405 with Allow; anything else 501
 //
 // Threading: the server's loop thread (the directory it admits sessions to is thread-safe).
@@ -59,8 +59,14 @@ struct MethodOutcome {
   Action action = Action::kNone;
   /// ANNOUNCE: the connection's publisher (it holds its stream already).
   std::unique_ptr<Publisher> publisher;
-  /// SETUP of a publisher's track: its index and the interleaved channel of its RTP.
-  std::optional<std::pair<std::size_t, std::uint8_t>> publish_track;
+  /// SETUP of a publisher's track: its index, and the interleaved channel of its RTP or the
+  /// address its RTP comes from over UDP.
+  struct PublishTrack {
+    std::size_t index = 0;
+    std::optional<std::uint8_t> channel;
+    std::optional<net::SocketAddress> udp_from;
+  };
+  std::optional<PublishTrack> publish_track;
   enum class Publish : std::uint8_t { kNone, kRecord, kStop };
   Publish publish = Publish::kNone;
 };

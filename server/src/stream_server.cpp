@@ -17,6 +17,7 @@
 #include "predrop/server/stream_server.hpp"
 
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 
 #include "pacer.hpp"
@@ -118,6 +119,7 @@ class StreamServer::Impl final : public detail::RtspConnectionListener {
     if (!c) return;
     // A publisher that goes ends its stream: its viewers get the rest and a BYE.
     if (c->publisher) c->publisher->release(clock_.now_us());
+    forget_publisher_addresses(c->id);
     for (const std::string& id : std::vector<std::string>(c->sessions)) {
       const SessionEntry* e = sessions_.find(id);
       if (e != nullptr && e->interleaved) remove_session(id);
@@ -181,14 +183,48 @@ class StreamServer::Impl final : public detail::RtspConnectionListener {
     if (o.publisher) c.publisher = std::move(o.publisher);
     if (!c.publisher) return;
     if (o.publish_track) {
-      auto& t = c.publisher->tracks.at(o.publish_track->first);
+      auto& t = c.publisher->tracks.at(o.publish_track->index);
       t.set_up = true;
-      t.rtp_channel = o.publish_track->second;
+      t.rtp_channel = o.publish_track->channel;
+      t.udp_from = o.publish_track->udp_from;
+      if (t.udp_from) publish_udp_.insert_or_assign(*t.udp_from, c.id);
     }
     if (o.publish == MethodOutcome::Publish::kRecord) c.publisher->recording = true;
     if (o.publish == MethodOutcome::Publish::kStop) {
       c.publisher->release(now);
+      forget_publisher_addresses(c.id);
       c.publisher.reset();
+    }
+  }
+
+  void forget_publisher_addresses(std::uint64_t connection) {
+    std::erase_if(publish_udp_, [&](const auto& kv) { return kv.second == connection; });
+  }
+
+  // A datagram on the RTP port: a UDP publisher's RTP, else a NAT punch or a stray (counted).
+  void on_rtp_port(std::span<const std::uint8_t> data, const net::SocketAddress& from) {
+    const auto it = publish_udp_.find(from);
+    RtspConnection* c = it != publish_udp_.end() ? connections_.find(it->second) : nullptr;
+    if (c == nullptr || !c->publisher) {
+      ++stats_.rtp_port_datagrams;
+      return;
+    }
+    const std::uint64_t now = clock_.now_us();
+    switch (c->publisher->on_datagram(from, data, now)) {
+      case detail::Publisher::Frame::kTaken:
+        // Its media is the connection's sign of life: a publisher sends no keep-alive requests.
+        c->last_activity_us = now;
+        ++stats_.publish_packets;
+        return;
+      case detail::Publisher::Frame::kDropped:
+        ++stats_.publish_dropped;
+        return;
+      case detail::Publisher::Frame::kReplaced:
+        ++stats_.publishers_replaced;
+        c->publisher.reset();
+        c->close();
+        close_connection(c->id);
+        return;
     }
   }
 
@@ -356,6 +392,8 @@ class StreamServer::Impl final : public detail::RtspConnectionListener {
   std::uint64_t armed_us_ = StreamSession::kNoDeadline;  // when pacer_timer_ fires; off: never
   std::unique_ptr<net::Timer> housekeeper_;
   std::vector<std::uint8_t> rtcp_buffer_;
+  // UDP publishers: the address each one's RTP comes from -> its RTSP connection.
+  std::unordered_map<net::SocketAddress, std::uint64_t> publish_udp_;
 
   std::uint16_t rtp_port() const { return rtp_socket_ ? rtp_socket_->local_address().port() : 0; }
 };
@@ -363,7 +401,9 @@ class StreamServer::Impl final : public detail::RtspConnectionListener {
 void StreamServer::Impl::start() {
   detail::PortPair ports = detail::open_port_pair(
       loop_, options_.bind_ip, options_.rtp_port,
-      [this](auto, const auto&, auto) { ++stats_.rtp_port_datagrams; },
+      [this](auto data, const auto& from, auto) {
+        guard_.run(CallbackKind::kRtsp, [&] { on_rtp_port(data, from); });
+      },
       // The datagram's receive stamp is the real clock's; decisions use the server's clock.
       [this](auto data, const auto& from, std::uint64_t) { on_rtcp_guarded(data, from); });
   rtp_socket_ = std::move(ports.rtp);

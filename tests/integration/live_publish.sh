@@ -7,7 +7,9 @@
 #     the clip's, R = 0 as ffmpeg sends no Receiver Reports over TCP) and the measuring client
 #     (PDFB, per-block PSNR against the clip);
 #   - the publisher ends: both viewers end by themselves (RTCP BYE), the server is still up and
-#     logs what holding a block cost (the added latency), and the stream is gone (404).
+#     logs what holding a block cost (the added latency), and the stream is gone (404);
+#   - then the same clip is published again over UDP (-rtsp_transport udp: RTP to the server's
+#     port pair) and an ffmpeg viewer over UDP decodes it bit-exact.
 # Loopback only; nothing is timed but the hang guards.
 #   live_publish.sh SERVER_BINARY CLIENT_BINARY WORKDIR
 set -euo pipefail
@@ -126,6 +128,38 @@ fi
 if [[ -z "$hold" ]]; then
   echo "FAIL: the server did not log the publication's end"; fail=1
 fi
+
+# Again over UDP: the stream is free, the publisher sends RTP from its client_port.
+udp_publish() {
+  timeout -s INT 40 ffmpeg -nostdin -v info -re -i clip.mp4 -c copy -f rtsp \
+    -rtsp_transport udp "$base?secret=$secret" >publisher-udp.log 2>&1
+}
+udp_publish &
+pub_pid=$!
+for _ in $(seq 100); do
+  [[ "$(grep -c "'live' published" server.log)" -ge 2 ]] && break
+  sleep 0.05
+done
+timeout -s INT 40 ffmpeg -nostdin -v info -rtsp_transport udp -i "$base" -map 0:v \
+  -f framemd5 viewer-udp.md5 >viewer-udp.log 2>&1 &
+view_pid=$!
+udp_pub_rc=0
+wait "$pub_pid" || udp_pub_rc=$?
+udp_view_rc=0
+wait "$view_pid" || udp_view_rc=$?
+pub_pid=""
+view_pid=""
+awk -F, '!/^#/ { gsub(/ /, "", $6); print $6 }' viewer-udp.md5 >viewer-udp.hashes
+udp_frames=$(wc -l <viewer-udp.hashes)
+udp_foreign=$(sort viewer-udp.hashes | comm -23 - clip.hashes | wc -l)
+echo "over UDP: publisher rc=$udp_pub_rc; ffmpeg viewer rc=$udp_view_rc: $udp_frames pictures," \
+  "$udp_foreign not the clip's; $(grep "'live' ended" server.log | tail -1 | sed 's/.*ended: //')"
+[[ "$udp_pub_rc" -eq 0 ]] || { echo "FAIL: the UDP publisher failed"; tail -5 publisher-udp.log; fail=1; }
+[[ "$udp_view_rc" -eq 0 ]] || { echo "FAIL: the UDP viewer did not end cleanly"; tail -5 viewer-udp.log; fail=1; }
+if [[ "$udp_frames" -lt 100 || "$udp_foreign" -ne 0 ]]; then
+  echo "FAIL: over UDP fewer than 100 pictures or pictures not bit-exact"; fail=1
+fi
+
 if ! kill -0 "$server_pid" 2>/dev/null; then
   echo "FAIL: the server died"; tail -20 server.log; fail=1
 fi

@@ -11,6 +11,7 @@
 
 #include "live_publish.hpp"
 #include "predrop/rtsp/rtsp_message.hpp"
+#include "predrop/rtsp/rtsp_transport.hpp"
 #include "predrop/rtsp/sdp.hpp"
 #include "server_test_util.hpp"
 
@@ -226,6 +227,30 @@ TEST(LivePublish, APublisherRecordsAndViewersSeeTheStreamUntilItLeaves) {
   const auto late = b.connect(41004);
   EXPECT_EQ(b.ask(late, test::request_text("DESCRIBE", Bed::url(), 1)).status, 404);
   EXPECT_EQ(b.announce(second, Bed::kSecret).status, 200) << "the stream is free again";
+}
+
+TEST(LivePublish, APublisherOverUdpIsToldTheServerPort) {
+  Bed b;
+  const auto pub = b.connect(43000);
+  ASSERT_EQ(b.announce(pub, Bed::kSecret).status, 200);
+  auto setup = b.ask(
+      pub,
+      test::request_text("SETUP", Bed::url("?secret=0123456789abcdef/streamid=0"), 3,
+                         "Transport: RTP/AVP/UDP;unicast;client_port=5000-5001;mode=record\r\n"));
+  ASSERT_EQ(setup.status, 200);
+  auto spec = rtsp::parse_transport(*setup.headers.get("Transport"));
+  ASSERT_TRUE(spec.ok());
+  ASSERT_TRUE((*spec)[0].server_port);
+  EXPECT_EQ((*spec)[0].server_port->rtp, b.srv->rtp_port());
+  EXPECT_EQ((*spec)[0].client_port->rtp, 5000);
+  EXPECT_EQ(b.ask(pub, test::request_text("RECORD", Bed::url(), 4,
+                                          "Session: " + test::session_of(setup) + "\r\n"))
+                .status,
+            200);
+  auto multicast =
+      b.ask(b.connect(43001), test::request_text("SETUP", Bed::url() + "/streamid=0", 5,
+                                                 "Transport: RTP/AVP;multicast\r\n"));
+  EXPECT_NE(multicast.status, 200);
 }
 
 TEST(LivePublish, WithReplaceASecondPublisherTakesOver) {
