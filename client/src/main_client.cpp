@@ -32,7 +32,8 @@ int run(int argc, char** argv) {
   app.add_option("-n,--blocks", o.max_blocks, "Stop after this many blocks (default: stream end)");
   app.add_option("--psnr-cap", o.psnr_cap_db, "PSNR of identical pictures, dB (default 60)");
   app.add_flag("!--no-feedback", o.feedback, "Do not send PDFB reports (behave like a player)");
-  app.add_option("--save", o.save_video, "Write the received H.264 elementary stream here");
+  app.add_option("--save", o.save_video,
+                 "Write the received video here (H.264/H.265 Annex B; VP8 frames back to back)");
   app.add_option("--csv", csv_path, "Write the per-block table as CSV here");
   app.add_option("--impair", impairments,
                  "Receive-side impairment for tests: STAGE:drop=F[,stretch=MS] (repeatable)");

@@ -10,7 +10,7 @@
 #include "predrop/chain/feedback.hpp"
 #include "predrop/chain/stage_receiver.hpp"
 #include "predrop/core/log.hpp"
-#include "predrop/media/h264_depacketizer.hpp"
+#include "predrop/media/depacketizer.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/media/psnr.hpp"
 #include "predrop/media/video_decoder.hpp"
@@ -90,6 +90,7 @@ struct MeasuringClient::Impl {
   std::unique_ptr<rtsp::ClientSession> session;
   std::vector<Track> tracks;  // every track of the SDP, all set up, in SDP order
   std::size_t video_track = SIZE_MAX;
+  media::Codec video_codec = media::Codec::kH264;
   std::optional<wire::SrtpSuite> suite;
   wire::SrtpKeyMaterial key;
   std::optional<net::SrtpSession> feedback_out;
@@ -100,7 +101,7 @@ struct MeasuringClient::Impl {
   std::unique_ptr<media::ReferenceDecoder> reference;
   std::unique_ptr<media::ShownFrameScorer> scorer;
   std::unique_ptr<media::VideoDecoder> decoder;
-  std::unique_ptr<media::H264Depacketizer> depacketizer;
+  std::unique_ptr<media::Depacketizer> depacketizer;
   std::unique_ptr<chain::StageReceiver> receiver;
   std::FILE* save = nullptr;
 
@@ -229,7 +230,12 @@ struct MeasuringClient::Impl {
       }
       if (t.extensions.stage != 0) ext_ids.stage = t.extensions.stage;
       if (t.extensions.abs_send_time != 0) ext_ids.abs_send_time = t.extensions.abs_send_time;
-      if (t.media.kind == "video" && video_track == SIZE_MAX) video_track = tracks.size();
+      if (t.media.kind == "video" && video_track == SIZE_MAX) {
+        const auto codec = media::video_codec_from_rtpmap(t.media.rtpmap);
+        if (!codec) return core::make_error("unsupported video rtpmap '" + t.media.rtpmap + "'");
+        video_codec = *codec;
+        video_track = tracks.size();
+      }
       tracks.emplace_back();
     }
     if (video_track == SIZE_MAX) return core::make_error("the stream has no video track");
@@ -243,10 +249,13 @@ struct MeasuringClient::Impl {
     if (!ref) return core::make_error("reference: " + ref.error().message);
     reference = std::move(ref.value());
     scorer = std::make_unique<media::ShownFrameScorer>(*reference);
-    auto dec = media::VideoDecoder::create([this](const media::FrameView& f) { on_frame(f); });
+    media::VideoDecoderOptions decoder_options;
+    decoder_options.codec = video_codec;
+    auto dec = media::VideoDecoder::create([this](const media::FrameView& f) { on_frame(f); },
+                                           decoder_options);
     if (!dec) return core::make_error(dec.error().message);
     decoder = std::move(dec.value());
-    depacketizer = std::make_unique<media::H264Depacketizer>([this](const media::AccessUnit& au) {
+    depacketizer = media::make_depacketizer(video_codec, [this](const media::AccessUnit& au) {
       if (save != nullptr) std::fwrite(au.data.data(), 1, au.data.size(), save);
       decoder->decode(au.data,
                       static_cast<std::int64_t>(au.rtp_timestamp - tracks[video_track].rtp_base));

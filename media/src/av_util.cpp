@@ -43,22 +43,45 @@ core::Result<InputFormatPtr> open_input(const std::string& path) {
   return format;
 }
 
-core::Result<int> find_h264_stream(const AVFormatContext* format, const std::string& path) {
-  // The first H.264 video stream wins; cover art (attached pictures) is not video.
+std::optional<Codec> codec_of(AVCodecID id) {
+  switch (id) {
+    case AV_CODEC_ID_H264:
+      return Codec::kH264;
+    case AV_CODEC_ID_HEVC:
+      return Codec::kH265;
+    case AV_CODEC_ID_VP8:
+      return Codec::kVp8;
+    case AV_CODEC_ID_AAC:
+      return Codec::kAac;
+    case AV_CODEC_ID_OPUS:
+      return Codec::kOpus;
+    default:
+      return std::nullopt;
+  }
+}
+
+VideoStreamChoice find_video_stream(const AVFormatContext* format) {
+  // The first video stream of a supported codec wins; cover art (attached pictures) is not video.
+  VideoStreamChoice choice;
   int other = -1;
   for (unsigned i = 0; i < format->nb_streams; ++i) {
     const AVStream* st = format->streams[i];
     if (st->codecpar->codec_type != AVMEDIA_TYPE_VIDEO) continue;
     if (st->disposition & AV_DISPOSITION_ATTACHED_PIC) continue;
-    if (st->codecpar->codec_id == AV_CODEC_ID_H264) return static_cast<int>(i);
+    const auto codec = codec_of(st->codecpar->codec_id);
+    if (codec && is_video(*codec)) {
+      choice.index = static_cast<int>(i);
+      choice.codec = *codec;
+      return choice;
+    }
     if (other < 0) other = static_cast<int>(i);
   }
   if (other >= 0) {
-    return core::make_error("'" + path + "': unsupported video codec " +
-                            avcodec_get_name(format->streams[other]->codecpar->codec_id) +
-                            " (only H.264 is supported)");
+    choice.unsupported = std::string("unsupported video codec ") +
+                         avcodec_get_name(format->streams[other]->codecpar->codec_id) +
+                         " (supported: H.264, H.265, VP8)";
   }
-  return -1;
+  return choice;
 }
 
 std::int64_t stream_origin(const AVStream* stream) {

@@ -11,9 +11,11 @@ extern "C" {
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "predrop/core/result.hpp"
+#include "predrop/media/codec.hpp"
 
 namespace predrop::media::detail {
 
@@ -59,9 +61,19 @@ using SwsPtr = std::unique_ptr<SwsContext, SwsDeleter>;
 /// Opens `path` and reads its stream parameters (avformat_open_input + find_stream_info).
 core::Result<InputFormatPtr> open_input(const std::string& path);
 
-/// Index of the first H.264 video stream (-1 if none); an error if the best video stream uses
-/// another codec, since we cannot packetize it.
-core::Result<int> find_h264_stream(const AVFormatContext* format, const std::string& path);
+/// The codec of ours an FFmpeg codec id is, if any.
+std::optional<Codec> codec_of(AVCodecID id);
+
+/// The video stream MediaFile and ReferenceDecoder use.
+struct VideoStreamChoice {
+  /// Index of the first video stream of a supported codec (H.264, H.265, VP8), or -1.
+  int index = -1;
+  Codec codec = Codec::kH264;
+  /// When index is -1 but the file has video: "unsupported video codec <name> (supported: ...)".
+  std::string unsupported;
+};
+/// Picks the video stream; attached pictures (cover art) are not video.
+VideoStreamChoice find_video_stream(const AVFormatContext* format);
 
 /// The media-time origin in `format`'s stream `stream` time base: the stream's start_time, or 0
 /// when the demuxer does not know it. MediaFile and ReferenceDecoder share this rule.

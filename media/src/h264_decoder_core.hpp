@@ -1,5 +1,6 @@
 #pragma once
-// The libavcodec H.264 decoder shared by VideoDecoder (Annex-B from RTP) and ReferenceDecoder
+// The libavcodec video decoder (H.264, and since issue 24 any codec of codec.hpp; the name is
+// historical) shared by VideoDecoder (depacketized access units) and ReferenceDecoder
 // (container samples): one codec context, one reusable packet, one reusable frame, and a cached
 // libswscale conversion to YUV 4:2:0 for streams that are not already 8-bit 4:2:0.
 #include <cstdint>
@@ -15,10 +16,11 @@ namespace predrop::media::detail {
 
 class H264DecoderCore {
  public:
-  /// Opens the decoder with the container's parameters (avcC extradata), or with `annexb_extra`
-  /// (Annex-B SPS/PPS, may be empty) when `par` is null.
+  /// Opens the decoder with the container's parameters (codec and extradata), or for `codec`
+  /// with `annexb_extra` (Annex-B parameter sets, may be empty) when `par` is null.
   static core::Result<H264DecoderCore> open(const AVCodecParameters* par,
-                                            std::span<const std::uint8_t> annexb_extra);
+                                            std::span<const std::uint8_t> annexb_extra,
+                                            Codec codec = Codec::kH264);
 
   /// Sends one sample. `data` is copied into a reused, padded buffer. Returns false if libavcodec
   /// rejected it (counted; decoding continues with the next sample).

@@ -26,8 +26,8 @@ void H264Packetizer::configure(Bytes extra) {
   sdp_pps_ = pps_;
 }
 
-std::optional<H264Picture> H264Packetizer::add_sample(Bytes data, bool key_flag,
-                                                      PayloadSink& sink) {
+std::optional<VideoPicture> H264Packetizer::add_sample(Bytes data, bool key_flag,
+                                                       PayloadSink& sink) {
   nals_.clear();
   // The container decides the format (see the header), never the sample's first bytes.
   const bool clean = length_size_ > 0 ? split_length_prefixed(data, length_size_, nals_)
@@ -90,7 +90,7 @@ std::optional<H264Picture> H264Packetizer::add_sample(Bytes data, bool key_flag,
   const auto slice_type = parse_slice_type(vcl);
   const bool keyframe = has_idr || (key_flag && slice_type && *slice_type == 2);
 
-  H264Picture picture;
+  VideoPicture picture;
   picture.reference = nal_ref_idc(vcl) != 0;
   if (keyframe) {
     picture.type = FrameType::kKey;
@@ -131,6 +131,24 @@ std::optional<H264Picture> H264Packetizer::add_sample(Bytes data, bool key_flag,
   sink.mark_last();
   ++pictures_;
   return picture;
+}
+
+void H264Packetizer::describe(StreamInfo& info) const {
+  info.encoding = "H264/90000";
+  // Same layout as FFmpeg's sdp.c, which ffplay and the other players are known to read.
+  info.fmtp = "packetization-mode=1";
+  if (sdp_sps_.empty() || sdp_pps_.empty()) return;
+  std::string sets;
+  for (const auto& s : sdp_sps_) {
+    sets += (sets.empty() ? "" : ",") + base64(s);
+  }
+  for (const auto& p : sdp_pps_) {
+    sets += "," + base64(p);
+  }
+  info.fmtp += "; sprop-parameter-sets=" + sets;
+  if (sdp_sps_[0].size() >= 4) {
+    info.fmtp += "; profile-level-id=" + hex_upper(Bytes(sdp_sps_[0]).subspan(1, 3));
+  }
 }
 
 void H264Packetizer::stage_nal(Bytes nal, bool parameter_set, PayloadSink& sink) const {

@@ -11,29 +11,25 @@
 #include <utility>
 #include <vector>
 
-#include "staging.hpp"
+#include "video_packetizer.hpp"
 
 namespace predrop::media::detail {
 
-/// What the packetizer learnt about one picture.
-struct H264Picture {
-  FrameType type = FrameType::kUnknown;
-  bool reference = false;  ///< nal_ref_idc != 0 (or unreadable slice: assumed true).
-};
-
 /// Packetizes the samples of one H.264 stream, in decode order.
-class H264Packetizer {
+class H264Packetizer final : public VideoPacketizer {
  public:
   /// `max_payload` bounds every payload (FU-A fragments above it).
   H264Packetizer(std::size_t max_payload, Warn warn)
       : max_payload_(max_payload), warn_(std::move(warn)) {}
 
   /// Reads the stream's extradata: avcC (length size and parameter sets) or Annex B units.
-  void configure(Bytes extradata);
+  void configure(Bytes extradata) override;
 
   /// Packetizes one sample. Returns the picture, or nullopt for a sample without a picture
   /// (its parameter sets and SEI are carried into the next picture's packets instead).
-  std::optional<H264Picture> add_sample(Bytes sample, bool key_flag, PayloadSink& sink);
+  std::optional<VideoPicture> add_sample(Bytes sample, bool key_flag, PayloadSink& sink) override;
+  /// H264/90000 with packetization-mode=1, sprop-parameter-sets and profile-level-id.
+  void describe(StreamInfo& info) const override;
 
   /// The first parameter sets seen (extradata, else in-band), for sprop-parameter-sets.
   const std::vector<std::vector<std::uint8_t>>& sdp_sps() const { return sdp_sps_; }

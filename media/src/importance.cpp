@@ -42,8 +42,11 @@ void assign_importance(std::vector<StagedFrame>& video, std::vector<StagedFrame>
       since_key = 0;
     } else if (v.frame.reference) {
       ++since_key;
+      // A reference picture of temporal sub-layer t > 0 (H.265) is referenced only by pictures
+      // of layers >= t, so whole upper layers go before the base layer's references.
+      const std::int64_t layer_step = std::int64_t{kTemporalLayerStep} * v.frame.temporal_id;
       v.frame.importance = static_cast<std::uint8_t>(std::max<std::int64_t>(
-          kImportanceReferenceMin, std::int64_t{kImportanceKey} - since_key));
+          kImportanceReferenceMin, std::int64_t{kImportanceKey} - since_key - layer_step));
     }
   }
   // Disposable frames: per block, in display order, ranked in bit-reversed order.
@@ -51,15 +54,36 @@ void assign_importance(std::vector<StagedFrame>& video, std::vector<StagedFrame>
   for (std::uint32_t i = 0; i < video.size(); ++i) {
     if (!video[i].frame.reference) disposable[video[i].frame.block].push_back(i);
   }
+  std::vector<std::uint32_t> order;
   for (auto& list : disposable) {
-    std::sort(list.begin(), list.end(),
-              [&](std::uint32_t a, std::uint32_t b) { return display_of[a] < display_of[b]; });
+    // Highest temporal sub-layer first (H.265 TemporalId; always 0 for H.264 and VP8); within a
+    // layer, in display order, ranked in bit-reversed order.
+    std::sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) {
+      if (video[a].frame.temporal_id != video[b].frame.temporal_id) {
+        return video[a].frame.temporal_id > video[b].frame.temporal_id;
+      }
+      return display_of[a] < display_of[b];
+    });
+    order.clear();  // order[p]: index into list of the p-th disposable frame to go
+    for (std::size_t begin = 0; begin < list.size();) {
+      std::size_t end = begin + 1;
+      while (end < list.size() &&
+             video[list[end]].frame.temporal_id == video[list[begin]].frame.temporal_id) {
+        ++end;
+      }
+      const auto layer = bit_reversed_ranks(static_cast<std::uint32_t>(end - begin));
+      std::vector<std::uint32_t> by_rank(layer.size());
+      for (std::uint32_t j = 0; j < layer.size(); ++j) {
+        by_rank[layer[j]] = static_cast<std::uint32_t>(begin) + j;
+      }
+      order.insert(order.end(), by_rank.begin(), by_rank.end());
+      begin = end;
+    }
     const auto m = static_cast<std::uint32_t>(list.size());
-    const auto rank = bit_reversed_ranks(m);
     const std::uint32_t levels = kImportanceDisposableMax + 1;
-    for (std::uint32_t j = 0; j < m; ++j) {
-      const std::uint64_t level = m <= levels ? rank[j] : std::uint64_t{rank[j]} * levels / m;
-      video[list[j]].frame.importance = static_cast<std::uint8_t>(level);
+    for (std::uint32_t p = 0; p < m; ++p) {
+      const std::uint64_t level = m <= levels ? p : std::uint64_t{p} * levels / m;
+      video[list[order[p]]].frame.importance = static_cast<std::uint8_t>(level);
     }
   }
 }

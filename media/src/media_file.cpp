@@ -1,5 +1,6 @@
 // MediaFile::open: demux once with FFmpeg and hand each stream's samples to its packetizer
-// (h264_packetizer, aac_packetizer, opus_packetizer), then order the frames and cut the blocks
+// (a VideoPacketizer per video codec: h264_, h265_, vp8_packetizer; aac_ and opus_packetizer),
+// then order the frames and cut the blocks
 // (block_cutter), rank importance (importance) and lay the result out (emit). Runs once per
 // file, off the packet path, so it may allocate freely; the result is immutable and shared.
 #include "predrop/media/media_file.hpp"
@@ -14,10 +15,10 @@
 #include "av_util.hpp"
 #include "bitstream.hpp"
 #include "block_cutter.hpp"
-#include "h264_packetizer.hpp"
 #include "importance.hpp"
 #include "opus_packetizer.hpp"
 #include "staging.hpp"
+#include "video_packetizer.hpp"
 
 namespace predrop::media {
 
@@ -62,7 +63,6 @@ class MediaFileBuilder {
       : path_(std::move(path)),
         options_(options),
         sink_(file_.arena_, staged_packets_),
-        h264_(options.max_payload, warner()),
         aac_(options.max_payload, warner()),
         opus_(options.max_payload, warner()) {}
 
@@ -95,7 +95,7 @@ class MediaFileBuilder {
   detail::InputFormatPtr format_;
   std::vector<StagedPacket> staged_packets_;
   detail::PayloadSink sink_;
-  detail::H264Packetizer h264_;
+  std::unique_ptr<detail::VideoPacketizer> video_packetizer_;
   detail::AacPacketizer aac_;
   detail::OpusPacketizer opus_;
 
@@ -164,9 +164,11 @@ core::Result<std::shared_ptr<const MediaFile>> MediaFileBuilder::build() {
 }
 
 core::Status MediaFileBuilder::select_streams() {
-  auto video = detail::find_h264_stream(format_.get(), path_);
-  if (!video) return video.error();
-  video_index_ = *video;
+  const auto video = detail::find_video_stream(format_.get());
+  video_index_ = video.index;
+  if (video.index < 0 && !video.unsupported.empty()) {
+    file_.skipped_.push_back(video.unsupported + "; video not served");
+  }
   for (unsigned i = 0; i < format_->nb_streams; ++i) {
     const AVCodecParameters* par = format_->streams[i]->codecpar;
     if (par->codec_type != AVMEDIA_TYPE_AUDIO) continue;
@@ -175,21 +177,27 @@ core::Status MediaFileBuilder::select_streams() {
       break;
     }
     if (audio_index_ == -1) {
-      warn(std::string("audio codec ") + avcodec_get_name(par->codec_id) +
-           " is not supported (AAC or Opus); stream ignored");
+      const std::string text = std::string("audio codec ") + avcodec_get_name(par->codec_id) +
+                               " is not supported (AAC or Opus); stream ignored";
+      warn(text);
+      file_.skipped_.push_back(text);
       audio_index_ = -2;  // warned once
     }
   }
   if (audio_index_ < 0) audio_index_ = -1;
   if (video_index_ < 0 && audio_index_ < 0) {
-    return core::make_error("'" + path_ + "': no H.264 video and no AAC or Opus audio stream");
+    // A file whose only usable content is video of another codec keeps its clear error.
+    if (!video.unsupported.empty())
+      return core::make_error("'" + path_ + "': " + video.unsupported);
+    return core::make_error("'" + path_ +
+                            "': no H.264, H.265 or VP8 video and no AAC or Opus audio stream");
   }
 
   // Stream order in MediaFile: video first.
   if (video_index_ >= 0) {
     StreamInfo info;
     info.kind = MediaKind::kVideo;
-    info.codec = Codec::kH264;
+    info.codec = video.codec;
     info.payload_type = options_.video_payload_type;
     info.clock_rate = 90000;
     file_.video_stream_ = static_cast<std::uint8_t>(file_.streams_.size());
@@ -198,8 +206,10 @@ core::Status MediaFileBuilder::select_streams() {
     const AVStream* st = format_->streams[video_index_];
     origin_tb_ = st->time_base;
     origin_ = detail::stream_origin(st);
-    h264_.configure(Bytes(st->codecpar->extradata,
-                          static_cast<std::size_t>(std::max(0, st->codecpar->extradata_size))));
+    video_packetizer_ = detail::make_video_packetizer(video.codec, options_.max_payload, warner());
+    video_packetizer_->configure(
+        Bytes(st->codecpar->extradata,
+              static_cast<std::size_t>(std::max(0, st->codecpar->extradata_size))));
   }
   if (audio_index_ >= 0) {
     const AVStream* st = format_->streams[audio_index_];
@@ -306,10 +316,12 @@ void MediaFileBuilder::add_video(const AVPacket& packet) {
   const AVStream* st = format_->streams[video_index_];
   StagedFrame f = start_frame(*pts, packet, st, 90000, *file_.video_stream_);
   const Bytes sample(packet.data, static_cast<std::size_t>(std::max(0, packet.size)));
-  const auto picture = h264_.add_sample(sample, (packet.flags & AV_PKT_FLAG_KEY) != 0, sink_);
+  const auto picture =
+      video_packetizer_->add_sample(sample, (packet.flags & AV_PKT_FLAG_KEY) != 0, sink_);
   if (!picture) return;  // no picture: its units go with the next one
   f.frame.type = picture->type;
   f.frame.reference = picture->reference;
+  f.frame.temporal_id = picture->temporal_id;
   finish_frame(f);
   video_.push_back(f);
 }
@@ -337,23 +349,7 @@ void MediaFileBuilder::finish_stream_info() {
     info.height = st->codecpar->height;
     const AVRational rate = av_guess_frame_rate(format_.get(), const_cast<AVStream*>(st), nullptr);
     info.frame_rate = rate.num > 0 && rate.den > 0 ? av_q2d(rate) : 0.0;
-    info.encoding = "H264/90000";
-    // Same layout as FFmpeg's sdp.c, which ffplay and the other players are known to read.
-    info.fmtp = "packetization-mode=1";
-    if (!h264_.sdp_sps().empty() && !h264_.sdp_pps().empty()) {
-      std::string sets;
-      for (const auto& s : h264_.sdp_sps()) {
-        sets += (sets.empty() ? "" : ",") + detail::base64(s);
-      }
-      for (const auto& p : h264_.sdp_pps()) {
-        sets += "," + detail::base64(p);
-      }
-      info.fmtp += "; sprop-parameter-sets=" + sets;
-      if (h264_.sdp_sps()[0].size() >= 4) {
-        info.fmtp +=
-            "; profile-level-id=" + detail::hex_upper(Bytes(h264_.sdp_sps()[0]).subspan(1, 3));
-      }
-    }
+    video_packetizer_->describe(info);
   }
   if (file_.audio_stream_) {
     StreamInfo& info = file_.streams_[*file_.audio_stream_];
@@ -473,8 +469,11 @@ core::Result<std::string> ffmpeg_reference_sdp(const std::string& path) {
   auto input = detail::open_input(path);
   if (!input) return input.error();
   const AVFormatContext* in = input->get();
-  auto video = detail::find_h264_stream(in, path);
-  if (!video) return video.error();
+  const auto choice = detail::find_video_stream(in);
+  if (choice.index < 0 && !choice.unsupported.empty()) {
+    return core::make_error("'" + path + "': " + choice.unsupported);
+  }
+  const int video = choice.index;
   int audio = -1;
   for (unsigned i = 0; i < in->nb_streams && audio < 0; ++i) {
     const AVCodecParameters* par = in->streams[i]->codecpar;
@@ -487,7 +486,7 @@ core::Result<std::string> ffmpeg_reference_sdp(const std::string& path) {
   // dynamic payload types 96 (video) and 97 (audio).
   std::vector<detail::OutputFormatPtr> owners;
   std::vector<AVFormatContext*> contexts;
-  for (int index : {*video, audio}) {
+  for (int index : {video, audio}) {
     if (index < 0) continue;
     AVFormatContext* raw = nullptr;
     if (int err = avformat_alloc_output_context2(&raw, nullptr, "rtp", nullptr); err < 0) {

@@ -75,10 +75,20 @@ FrameView YuvFrame::view() const {
 namespace detail {
 
 core::Result<H264DecoderCore> H264DecoderCore::open(const AVCodecParameters* par,
-                                                    std::span<const std::uint8_t> annexb_extra) {
+                                                    std::span<const std::uint8_t> annexb_extra,
+                                                    Codec wanted) {
   ensure_libav_initialized();
-  const AVCodec* codec = avcodec_find_decoder(AV_CODEC_ID_H264);
-  if (!codec) return core::make_error("FFmpeg has no H.264 decoder");
+  AVCodecID id = AV_CODEC_ID_H264;
+  if (par) {
+    id = par->codec_id;
+  } else if (wanted == Codec::kH265) {
+    id = AV_CODEC_ID_HEVC;
+  } else if (wanted == Codec::kVp8) {
+    id = AV_CODEC_ID_VP8;
+  }
+  const AVCodec* codec = avcodec_find_decoder(id);
+  if (!codec)
+    return core::make_error(std::string("FFmpeg has no decoder for ") + avcodec_get_name(id));
   H264DecoderCore core;
   core.context_.reset(avcodec_alloc_context3(codec));
   core.packet_.reset(av_packet_alloc());
@@ -196,7 +206,7 @@ VideoDecoder::~VideoDecoder() = default;
 
 core::Result<std::unique_ptr<VideoDecoder>> VideoDecoder::create(
     Callback on_frame, const VideoDecoderOptions& options) {
-  auto core = detail::H264DecoderCore::open(nullptr, options.parameter_sets);
+  auto core = detail::H264DecoderCore::open(nullptr, options.parameter_sets, options.codec);
   if (!core) return core.error();
   auto impl = std::unique_ptr<Impl>(new Impl{std::move(core).value(), std::move(on_frame)});
   return std::unique_ptr<VideoDecoder>(new VideoDecoder(std::move(impl)));
@@ -341,16 +351,19 @@ core::Result<std::unique_ptr<ReferenceDecoder>> ReferenceDecoder::open(
     auto opened = detail::open_input(path);
     if (!opened) return opened.error();
     detail::InputFormatPtr format = std::move(opened).value();
-    auto stream = detail::find_h264_stream(format.get(), path);
-    if (!stream) return stream.error();
-    if (*stream < 0) return core::make_error("'" + path + "': no H.264 video stream");
-    impl->stream = *stream;
-    const AVStream* st = format->streams[*stream];
+    const auto choice = detail::find_video_stream(format.get());
+    if (choice.index < 0) {
+      return core::make_error(
+          "'" + path + "': " +
+          (choice.unsupported.empty() ? std::string("no video stream") : choice.unsupported));
+    }
+    impl->stream = choice.index;
+    const AVStream* st = format->streams[choice.index];
     impl->time_base = st->time_base;
     impl->origin = detail::stream_origin(st);
     std::int64_t last = AV_NOPTS_VALUE;
     while (av_read_frame(format.get(), impl->packet.get()) >= 0) {
-      if (impl->packet->stream_index == *stream) {
+      if (impl->packet->stream_index == choice.index) {
         std::int64_t pts =
             impl->packet->pts != AV_NOPTS_VALUE ? impl->packet->pts : impl->packet->dts;
         // Same rule as MediaFile: a missing timestamp continues from the previous one.

@@ -213,6 +213,10 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
                 s.path.c_str(), (*m)->warning_count(),
                 (*m)->warnings().empty() ? "" : (*m)->warnings()[0].c_str());
     }
+    for (const auto& skipped : (*m)->skipped()) {
+      core::log(core::LogLevel::kWarn, "media", "%s: stream skipped: %s", s.path.c_str(),
+                skipped.c_str());
+    }
     if ((*m)->blocks().empty()) return core::make_error("stream '" + s.name + "': no media");
     core::log(core::LogLevel::kInfo, "media", "%s: %zu blocks, %zu packets, %.1f s", s.path.c_str(),
               (*m)->blocks().size(), (*m)->packets().size(), (*m)->duration_us() / 1e6);

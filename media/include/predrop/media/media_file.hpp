@@ -4,8 +4,11 @@
 // discard policy (docs/design.md §3). Built once per file and shared read-only by every session.
 //
 // Packetization: H.264 per RFC 6184 packetization-mode=1 (single NAL unit packets and FU-A, SPS
-// and PPS sent in-band before every keyframe), AAC per RFC 3640 mode AAC-hbr (one access unit per
-// packet, fragmented if larger than the payload limit), Opus per RFC 7587 (one packet each).
+// and PPS sent in-band before every keyframe), H.265 per RFC 7798 (single NAL unit packets,
+// aggregation packets, fragmentation units; VPS/SPS/PPS in-band before every IRAP picture), VP8
+// per RFC 7741 (payload descriptor with a 15-bit PictureID), AAC per RFC 3640 mode AAC-hbr (one
+// access unit per packet, fragmented if larger than the payload limit), Opus per RFC 7587 (one
+// packet each).
 //
 // Threading: MediaFile::open may run on any thread; the returned object is immutable, so any
 // number of threads may read it concurrently without locks.
@@ -21,21 +24,19 @@
 #include <vector>
 
 #include "predrop/core/result.hpp"
+#include "predrop/media/codec.hpp"
 
 namespace predrop::media {
 
 /// Kind of media a stream carries.
 enum class MediaKind : std::uint8_t { kVideo, kAudio };
 
-/// Codecs the packetizer supports.
-enum class Codec : std::uint8_t { kH264, kAac, kOpus };
-
 /// What a frame is, for importance and statistics.
 enum class FrameType : std::uint8_t {
   kAudio,      ///< An audio frame (never dropped by the priority policy).
-  kKey,        ///< H.264 IDR (or keyframe-flagged I) picture: starts a GOP.
+  kKey,        ///< H.264 IDR (or keyframe-flagged I), H.265 IRAP, VP8 key frame: starts a GOP.
   kIntra,      ///< Non-IDR I picture.
-  kPredicted,  ///< P picture.
+  kPredicted,  ///< P picture (H.265 and VP8: every picture that is not a key frame).
   kBidir,      ///< B picture.
   kUnknown,    ///< Slice header unreadable; treated as a reference frame.
 };
@@ -136,8 +137,12 @@ struct Frame {
   std::uint8_t stream = 0;
   std::uint8_t importance = 0;
   FrameType type = FrameType::kUnknown;
-  /// Video: another frame may reference it (nal_ref_idc != 0). Audio: false.
+  /// Video: another frame may reference it (H.264 nal_ref_idc != 0, H.265 not a sub-layer
+  /// non-reference NAL type, VP8 refreshes a reference buffer or the entropy context). Audio:
+  /// false.
   bool reference = false;
+  /// Video: temporal sub-layer (H.265 TemporalId; 0 for H.264 and VP8). Higher goes first.
+  std::uint8_t temporal_id = 0;
 };
 
 /// One stage: a frame-aligned run of the packet sequence.
@@ -169,8 +174,9 @@ struct Block {
 /// A packetized media file, immutable after open(). See the file comment.
 class MediaFile {
  public:
-  /// Demuxes `path` (MP4, MKV, MPEG-TS, ...), packetizes its first H.264 video stream and its
-  /// first AAC or Opus audio stream, and splits the result into blocks.
+  /// Demuxes `path` (MP4, MKV, MPEG-TS, ...), packetizes its first H.264, H.265 or VP8 video
+  /// stream and its first AAC or Opus audio stream, and splits the result into blocks. A stream of
+  /// another codec is skipped and named in skipped(); with nothing supported left, an error.
   static core::Result<std::shared_ptr<const MediaFile>> open(const std::string& path,
                                                              const PacketizeOptions& options = {});
 
@@ -217,6 +223,8 @@ class MediaFile {
   std::size_t warning_count() const { return warning_count_; }
   /// The first few warnings as text (at most 16).
   std::span<const std::string> warnings() const { return warnings_; }
+  /// One line per audio or video stream of the file that is not served, with the reason.
+  std::span<const std::string> skipped() const { return skipped_; }
 
   MediaFile(const MediaFile&) = delete;
   MediaFile& operator=(const MediaFile&) = delete;
@@ -241,6 +249,7 @@ class MediaFile {
   std::int64_t duration_us_ = 0;
   std::size_t warning_count_ = 0;
   std::vector<std::string> warnings_;
+  std::vector<std::string> skipped_;
 };
 
 /// The SDP that FFmpeg's own RTP muxer (av_sdp_create) would announce for the same streams of

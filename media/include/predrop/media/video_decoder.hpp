@@ -1,5 +1,5 @@
 #pragma once
-// H.264 decoding (libavcodec) for the receive path and for the reference file.
+// Video decoding (libavcodec: H.264, H.265, VP8) for the receive path and for the reference file.
 //
 // The decoder is set up so that loss never stops it: error concealment guesses motion vectors and
 // deblocks (`ec=guess_mvs+deblock`), every frame is output even before the first keyframe and
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "predrop/core/result.hpp"
+#include "predrop/media/codec.hpp"
 #include "predrop/media/video_frame.hpp"
 
 namespace predrop::media {
@@ -37,9 +38,11 @@ struct VideoDecoderOptions {
   /// Optional SPS/PPS in Annex-B form (e.g. from the SDP's sprop-parameter-sets); not needed
   /// when parameter sets come in-band, as MediaFile sends them.
   std::vector<std::uint8_t> parameter_sets;
+  /// The codec of the access units (H.264, H.265: Annex B; VP8: one frame each).
+  Codec codec = Codec::kH264;
 };
 
-/// Decodes Annex-B H.264 access units into YUV 4:2:0 frames.
+/// Decodes access units (Annex-B H.264/H.265, VP8 frames) into YUV 4:2:0 frames.
 class VideoDecoder {
  public:
   using Callback = std::function<void(const FrameView&)>;

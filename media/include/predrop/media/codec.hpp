@@ -1,0 +1,27 @@
+#pragma once
+// The codecs predrop packetizes and depacketizes, and their RTP encoding names (the rtpmap
+// encoding without the clock, RFC 4566 §6): the one table the server's SDP, the measuring client
+// and the tests share. Each video codec has one packetizer unit (media/src/<codec>_packetizer)
+// and one depacketizer unit (media/src/<codec>_depacketizer); docs/media.md lists them.
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace predrop::media {
+
+/// Codecs the packetizer supports.
+enum class Codec : std::uint8_t { kH264, kAac, kOpus, kH265, kVp8 };
+
+/// True for the video codecs.
+constexpr bool is_video(Codec codec) {
+  return codec == Codec::kH264 || codec == Codec::kH265 || codec == Codec::kVp8;
+}
+
+/// Human name for logs and errors, e.g. "H.265".
+std::string_view codec_name(Codec codec);
+
+/// The video codec of an rtpmap encoding ("H264/90000", "h265/90000", "VP8/90000"; case-blind,
+/// RFC 4566 §6), or std::nullopt for anything else.
+std::optional<Codec> video_codec_from_rtpmap(std::string_view encoding);
+
+}  // namespace predrop::media

@@ -1,0 +1,60 @@
+// The codec table (codec.hpp) and the video packetizer factory (video_packetizer.hpp).
+#include "predrop/media/codec.hpp"
+
+#include <cctype>
+#include <string>
+
+#include "h264_packetizer.hpp"
+#include "h265_packetizer.hpp"
+#include "video_packetizer.hpp"
+#include "vp8_packetizer.hpp"
+
+namespace predrop::media {
+
+std::string_view codec_name(Codec codec) {
+  switch (codec) {
+    case Codec::kH264:
+      return "H.264";
+    case Codec::kH265:
+      return "H.265";
+    case Codec::kVp8:
+      return "VP8";
+    case Codec::kAac:
+      return "AAC";
+    case Codec::kOpus:
+      return "Opus";
+  }
+  return "?";
+}
+
+std::optional<Codec> video_codec_from_rtpmap(std::string_view encoding) {
+  std::string name(encoding.substr(0, encoding.find('/')));
+  for (char& c : name) {
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  if (name == "H264") return Codec::kH264;
+  if (name == "H265") return Codec::kH265;
+  if (name == "VP8") return Codec::kVp8;
+  return std::nullopt;
+}
+
+namespace detail {
+
+std::unique_ptr<VideoPacketizer> make_video_packetizer(Codec codec, std::size_t max_payload,
+                                                       Warn warn) {
+  switch (codec) {
+    case Codec::kH264:
+      return std::make_unique<H264Packetizer>(max_payload, std::move(warn));
+    case Codec::kH265:
+      return std::make_unique<H265Packetizer>(max_payload, std::move(warn));
+    case Codec::kVp8:
+      return std::make_unique<Vp8Packetizer>(max_payload, std::move(warn));
+    case Codec::kAac:
+    case Codec::kOpus:
+      break;
+  }
+  return nullptr;
+}
+
+}  // namespace detail
+}  // namespace predrop::media

@@ -1,0 +1,82 @@
+#pragma once
+// Private to media/src: VP8 into RTP payloads per RFC 7741, and the parsers its depacketizer
+// shares. Each frame is one partition-agnostic run of packets (§4.4: a packet may span
+// partitions), each led by the payload descriptor (§4.2):
+//
+//          0 1 2 3 4 5 6 7
+//         +-+-+-+-+-+-+-+-+
+//         |X|R|N|S|R| PID | (REQUIRED)   N: non-reference frame, S: start of partition PID
+//         +-+-+-+-+-+-+-+-+
+//    X:   |I|L|T|K| RSV   | (OPTIONAL)
+//         +-+-+-+-+-+-+-+-+
+//    I:   |M| PictureID   | (OPTIONAL)   M = 1: 15-bit PictureID over two bytes
+//         +-+-+-+-+-+-+-+-+
+//    L:   |   TL0PICIDX   | (OPTIONAL)
+//         +-+-+-+-+-+-+-+-+
+//    T/K: |TID|Y| KEYIDX  | (OPTIONAL)
+//         +-+-+-+-+-+-+-+-+
+//
+// We send X=1, I=1 with a 15-bit PictureID (as FFmpeg's rtpenc_vp8 does), N from the frame
+// header, S=1 and PID=0 on a frame's first packet; no L/T/K (a VP8 bitstream does not carry its
+// temporal layer, only the encoder knows it). The parser reads every field.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <utility>
+
+#include "video_packetizer.hpp"
+
+namespace predrop::media::detail {
+
+/// What the uncompressed and first-partition headers of a VP8 frame say (RFC 6386 §9, §19.2).
+struct Vp8FrameInfo {
+  bool key = false;
+  bool show = true;
+  /// Updates a reference buffer (last, golden, altref, by refresh or copy) or keeps its entropy
+  /// probabilities for later frames; false only when no later frame can depend on it.
+  bool reference = true;
+};
+/// Parses a VP8 frame's headers; nullopt if it is too short or its header is unreadable.
+std::optional<Vp8FrameInfo> parse_vp8_frame(Bytes frame);
+
+/// The fields of a VP8 payload descriptor.
+struct Vp8Descriptor {
+  bool non_reference = false;  ///< N
+  bool start = false;          ///< S
+  std::uint8_t partition = 0;  ///< PID
+  std::optional<std::uint16_t> picture_id;
+  std::optional<std::uint8_t> tl0_pic_idx;
+  std::optional<std::uint8_t> tid;  ///< when T
+  bool layer_sync = false;          ///< Y (with T)
+  std::optional<std::uint8_t> key_idx;
+  /// Bytes of the descriptor; the VP8 payload follows.
+  std::size_t size = 1;
+};
+/// Parses the payload descriptor at the start of an RTP payload; nullopt if truncated or if no
+/// payload byte follows it.
+std::optional<Vp8Descriptor> parse_vp8_descriptor(Bytes payload);
+
+/// The RTP payloads of one VP8 frame, each handed to `emit` as (descriptor, part of the frame).
+void packetize_vp8(Bytes frame, std::uint16_t picture_id, bool non_reference,
+                   std::size_t max_payload,
+                   const std::function<void(Bytes head, Bytes body)>& emit);
+
+/// Packetizes the frames of one VP8 stream.
+class Vp8Packetizer final : public VideoPacketizer {
+ public:
+  Vp8Packetizer(std::size_t max_payload, Warn warn)
+      : max_payload_(max_payload), warn_(std::move(warn)) {}
+
+  void configure(Bytes /*extradata*/) override {}
+  std::optional<VideoPicture> add_sample(Bytes sample, bool key_flag, PayloadSink& sink) override;
+  /// VP8/90000 without fmtp, as FFmpeg's sdp.c writes it.
+  void describe(StreamInfo& info) const override;
+
+ private:
+  std::size_t max_payload_;
+  Warn warn_;
+  std::uint16_t picture_id_ = 0;
+  std::size_t pictures_ = 0;
+};
+
+}  // namespace predrop::media::detail

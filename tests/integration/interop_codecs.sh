@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# The codecs of issue 24 (H.265 per RFC 7798, VP8 per RFC 7741), bit-exact at R = 0 through three
+# independent players. Clips generated here with the ffmpeg CLI (x265 with B-frames and a scene
+# cut; x265 with two temporal sub-layers at 640x360 in Matroska with Opus, so that FUs and APs
+# both occur; libvpx VP8 with a two-layer pattern and Opus in WebM) are each streamed by
+# predrop-server over RTSP/UDP with SRTP to:
+#   1. the measuring client (predrop-client; the server's fixed policy at rate 0): every block
+#      must score the PSNR cap (pictures identical to the reference decoder's) and every picture
+#      must be decoded; for H.265 the Annex B stream it saves must also decode, picture for
+#      picture, to what ffmpeg decodes from the file (framemd5 hashes);
+#   2. the real ffmpeg CLI (--player-adaptation fixed, R = 0): the first N - 6 pictures it decodes
+#      must hash like the file's (as interop_ffmpeg_corpus.sh; a run whose ffmpeg reports "RTP:
+#      missed" lost packets in its own socket buffer and is repeated, at most three times);
+#   3. GStreamer (rtspsrc ! rtph265depay ! h265parse ! avdec_h265, resp. rtpvp8depay ! avdec_vp8,
+#      to raw I420): at least N - 6 pictures, each hashing like the file's, in order.
+# Usage: interop_codecs.sh SERVER_BINARY CLIENT_BINARY WORKDIR
+set -euo pipefail
+# shellcheck disable=SC2034 # start_server (lib.sh) runs it
+server="$1"
+client="$2"
+work="$3"
+mkdir -p "$work"
+cd "$work"
+
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap stop_server EXIT
+
+# name|file|size|ffmpeg encoding arguments|GStreamer decoding chain
+clips=(
+  "h265_bframes_cut|h265.mp4|320x240|-f lavfi -i testsrc2=s=320x240:r=30:d=1 -f lavfi -i life=s=320x240:r=30:mold=10:ratio=0.3:seed=7,trim=duration=1,format=yuv420p -filter_complex [0][1]concat=n=2:v=1:a=0,format=yuv420p -c:v libx265 -x265-params log-level=error:bframes=3:keyint=30|rtph265depay ! h265parse ! avdec_h265"
+  "h265_temporal_layers|h265.mkv|640x360|-f lavfi -i smptehdbars=s=640x360:r=25:d=2 -f lavfi -i sine=frequency=440:sample_rate=48000:duration=2 -map 0:v -map 1:a -c:v libx265 -pix_fmt yuv420p -x265-params log-level=error:temporal-layers=1:crf=12 -c:a libopus -b:a 64k|rtph265depay ! h265parse ! avdec_h265"
+  "vp8_layers|vp8.webm|320x240|-f lavfi -i testsrc2=s=320x240:r=30:d=2 -f lavfi -i sine=frequency=440:sample_rate=48000:duration=2 -map 0:v -map 1:a -c:v libvpx -b:v 500k -g 30 -error-resilient 1 -ts-parameters ts_layering_mode=2:ts_target_bitrate=300,500 -c:a libopus -b:a 64k|rtpvp8depay ! avdec_vp8"
+)
+
+hashes() {  # framemd5 file -> hash column only (time stamps differ between a file and RTP)
+  grep -v '^#' "$1" 2>/dev/null | awk -F, '{gsub(/ /,"",$6); print $6}' || true
+}
+
+# same_prefix REF GOT: how many leading lines are identical.
+same_prefix() {
+  paste -d' ' "$1" "$2" | awk 'NF==2 && $1==$2 {n++} NF==2 && $1!=$2 {exit} END {print n+0}'
+}
+
+check_client() {
+  local name="$1" file="$2" total="$3" port
+  port=$(pick_port)
+  start_server "$name.client-server.log" --stream "c=$file" --listen 127.0.0.1:"$port" \
+    --policy fixed --fixed-rate 0 --log-level info || return 1
+  timeout 60 "$client" "rtsp://127.0.0.1:$port/c" -r "$file" --csv "$name.client.csv" \
+    --save "$name.client.es" >"$name.client.log" 2>&1 || true
+  stop_server
+  local blocks below decoded
+  blocks=$(tail -n +2 "$name.client.csv" 2>/dev/null | wc -l)
+  below=$(tail -n +2 "$name.client.csv" 2>/dev/null | awk -F, '$4 != "60.000"' | wc -l)
+  decoded=$(sed -n 's/.*frames decoded \([0-9]*\).*/\1/p' "$name.client.log")
+  echo "$name: measuring client: $blocks blocks, $below below the PSNR cap, ${decoded:-0} of $total pictures decoded"
+  if ((blocks == 0 || below != 0)) || [[ "${decoded:-0}" != "$total" ]]; then
+    echo "FAIL: $name: measuring client"
+    tail -5 "$name.client.log"
+    return 1
+  fi
+  if [[ "$file" == *h265* ]]; then
+    ffmpeg -nostdin -v error -f hevc -i "$name.client.es" -fps_mode passthrough -f framemd5 \
+      "$name.saved.md5" || true
+    hashes "$name.saved.md5" >"$name.saved.hashes"
+    local same
+    same=$(same_prefix "$name.ref.hashes" "$name.saved.hashes")
+    echo "$name: measuring client's saved stream: $same of $total pictures identical"
+    ((same == total)) || { echo "FAIL: $name: saved stream differs"; return 1; }
+  fi
+  return 0
+}
+
+ffmpeg_once() {  # 0 identical, 1 failed, 2 ffmpeg lost packets (inconclusive)
+  local name="$1" file="$2" want="$3" port
+  port=$(pick_port)
+  start_server "$name.ffmpeg-server.log" --stream "c=$file" --listen 127.0.0.1:"$port" \
+    --player-adaptation fixed --log-level info || return 1
+  timeout -s INT 30 ffmpeg -nostdin -v info -rtsp_transport udp -i "rtsp://127.0.0.1:$port/c" \
+    -map 0:v -fps_mode passthrough -frames:v "$want" -f framemd5 "$name.ffmpeg.md5" \
+    >"$name.ffmpeg.log" 2>&1 || true
+  stop_server
+  hashes "$name.ffmpeg.md5" >"$name.ffmpeg.hashes"
+  local got same
+  got=$(wc -l <"$name.ffmpeg.hashes")
+  same=$(same_prefix "$name.ref.hashes" "$name.ffmpeg.hashes")
+  echo "$name: ffmpeg: $got pictures received, first $same identical to the file's"
+  ((got >= want && same == got)) && return 0
+  grep -q "RTP: missed" "$name.ffmpeg.log" && return 2
+  tail -10 "$name.ffmpeg.log"
+  return 1
+}
+
+check_gstreamer() {
+  local name="$1" file="$2" size="$3" chain="$4" total="$5" port
+  port=$(pick_port)
+  start_server "$name.gst-server.log" --stream "c=$file" --listen 127.0.0.1:"$port" \
+    --player-adaptation fixed --log-level info || return 1
+  rm -f "$name.gst.yuv"
+  # shellcheck disable=SC2086 # the decoding chain is several gst-launch arguments
+  timeout -s INT 20 gst-launch-1.0 -q rtspsrc location="rtsp://127.0.0.1:$port/c" protocols=udp \
+    latency=200 ! $chain ! video/x-raw,format=I420 ! filesink location="$name.gst.yuv" \
+    >"$name.gst.log" 2>&1 || true
+  stop_server
+  ffmpeg -nostdin -v error -f rawvideo -pix_fmt yuv420p -s "$size" -i "$name.gst.yuv" \
+    -f framemd5 "$name.gst.md5" 2>/dev/null || true
+  hashes "$name.gst.md5" >"$name.gst.hashes"
+  local got same
+  got=$(wc -l <"$name.gst.hashes")
+  same=$(same_prefix "$name.ref.hashes" "$name.gst.hashes")
+  echo "$name: GStreamer: $got pictures received, first $same identical to the file's"
+  if ((got < total - 6 || same != got)); then
+    echo "FAIL: $name: GStreamer"
+    grep -iE "error|warn" "$name.gst.log" | head -5 || true
+    return 1
+  fi
+}
+
+command -v gst-launch-1.0 >/dev/null || { echo "gst-launch-1.0 missing"; exit 1; }
+fail=0
+for entry in "${clips[@]}"; do
+  IFS='|' read -r name file size args chain <<<"$entry"
+  rm -f "$file" "$name".*
+  # shellcheck disable=SC2086 # the encoding arguments are many words
+  if ! ffmpeg -nostdin -v error -y $args "$file" 2>"$name.gen.log"; then
+    echo "FAIL: $name: could not generate the clip"
+    cat "$name.gen.log"
+    fail=1
+    continue
+  fi
+  ffmpeg -nostdin -v error -i "$file" -map 0:v -fps_mode passthrough -f framemd5 "$name.ref.md5"
+  hashes "$name.ref.md5" >"$name.ref.hashes"
+  total=$(wc -l <"$name.ref.hashes")
+
+  check_client "$name" "$file" "$total" || fail=1
+  for attempt in 1 2 3; do
+    ffmpeg_once "$name" "$file" $((total - 6)) && result=0 || result=$?
+    ((result == 2)) || break
+    echo "$name: attempt $attempt: ffmpeg lost packets in its socket buffer; again"
+  done
+  ((result == 0)) || { echo "FAIL: $name: ffmpeg"; fail=1; }
+  check_gstreamer "$name" "$file" "$size" "$chain" "$total" || fail=1
+done
+exit $fail

@@ -1,0 +1,193 @@
+// Issue 24 on files generated at test time with the ffmpeg CLI: H.265 (x265 with two temporal
+// sub-layers, a scene cut) and VP8 (libvpx two-layer pattern, error resilient) are packetized with
+// the SDP lines FFmpeg's own RTP muxer writes and the importance docs/media.md states; the packets
+// come back through the depacketizer and decoder to the pictures ffmpeg decodes from the file; a
+// file with one supported and one unsupported stream serves the supported one and names the
+// other, and an unsupported video codec alone keeps its clear error.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+
+#include "media_test_util.hpp"
+#include "predrop/media/depacketizer.hpp"
+#include "predrop/media/media_file.hpp"
+#include "predrop/media/psnr.hpp"
+#include "predrop/media/video_decoder.hpp"
+
+namespace predrop::media {
+namespace {
+
+std::string make_clip(const std::string& name, const std::string& args) {
+  const auto path = test::scratch_dir() / name;
+  std::string out;
+  const int rc =
+      test::run(test::kFfmpeg + " -nostdin -loglevel error -y " + args + " " + path.string(), &out);
+  EXPECT_EQ(rc, 0) << out;
+  return path.string();
+}
+
+// Every rtpmap/fmtp line of ours is in the SDP FFmpeg's RTP muxer writes for the same file.
+void expect_sdp_like_ffmpeg(const MediaFile& file, const std::string& path) {
+  auto reference = ffmpeg_reference_sdp(path);
+  ASSERT_TRUE(reference) << reference.error().message;
+  for (const StreamInfo& s : file.streams()) {
+    std::istringstream lines(s.sdp_attributes());
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      EXPECT_NE(reference->find(line + "\r\n"), std::string::npos)
+          << line << "\nnot in FFmpeg's SDP:\n"
+          << *reference;
+    }
+  }
+}
+
+// Depacketizes and decodes every video packet; returns how many pictures decoded identical to
+// the reference decoder's picture of the same display index, and the total decoded.
+std::pair<std::size_t, std::size_t> identical_pictures(const MediaFile& file,
+                                                       const std::string& path, Codec codec) {
+  auto reference = ReferenceDecoder::open(path);
+  EXPECT_TRUE(reference) << reference.error().message;
+  if (!reference) return {0, 0};
+  std::size_t identical = 0;
+  std::size_t decoded = 0;
+  VideoDecoderOptions options;
+  options.codec = codec;
+  auto decoder = VideoDecoder::create(
+      [&](const FrameView& frame) {
+        ++decoded;
+        const auto index = file.display_index_for_rtp(static_cast<std::uint32_t>(frame.pts));
+        if (!index) return;
+        auto ref = (*reference)->frame(*index);
+        if (!ref) return;
+        const auto mse = frame_mse(frame, *ref);
+        if (mse && *mse == 0.0) ++identical;
+      },
+      options);
+  EXPECT_TRUE(decoder) << decoder.error().message;
+  auto depacketizer = make_depacketizer(
+      codec, [&](const AccessUnit& au) { (*decoder)->decode(au.data, au.rtp_timestamp); });
+  std::uint16_t sequence = 0;
+  for (const RtpPacket& p : file.packets()) {
+    if (p.stream != file.video_stream()) continue;
+    depacketizer->push(sequence++, p.rtp_timestamp, p.marker, file.payload(p));
+  }
+  depacketizer->flush();
+  (*decoder)->flush();
+  EXPECT_EQ(depacketizer->stats().damaged_access_units, 0u);
+  return {identical, decoded};
+}
+
+TEST(Codecs, H265TemporalSubLayersGoFirstAndParameterSetsNever) {
+  const auto path =
+      make_clip("x265.mkv",
+                "-f lavfi -i testsrc2=s=320x240:r=30:d=1 -f lavfi -i "
+                "life=s=320x240:r=30:mold=10:ratio=0.3:seed=7,trim=duration=1,format=yuv420p "
+                "-filter_complex [0][1]concat=n=2:v=1:a=0,format=yuv420p -c:v libx265 "
+                "-x265-params log-level=error:temporal-layers=1:bframes=3:keyint=30");
+  PacketizeOptions options;
+  options.max_payload = 600;  // FUs as well as single NAL unit packets and APs
+  auto opened = MediaFile::open(path, options);
+  ASSERT_TRUE(opened) << opened.error().message;
+  const MediaFile& file = **opened;
+  ASSERT_TRUE(file.video_stream());
+  EXPECT_EQ(file.streams()[0].codec, Codec::kH265);
+  EXPECT_EQ(file.streams()[0].encoding, "H265/90000");
+  EXPECT_NE(file.streams()[0].fmtp.find("sprop-vps="), std::string::npos);
+  expect_sdp_like_ffmpeg(file, path);
+
+  std::size_t upper_layer = 0;
+  std::size_t keys = 0;
+  for (const Frame& f : file.frames()) {
+    if (f.type == FrameType::kKey) {
+      ++keys;
+      EXPECT_EQ(f.importance, kImportanceKey);
+    }
+    if (f.temporal_id > 0 && !f.reference) {
+      ++upper_layer;
+      EXPECT_LE(f.importance, kImportanceDisposableMax);
+    }
+    if (f.reference && f.type != FrameType::kKey) EXPECT_GE(f.importance, kImportanceReferenceMin);
+  }
+  EXPECT_GE(keys, 2u);
+  EXPECT_GE(upper_layer, 20u) << "x265 made no TemporalId 1 sub-layer non-reference pictures";
+  // Every IRAP picture is preceded by VPS, SPS and PPS that are never dropped; the AP carrying
+  // them starts with the PayloadHdr of type 48.
+  std::size_t never = 0;
+  std::size_t aps = 0;
+  std::size_t fus = 0;
+  for (const RtpPacket& p : file.packets()) {
+    const auto payload = file.payload(p);
+    const int type = (payload[0] >> 1) & 0x3f;
+    aps += type == 48;
+    fus += type == 49;
+    if (p.importance == kImportanceNever) ++never;
+  }
+  EXPECT_GE(never, keys);
+  EXPECT_GE(aps, keys);
+  EXPECT_GT(fus, 0u);
+
+  const auto [identical, decoded] = identical_pictures(file, path, Codec::kH265);
+  EXPECT_EQ(decoded, 60u);
+  EXPECT_EQ(identical, decoded);
+}
+
+TEST(Codecs, Vp8NonReferenceFramesAreDisposableAndKeyFramesKept) {
+  const auto path = make_clip(
+      "vp8.webm",
+      "-f lavfi -i testsrc2=s=320x240:r=30:d=2 -c:v libvpx -b:v 400k -g 30 -error-resilient 1 "
+      "-ts-parameters ts_layering_mode=2:ts_target_bitrate=250,400");
+  auto opened = MediaFile::open(path);
+  ASSERT_TRUE(opened) << opened.error().message;
+  const MediaFile& file = **opened;
+  EXPECT_EQ(file.streams()[0].codec, Codec::kVp8);
+  EXPECT_EQ(file.streams()[0].encoding, "VP8/90000");
+  expect_sdp_like_ffmpeg(file, path);
+  std::size_t droppable = 0;
+  std::size_t keys = 0;
+  for (const Frame& f : file.frames()) {
+    if (f.type == FrameType::kKey) {
+      ++keys;
+      EXPECT_EQ(f.importance, kImportanceKey);
+    } else if (!f.reference) {
+      ++droppable;
+      EXPECT_LE(f.importance, kImportanceDisposableMax);
+    }
+  }
+  EXPECT_GE(keys, 2u);
+  EXPECT_GE(droppable, 20u) << "libvpx made no non-reference frames in its upper layer";
+  // The N bit of every packet says what the frame header says.
+  for (const RtpPacket& p : file.packets()) {
+    const bool n = (file.payload(p)[0] & 0x20) != 0;
+    EXPECT_EQ(n, !file.frames()[p.frame].reference);
+  }
+  const auto [identical, decoded] = identical_pictures(file, path, Codec::kVp8);
+  EXPECT_EQ(decoded, 60u);
+  EXPECT_EQ(identical, decoded);
+}
+
+TEST(Codecs, UnsupportedVideoIsSkippedWhenAudioRemainsAndAnErrorWhenAlone) {
+  const auto both = make_clip("vp9_aac.mkv",
+                              "-f lavfi -i testsrc2=s=160x120:r=10:d=1 -f lavfi -i sine=d=1 "
+                              "-c:v libvpx-vp9 -c:a aac");
+  auto file = MediaFile::open(both);
+  ASSERT_TRUE(file) << file.error().message;
+  EXPECT_FALSE((*file)->video_stream());
+  ASSERT_TRUE((*file)->audio_stream());
+  ASSERT_EQ((*file)->skipped().size(), 1u);
+  EXPECT_NE((*file)->skipped()[0].find("unsupported video codec vp9"), std::string::npos);
+
+  const auto alone =
+      make_clip("vp9.webm", "-f lavfi -i testsrc2=s=160x120:r=10:d=1 -c:v libvpx-vp9");
+  auto error = MediaFile::open(alone);
+  ASSERT_FALSE(error);
+  EXPECT_NE(
+      error.error().message.find("unsupported video codec vp9 (supported: H.264, H.265, VP8)"),
+      std::string::npos)
+      << error.error().message;
+}
+
+}  // namespace
+}  // namespace predrop::media
