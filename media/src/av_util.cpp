@@ -51,6 +51,8 @@ std::optional<Codec> codec_of(AVCodecID id) {
       return Codec::kH265;
     case AV_CODEC_ID_VP8:
       return Codec::kVp8;
+    case AV_CODEC_ID_VP9:
+      return Codec::kVp9;
     case AV_CODEC_ID_AAC:
       return Codec::kAac;
     case AV_CODEC_ID_OPUS:
@@ -79,7 +81,7 @@ VideoStreamChoice find_video_stream(const AVFormatContext* format) {
   if (other >= 0) {
     choice.unsupported = std::string("unsupported video codec ") +
                          avcodec_get_name(format->streams[other]->codecpar->codec_id) +
-                         " (supported: H.264, H.265, VP8)";
+                         " (supported: H.264, H.265, VP8, VP9)";
   }
   return choice;
 }

@@ -8,6 +8,7 @@
 #include "h265_packetizer.hpp"
 #include "video_packetizer.hpp"
 #include "vp8_packetizer.hpp"
+#include "vp9_packetizer.hpp"
 
 namespace predrop::media {
 
@@ -19,6 +20,8 @@ std::string_view codec_name(Codec codec) {
       return "H.265";
     case Codec::kVp8:
       return "VP8";
+    case Codec::kVp9:
+      return "VP9";
     case Codec::kAac:
       return "AAC";
     case Codec::kOpus:
@@ -35,6 +38,7 @@ std::optional<Codec> video_codec_from_rtpmap(std::string_view encoding) {
   if (name == "H264") return Codec::kH264;
   if (name == "H265") return Codec::kH265;
   if (name == "VP8") return Codec::kVp8;
+  if (name == "VP9") return Codec::kVp9;
   return std::nullopt;
 }
 
@@ -49,6 +53,8 @@ std::unique_ptr<VideoPacketizer> make_video_packetizer(Codec codec, std::size_t 
       return std::make_unique<H265Packetizer>(max_payload, std::move(warn));
     case Codec::kVp8:
       return std::make_unique<Vp8Packetizer>(max_payload, std::move(warn));
+    case Codec::kVp9:
+      return std::make_unique<Vp9Packetizer>(max_payload, std::move(warn));
     case Codec::kAac:
     case Codec::kOpus:
       break;

@@ -6,6 +6,7 @@
 #include "predrop/media/h264_depacketizer.hpp"
 #include "predrop/media/h265_depacketizer.hpp"
 #include "predrop/media/vp8_depacketizer.hpp"
+#include "predrop/media/vp9_depacketizer.hpp"
 
 namespace predrop::media {
 namespace {
@@ -110,6 +111,8 @@ std::unique_ptr<Depacketizer> make_depacketizer(Codec codec, Depacketizer::Callb
       return std::make_unique<H265Depacketizer>(std::move(on_unit));
     case Codec::kVp8:
       return std::make_unique<Vp8Depacketizer>(std::move(on_unit));
+    case Codec::kVp9:
+      return std::make_unique<Vp9Depacketizer>(std::move(on_unit));
     case Codec::kAac:
     case Codec::kOpus:
       break;

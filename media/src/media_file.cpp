@@ -190,7 +190,7 @@ core::Status MediaFileBuilder::select_streams() {
     if (!video.unsupported.empty())
       return core::make_error("'" + path_ + "': " + video.unsupported);
     return core::make_error("'" + path_ +
-                            "': no H.264, H.265 or VP8 video and no AAC or Opus audio stream");
+                            "': no H.264, H.265, VP8 or VP9 video and no AAC or Opus audio stream");
   }
 
   // Stream order in MediaFile: video first.

@@ -85,6 +85,8 @@ core::Result<H264DecoderCore> H264DecoderCore::open(const AVCodecParameters* par
     id = AV_CODEC_ID_HEVC;
   } else if (wanted == Codec::kVp8) {
     id = AV_CODEC_ID_VP8;
+  } else if (wanted == Codec::kVp9) {
+    id = AV_CODEC_ID_VP9;
   }
   const AVCodec* codec = avcodec_find_decoder(id);
   if (!codec)

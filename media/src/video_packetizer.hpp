@@ -1,6 +1,6 @@
 #pragma once
 // Private to media/src: what MediaFile asks of a video codec's packetizer. One implementation per
-// codec, each in its own unit (h264_packetizer, h265_packetizer, vp8_packetizer); MediaFile only
+// codec, each in its own unit (h264_packetizer, h265_packetizer, vp8_packetizer, vp9_packetizer); MediaFile only
 // picks one with make_video_packetizer() and never looks at codec bytes itself.
 #include <cstdint>
 #include <memory>
@@ -33,7 +33,7 @@ class VideoPacketizer {
   virtual void describe(StreamInfo& info) const = 0;
 };
 
-/// The packetizer of a video codec (kH264, kH265, kVp8).
+/// The packetizer of a video codec (kH264, kH265, kVp8, kVp9).
 std::unique_ptr<VideoPacketizer> make_video_packetizer(Codec codec, std::size_t max_payload,
                                                        Warn warn);
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The codecs of issue 24 (H.265 per RFC 7798, VP8 per RFC 7741), bit-exact at R = 0 through three
-# independent players. Clips generated here with the ffmpeg CLI (x265 with B-frames and a scene
-# cut; x265 with two temporal sub-layers at 640x360 in Matroska with Opus, so that FUs and APs
-# both occur; libvpx VP8 with a two-layer pattern and Opus in WebM) are each streamed by
+# The codecs of issue 24 (H.265 per RFC 7798, VP8 per RFC 7741, VP9 per RFC 9628), bit-exact at
+# R = 0 through three independent players. Clips generated here with the ffmpeg CLI (x265 with
+# B-frames and a scene cut; x265 with two temporal sub-layers at 640x360 in Matroska with Opus, so
+# that FUs and APs both occur; libvpx VP8 with a two-layer pattern and Opus in WebM; libvpx-vp9
+# with the same pattern in WebM) are each streamed by
 # predrop-server over RTSP/UDP with SRTP to:
 #   1. the measuring client (predrop-client; the server's fixed policy at rate 0): every block
 #      must score the PSNR cap (pictures identical to the reference decoder's) and every picture
@@ -11,7 +12,7 @@
 #   2. the real ffmpeg CLI (--player-adaptation fixed, R = 0): the first N - 6 pictures it decodes
 #      must hash like the file's (as interop_ffmpeg_corpus.sh; a run whose ffmpeg reports "RTP:
 #      missed" lost packets in its own socket buffer and is repeated, at most three times);
-#   3. GStreamer (rtspsrc ! rtph265depay ! h265parse ! avdec_h265, resp. rtpvp8depay ! avdec_vp8,
+#   3. GStreamer (rtspsrc ! rtph265depay ! h265parse ! avdec_h265, resp. rtpvp8depay ! avdec_vp8, rtpvp9depay ! avdec_vp9,
 #      to raw I420): at least N - 6 pictures, each hashing like the file's, in order.
 # Usage: interop_codecs.sh SERVER_BINARY CLIENT_BINARY WORKDIR
 set -euo pipefail
@@ -31,6 +32,7 @@ clips=(
   "h265_bframes_cut|h265.mp4|320x240|-f lavfi -i testsrc2=s=320x240:r=30:d=1 -f lavfi -i life=s=320x240:r=30:mold=10:ratio=0.3:seed=7,trim=duration=1,format=yuv420p -filter_complex [0][1]concat=n=2:v=1:a=0,format=yuv420p -c:v libx265 -x265-params log-level=error:bframes=3:keyint=30|rtph265depay ! h265parse ! avdec_h265"
   "h265_temporal_layers|h265.mkv|640x360|-f lavfi -i smptehdbars=s=640x360:r=25:d=2 -f lavfi -i sine=frequency=440:sample_rate=48000:duration=2 -map 0:v -map 1:a -c:v libx265 -pix_fmt yuv420p -x265-params log-level=error:temporal-layers=1:crf=12 -c:a libopus -b:a 64k|rtph265depay ! h265parse ! avdec_h265"
   "vp8_layers|vp8.webm|320x240|-f lavfi -i testsrc2=s=320x240:r=30:d=2 -f lavfi -i sine=frequency=440:sample_rate=48000:duration=2 -map 0:v -map 1:a -c:v libvpx -b:v 500k -g 30 -error-resilient 1 -ts-parameters ts_layering_mode=2:ts_target_bitrate=300,500 -c:a libopus -b:a 64k|rtpvp8depay ! avdec_vp8"
+  "vp9_layers|vp9.webm|320x240|-f lavfi -i testsrc2=s=320x240:r=30:d=2 -c:v libvpx-vp9 -b:v 500k -g 30 -error-resilient 1 -deadline realtime -cpu-used 8 -ts-parameters ts_layering_mode=2:ts_target_bitrate=300,500|rtpvp9depay ! avdec_vp9"
 )
 
 hashes() {  # framemd5 file -> hash column only (time stamps differ between a file and RTP)

@@ -168,24 +168,53 @@ TEST(Codecs, Vp8NonReferenceFramesAreDisposableAndKeyFramesKept) {
   EXPECT_EQ(identical, decoded);
 }
 
+TEST(Codecs, Vp9NonReferenceFramesAreDisposableAndKeyFramesKept) {
+  const auto path =
+      make_clip("vp9.webm",
+                "-f lavfi -i testsrc2=s=320x240:r=30:d=2 -c:v libvpx-vp9 -b:v 500k -g 30 "
+                "-error-resilient 1 -deadline realtime -cpu-used 8 "
+                "-ts-parameters ts_layering_mode=2:ts_target_bitrate=300,500");
+  auto opened = MediaFile::open(path);
+  ASSERT_TRUE(opened) << opened.error().message;
+  const MediaFile& file = **opened;
+  EXPECT_EQ(file.streams()[0].codec, Codec::kVp9);
+  EXPECT_EQ(file.streams()[0].encoding, "VP9/90000");
+  expect_sdp_like_ffmpeg(file, path);
+  std::size_t droppable = 0;
+  std::size_t keys = 0;
+  for (const Frame& f : file.frames()) {
+    if (f.type == FrameType::kKey) {
+      ++keys;
+      EXPECT_EQ(f.importance, kImportanceKey);
+    } else if (!f.reference) {
+      ++droppable;
+      EXPECT_LE(f.importance, kImportanceDisposableMax);
+    }
+  }
+  EXPECT_GE(keys, 2u);
+  EXPECT_GE(droppable, 20u) << "libvpx-vp9 made no non-reference frames in its upper layer";
+  const auto [identical, decoded] = identical_pictures(file, path, Codec::kVp9);
+  EXPECT_EQ(decoded, 60u);
+  EXPECT_EQ(identical, decoded);
+}
+
 TEST(Codecs, UnsupportedVideoIsSkippedWhenAudioRemainsAndAnErrorWhenAlone) {
-  const auto both = make_clip("vp9_aac.mkv",
+  const auto both = make_clip("mpeg4_aac.mkv",
                               "-f lavfi -i testsrc2=s=160x120:r=10:d=1 -f lavfi -i sine=d=1 "
-                              "-c:v libvpx-vp9 -c:a aac");
+                              "-c:v mpeg4 -c:a aac");
   auto file = MediaFile::open(both);
   ASSERT_TRUE(file) << file.error().message;
   EXPECT_FALSE((*file)->video_stream());
   ASSERT_TRUE((*file)->audio_stream());
   ASSERT_EQ((*file)->skipped().size(), 1u);
-  EXPECT_NE((*file)->skipped()[0].find("unsupported video codec vp9"), std::string::npos);
+  EXPECT_NE((*file)->skipped()[0].find("unsupported video codec mpeg4"), std::string::npos);
 
-  const auto alone =
-      make_clip("vp9.webm", "-f lavfi -i testsrc2=s=160x120:r=10:d=1 -c:v libvpx-vp9");
+  const auto alone = make_clip("mpeg4.mp4", "-f lavfi -i testsrc2=s=160x120:r=10:d=1 -c:v mpeg4");
   auto error = MediaFile::open(alone);
   ASSERT_FALSE(error);
-  EXPECT_NE(
-      error.error().message.find("unsupported video codec vp9 (supported: H.264, H.265, VP8)"),
-      std::string::npos)
+  EXPECT_NE(error.error().message.find(
+                "unsupported video codec mpeg4 (supported: H.264, H.265, VP8, VP9)"),
+            std::string::npos)
       << error.error().message;
 }
 

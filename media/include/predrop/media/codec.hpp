@@ -10,18 +10,19 @@
 namespace predrop::media {
 
 /// Codecs the packetizer supports.
-enum class Codec : std::uint8_t { kH264, kAac, kOpus, kH265, kVp8 };
+enum class Codec : std::uint8_t { kH264, kAac, kOpus, kH265, kVp8, kVp9 };
 
 /// True for the video codecs.
 constexpr bool is_video(Codec codec) {
-  return codec == Codec::kH264 || codec == Codec::kH265 || codec == Codec::kVp8;
+  return codec == Codec::kH264 || codec == Codec::kH265 || codec == Codec::kVp8 ||
+         codec == Codec::kVp9;
 }
 
 /// Human name for logs and errors, e.g. "H.265".
 std::string_view codec_name(Codec codec);
 
-/// The video codec of an rtpmap encoding ("H264/90000", "h265/90000", "VP8/90000"; case-blind,
-/// RFC 4566 §6), or std::nullopt for anything else.
+/// The video codec of an rtpmap encoding ("H264/90000", "h265/90000", "VP8/90000", "VP9/90000";
+/// case-blind, RFC 4566 §6), or std::nullopt for anything else.
 std::optional<Codec> video_codec_from_rtpmap(std::string_view encoding);
 
 }  // namespace predrop::media
