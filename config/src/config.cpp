@@ -279,28 +279,51 @@ std::optional<Problem> check_config(const ServerConfig& c) {
     first(Problem{"control.psnr_cap_db",
                   "must be in (0, 200] dB, got " + format_number(k.psnr_cap_db)});
   }
-  if (!(std::isfinite(k.margin) && k.margin > 0.0 && k.margin <= 1.0)) {
-    first(Problem{"control.margin", "must be in (0, 1], got " + format_number(k.margin)});
+  if (!(std::isfinite(k.capacity.margin) && k.capacity.margin > 0.0 && k.capacity.margin <= 1.0)) {
+    first(Problem{"control.capacity.margin",
+                  "must be in (0, 1], got " + format_number(k.capacity.margin)});
   }
-  if (!(std::isfinite(k.queue_target_ms) && k.queue_target_ms >= 0.0 &&
-        k.queue_target_ms <= 60.0)) {
-    first(Problem{"control.queue_target_ms",
-                  "must be in [0, 60] ms, got " + format_number(k.queue_target_ms)});
+  if (!(std::isfinite(k.capacity.queue_target_ms) && k.capacity.queue_target_ms >= 0.0 &&
+        k.capacity.queue_target_ms <= 60.0)) {
+    first(Problem{"control.capacity.queue_target_ms",
+                  "must be in [0, 60] ms, got " + format_number(k.capacity.queue_target_ms)});
   }
-  if (!(std::isfinite(k.increase_step) && k.increase_step > 0.0 && k.increase_step <= 1.0)) {
-    first(Problem{"control.increase_step",
-                  "must be in (0, 1], got " + format_number(k.increase_step)});
+  if (!(std::isfinite(k.capacity.increase_step) && k.capacity.increase_step > 0.0 &&
+        k.capacity.increase_step <= 1.0)) {
+    first(Problem{"control.capacity.increase_step",
+                  "must be in (0, 1], got " + format_number(k.capacity.increase_step)});
   }
-  if (!(std::isfinite(k.probe_gain) && k.probe_gain > 1.0 && k.probe_gain <= 4.0)) {
-    first(Problem{"control.probe_gain", "must be in (1, 4], got " + format_number(k.probe_gain)});
+  if (!(std::isfinite(k.capacity.probe_gain) && k.capacity.probe_gain > 1.0 &&
+        k.capacity.probe_gain <= 4.0)) {
+    first(Problem{"control.capacity.probe_gain",
+                  "must be in (1, 4], got " + format_number(k.capacity.probe_gain)});
   }
-  if (!(std::isfinite(k.pacing_gain) &&
-        (k.pacing_gain == 0.0 || (k.pacing_gain >= 1.0 && k.pacing_gain <= 10.0)))) {
-    first(Problem{"control.pacing_gain", "must be 0 (no pacing limit) or in [1, 10], got " +
-                                             format_number(k.pacing_gain)});
+  if (!(std::isfinite(k.capacity.pacing_gain) &&
+        (k.capacity.pacing_gain == 0.0 ||
+         (k.capacity.pacing_gain >= 1.0 && k.capacity.pacing_gain <= 10.0)))) {
+    first(Problem{
+        "control.capacity.pacing_gain",
+        "must be 0 (no pacing limit) or in [1, 10], got " + format_number(k.capacity.pacing_gain)});
   }
-  if (std::isnan(k.quality_floor)) {
-    first(Problem{"control.quality_floor", "must be a number"});
+  if (std::isnan(k.capacity.quality_floor)) {
+    first(Problem{"control.capacity.quality_floor", "must be a number"});
+  }
+  {
+    const CapacityTuning& t = k.capacity;
+    const auto in = [&](const char* key, double v, double lo, double hi) {
+      if (!(std::isfinite(v) && v >= lo && v <= hi)) {
+        first(Problem{std::string("control.capacity.") + key, "must be in [" + format_number(lo) +
+                                                                  ", " + format_number(hi) +
+                                                                  "], got " + format_number(v)});
+      }
+    };
+    in("loss_threshold", t.loss_threshold, 0.0, 1.0);
+    in("decrease_factor", t.decrease_factor, 0.5, 1.0);
+    first(range_u("control.capacity.compete_blocks", t.compete_blocks, 1, 1000));
+    in("compete_loss_high", t.compete_loss_high, 0.0, 1.0);
+    in("compete_loss_low", t.compete_loss_low, 0.0, t.compete_loss_high);
+    in("compete_gain", t.compete_gain, 1.0, 2.0);
+    in("missing_backoff", t.missing_backoff, 0.01, 1.0);
   }
 
   const auto& d = c.ddl;
@@ -822,6 +845,16 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
       field = *v;
     };
   };
+  // A capacity key of [control] before [control.capacity] existed: refused, naming its home.
+  const auto moved_key = [&](std::string_view name) {
+    return Key{name,
+               [&r, name](const toml::node& n) {
+                 r.fail(n.source(), "control." + std::string(name),
+                        "moved to [control.capacity] (write it under that table; "
+                        "configs/README.md)");
+               },
+               true};
+  };
   const std::vector<Key> control_keys = {
       {"policy",
        [&](const toml::node& n) {
@@ -912,29 +945,63 @@ void read_all(const toml::table& root, Reader& r, ServerConfig& c) {
          }
          c.control.psnr_cap_db = *v;
        }},
-      {"margin", number_key(c.control.margin, "control.margin", 0.01, 1.0, "")},
-      {"queue_target_ms",
-       number_key(c.control.queue_target_ms, "control.queue_target_ms", 0.0, 60.0, " ms")},
-      {"increase_step", number_key(c.control.increase_step, "control.increase_step", 0.0, 1.0, "")},
-      {"probe_gain", number_key(c.control.probe_gain, "control.probe_gain", 1.0, 4.0, "")},
-      {"pacing_gain", number_key(c.control.pacing_gain, "control.pacing_gain", 0.0, 10.0, "")},
-      // Removed with the capacity policy's redesign (issue 21): say so instead of "unknown key".
+      {"capacity",
+       [&](const toml::node& n) {
+         const auto* t = n.as_table();
+         if (!t) {
+           return r.fail_type(n, "control.capacity", "a table ([control.capacity])");
+         }
+         CapacityTuning& a = c.control.capacity;
+         const std::vector<Key> keys = {
+             {"margin", number_key(a.margin, "control.capacity.margin", 0.01, 1.0, "")},
+             {"queue_target_ms",
+              number_key(a.queue_target_ms, "control.capacity.queue_target_ms", 0.0, 60.0, " ms")},
+             {"increase_step",
+              number_key(a.increase_step, "control.capacity.increase_step", 0.0, 1.0, "")},
+             {"probe_gain", number_key(a.probe_gain, "control.capacity.probe_gain", 1.0, 4.0, "")},
+             {"pacing_gain",
+              number_key(a.pacing_gain, "control.capacity.pacing_gain", 0.0, 10.0, "")},
+             {"quality_floor",
+              number_key(a.quality_floor, "control.capacity.quality_floor", -1e9, 1e9, "")},
+             {"loss_threshold",
+              number_key(a.loss_threshold, "control.capacity.loss_threshold", 0.0, 1.0, "")},
+             {"decrease_factor",
+              number_key(a.decrease_factor, "control.capacity.decrease_factor", 0.5, 1.0, "")},
+             {"compete_blocks",
+              [&](const toml::node& v) { r.unsigned_into(v, a.compete_blocks, 1, 1000); }},
+             {"compete_loss_high",
+              number_key(a.compete_loss_high, "control.capacity.compete_loss_high", 0.0, 1.0, "")},
+             {"compete_loss_low",
+              number_key(a.compete_loss_low, "control.capacity.compete_loss_low", 0.0, 1.0, "")},
+             {"compete_gain",
+              number_key(a.compete_gain, "control.capacity.compete_gain", 1.0, 2.0, "")},
+             {"missing_backoff",
+              number_key(a.missing_backoff, "control.capacity.missing_backoff", 0.01, 1.0, "")},
+         };
+         r.section(*t, "control.capacity", keys);
+       }},
+      // Removed with the capacity policy's redesign (issue 21) or moved to [control.capacity]
+      // (issue 25): say so instead of "unknown key".
       {"probe_step_ms",
        [&](const toml::node& n) {
          r.fail(n.source(), "control.probe_step_ms",
-                "was removed: the capacity policy now probes by control.increase_step and "
-                "control.probe_gain (configs/README.md)");
+                "was removed: the capacity policy now probes by control.capacity.increase_step "
+                "and control.capacity.probe_gain (configs/README.md)");
        },
        true},
       {"probe_max_ms",
        [&](const toml::node& n) {
          r.fail(n.source(), "control.probe_max_ms",
-                "was removed: the capacity policy now probes by control.increase_step and "
-                "control.probe_gain (configs/README.md)");
+                "was removed: the capacity policy now probes by control.capacity.increase_step "
+                "and control.capacity.probe_gain (configs/README.md)");
        },
        true},
-      {"quality_floor",
-       number_key(c.control.quality_floor, "control.quality_floor", -1e9, 1e9, "")},
+      moved_key("margin"),
+      moved_key("queue_target_ms"),
+      moved_key("increase_step"),
+      moved_key("probe_gain"),
+      moved_key("pacing_gain"),
+      moved_key("quality_floor"),
   };
 
   const std::vector<Key> discard_keys = {
@@ -1216,7 +1283,7 @@ std::vector<std::string> accepted_config_keys() {
   // Every section is read once per mode, empty: section() lists its keys whatever the table holds.
   std::vector<std::string> keys;
   for (const std::string_view text :
-       {std::string_view("[server]\n[blocks]\n[control.adaptive]\n[discard]\n"),
+       {std::string_view("[server]\n[blocks]\n[control.adaptive]\n[control.capacity]\n[discard]\n"),
         std::string_view("[server]\nmode = \"ddl\"\n[ddl]\n")}) {
     const toml::table root = toml::parse(text, std::string_view("<keys>"));
     ServerConfig cfg;
@@ -1297,15 +1364,23 @@ core::Result<core::PolicyConfig> make_policy_config(const ControlConfig& control
   p.adaptive.quality_floor = a.quality_floor;
   p.capacity.rmax = control.rmax;
   p.capacity.initial_rate = control.r0;
-  p.capacity.margin = control.margin;
-  p.capacity.queue_ref_us = control.queue_target_ms * 1000.0;
+  const CapacityTuning& ct = control.capacity;
+  p.capacity.margin = ct.margin;
+  p.capacity.queue_ref_us = ct.queue_target_ms * 1000.0;
   // A larger target moves the clean and overuse thresholds with it.
   p.capacity.queue_low_us = std::fmax(p.capacity.queue_low_us, 1.5 * p.capacity.queue_ref_us);
   p.capacity.queue_high_us = std::fmax(p.capacity.queue_high_us, p.capacity.queue_low_us + 10'000);
-  p.capacity.increase_step = control.increase_step;
-  p.capacity.probe_gain = control.probe_gain;
-  p.capacity.pacing_gain = control.pacing_gain;
-  p.capacity.quality_floor = control.quality_floor;
+  p.capacity.increase_step = ct.increase_step;
+  p.capacity.probe_gain = ct.probe_gain;
+  p.capacity.pacing_gain = ct.pacing_gain;
+  p.capacity.quality_floor = ct.quality_floor;
+  p.capacity.loss_threshold = ct.loss_threshold;
+  p.capacity.decrease_factor = ct.decrease_factor;
+  p.capacity.compete_blocks = ct.compete_blocks;
+  p.capacity.compete_loss_high = ct.compete_loss_high;
+  p.capacity.compete_loss_low = ct.compete_loss_low;
+  p.capacity.compete_gain = ct.compete_gain;
+  p.capacity.missing_backoff = ct.missing_backoff;
   // Validate by building one controller now, so a bad combination fails at start-up.
   auto probe = core::make_rate_controller(p);
   if (!probe) return probe.error();

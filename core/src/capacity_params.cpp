@@ -13,11 +13,16 @@ bool finite_in(double v, double lo, double hi) {
 
 Status validate(const CapacityParams& p) {
   const auto bad = [](const char* name, double v, const char* range) {
-    return make_error(std::string("control.") + name + " = " + std::to_string(v) + " must be " +
-                      range);
+    return make_error(std::string("control.capacity.") + name + " = " + std::to_string(v) +
+                      " must be " + range);
   };
-  if (!finite_in(p.rmax, 0.0, 1.0)) return bad("rmax", p.rmax, "in [0, 1]");
-  if (!finite_in(p.initial_rate, 0.0, p.rmax)) return bad("r0", p.initial_rate, "in [0, rmax]");
+  // rmax and r0 are [control]'s (every policy has them); the rest is [control.capacity]'s.
+  if (!finite_in(p.rmax, 0.0, 1.0)) {
+    return make_error("control.rmax = " + std::to_string(p.rmax) + " must be in [0, 1]");
+  }
+  if (!finite_in(p.initial_rate, 0.0, p.rmax)) {
+    return make_error("control.r0 = " + std::to_string(p.initial_rate) + " must be in [0, rmax]");
+  }
   if (!(std::isfinite(p.margin) && p.margin > 0.0 && p.margin <= 1.0)) {
     return bad("margin", p.margin, "in (0, 1]");
   }
@@ -99,7 +104,8 @@ Status validate(const CapacityParams& p) {
   if (!(std::isfinite(p.missing_backoff) && p.missing_backoff > 0.0 && p.missing_backoff <= 1.0)) {
     return bad("missing_backoff", p.missing_backoff, "in (0, 1]");
   }
-  if (std::isnan(p.quality_floor)) return make_error("control.quality_floor must be a number");
+  if (std::isnan(p.quality_floor))
+    return make_error("control.capacity.quality_floor must be a number");
   return Ok{};
 }
 

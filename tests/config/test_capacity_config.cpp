@@ -1,4 +1,5 @@
-// The "capacity" policy's [control] keys (config/src/config.cpp, docs/design.md §2.8).
+// The "capacity" policy's keys: [control.capacity] (and [control]'s rmax and r0)
+// (config/src/config.cpp, docs/design.md §2.8).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -15,10 +16,15 @@ using test::stream_with;
 
 TEST(CapacityConfig, SelectableByNameWithItsParameters) {
   const auto r = parse_config(stream_with("[control]\npolicy = \"capacity\"\nrmax = 0.9\nr0 = 0.1\n"
+                                          "[control.capacity]\n"
                                           "margin = 0.98\nqueue_target_ms = 15\n"
                                           "increase_step = 0.05\nprobe_gain = 2\n"
                                           "pacing_gain = 1.2\n"
-                                          "quality_floor = 25.0\n"),
+                                          "quality_floor = 25.0\n"
+                                          "loss_threshold = 0.03\ndecrease_factor = 0.8\n"
+                                          "compete_blocks = 5\ncompete_loss_high = 0.2\n"
+                                          "compete_loss_low = 0.05\ncompete_gain = 1.1\n"
+                                          "missing_backoff = 0.7\n"),
                               "test.toml");
   ASSERT_TRUE(r.ok()) << r.error().message;
   const auto p = make_policy_config(r->control);
@@ -32,6 +38,13 @@ TEST(CapacityConfig, SelectableByNameWithItsParameters) {
   EXPECT_DOUBLE_EQ(p->capacity.probe_gain, 2.0);
   EXPECT_DOUBLE_EQ(p->capacity.pacing_gain, 1.2);
   EXPECT_DOUBLE_EQ(p->capacity.quality_floor, 25.0);
+  EXPECT_DOUBLE_EQ(p->capacity.loss_threshold, 0.03);
+  EXPECT_DOUBLE_EQ(p->capacity.decrease_factor, 0.8);
+  EXPECT_EQ(p->capacity.compete_blocks, 5U);
+  EXPECT_DOUBLE_EQ(p->capacity.compete_loss_high, 0.2);
+  EXPECT_DOUBLE_EQ(p->capacity.compete_loss_low, 0.05);
+  EXPECT_DOUBLE_EQ(p->capacity.compete_gain, 1.1);
+  EXPECT_DOUBLE_EQ(p->capacity.missing_backoff, 0.7);
   auto c = core::make_rate_controller(*p);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ((*c)->name(), "capacity");
@@ -48,18 +61,33 @@ TEST(CapacityConfig, DefaultsBuild) {
 }
 
 TEST(CapacityConfig, BadValuesAreNamed) {
-  expect_error(stream_with("[control]\npolicy = \"capacity\"\nmargin = 1.5\n"),
-               {"control.margin", "1.5"});
-  expect_error(stream_with("[control]\nmargin = 0\n"), {"control.margin"});
-  expect_error(stream_with("[control]\nqueue_target_ms = 80\n"), {"control.queue_target_ms"});
-  expect_error(stream_with("[control]\nincrease_step = 0\n"), {"control.increase_step"});
-  expect_error(stream_with("[control]\nprobe_gain = 1\n"), {"control.probe_gain"});
-  expect_error(stream_with("[control]\npacing_gain = 0.5\n"), {"control.pacing_gain"});
+  const auto cap = [](const std::string& body) {
+    return stream_with("[control]\npolicy = \"capacity\"\n[control.capacity]\n" + body);
+  };
+  expect_error(cap("margin = 1.5\n"), {"control.capacity.margin", "1.5"});
+  expect_error(cap("margin = 0\n"), {"control.capacity.margin"});
+  expect_error(cap("queue_target_ms = 80\n"), {"control.capacity.queue_target_ms"});
+  expect_error(cap("increase_step = 0\n"), {"control.capacity.increase_step"});
+  expect_error(cap("probe_gain = 1\n"), {"control.capacity.probe_gain"});
+  expect_error(cap("pacing_gain = 0.5\n"), {"control.capacity.pacing_gain"});
+  expect_error(cap("decrease_factor = 0.2\n"), {"control.capacity.decrease_factor"});
+  expect_error(cap("compete_blocks = 0\n"), {"control.capacity.compete_blocks"});
+  expect_error(cap("compete_loss_low = 0.5\n"), {"control.capacity.compete_loss_low"});
+  expect_error(cap("compete_gain = 3\n"), {"control.capacity.compete_gain"});
+  expect_error(cap("missing_backoff = 0\n"), {"control.capacity.missing_backoff"});
+  expect_error(cap("margin = \"high\"\n"), {"control.capacity.margin"});
+  expect_error(cap("margine = 0.9\n"), {"control.capacity.margine"});
+  expect_error(stream_with("[control]\ncapacity = 3\n"), {"control.capacity", "table"});
+  // The keys [control] held before [control.capacity] existed say where they went.
+  for (const char* key : {"margin", "queue_target_ms", "increase_step", "probe_gain", "pacing_gain",
+                          "quality_floor"}) {
+    expect_error(stream_with(std::string("[control]\n") + key + " = 1\n"),
+                 {std::string("control.") + key, "moved to [control.capacity]"});
+  }
   // The probe keys of the capacity policy before issue 21 say where they went.
   expect_error(stream_with("[control]\nprobe_step_ms = 15\n"),
                {"control.probe_step_ms", "removed", "increase_step"});
   expect_error(stream_with("[control]\nprobe_max_ms = 1000\n"), {"control.probe_max_ms"});
-  expect_error(stream_with("[control]\nmargin = \"high\"\n"), {"control.margin"});
   expect_error(stream_with("[control]\npolicy = \"capcity\"\n"), {"control.policy", "capacity"});
 }
 
@@ -67,10 +95,10 @@ TEST(CapacityConfig, CodeBuiltConfigsAreValidatedToo) {
   ServerConfig c;
   c.server.streams.push_back(StreamEntry{"a", "b"});
   c.control.policy = "capacity";
-  c.control.probe_gain = 0.5;
+  c.control.capacity.probe_gain = 0.5;
   const auto st = validate_config(c);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message.find("control.probe_gain"), std::string::npos);
+  EXPECT_NE(st.error().message.find("control.capacity.probe_gain"), std::string::npos);
 }
 
 }  // namespace

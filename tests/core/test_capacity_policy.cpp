@@ -279,17 +279,17 @@ TEST(CapacityPolicy, FactoryBuildsItAndValidatesParameters) {
     cfg.capacity = CapacityParams{};
   };
   cfg.capacity.margin = 1.5;
-  rejects("control.margin");
+  rejects("control.capacity.margin");
   cfg.capacity.increase_step = 0.0;
-  rejects("control.increase_step");
+  rejects("control.capacity.increase_step");
   cfg.capacity.probe_gain = 1.0;
-  rejects("control.probe_gain");
+  rejects("control.capacity.probe_gain");
   cfg.capacity.pacing_gain = 0.5;
-  rejects("control.pacing_gain");
+  rejects("control.capacity.pacing_gain");
   cfg.capacity.compete_loss_low = 0.5;
-  rejects("control.compete_loss_low");
+  rejects("control.capacity.compete_loss_low");
   cfg.capacity.decrease_factor = 0.2;
-  rejects("control.decrease_factor");
+  rejects("control.capacity.decrease_factor");
   cfg.capacity.initial_rate = 0.95;
   rejects("control.r0");
 }

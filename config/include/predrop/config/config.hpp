@@ -133,6 +133,26 @@ struct AdaptiveTuning {
   bool operator==(const AdaptiveTuning&) const = default;
 };
 
+/// [control.capacity]: the tuning of policy "capacity" (core::CapacityParams, docs/design.md
+/// §2.8; its rmax and r0 are [control]'s; it also adapts players from their Receiver Reports).
+/// Defaults are the core's.
+struct CapacityTuning {
+  double margin = 0.97;          ///< Fraction of the estimated capacity sent per block, (0, 1].
+  double queue_target_ms = 0.0;  ///< Queueing delay aimed at a block's end, [0, 60] ms.
+  double increase_step = 0.03;   ///< Additive increase near the last overuse, of the stream rate.
+  double probe_gain = 1.5;       ///< Multiplicative increase away from it, (1, 4].
+  double pacing_gain = 1.0;      ///< Pace a limited session at this x its estimate; 0 = off.
+  double quality_floor = -std::numeric_limits<double>::infinity();  ///< P below it: probe.
+  double loss_threshold = 0.01;      ///< Network loss above this is overuse.
+  double decrease_factor = 0.9;      ///< On overuse: this x the received rate, [0.5, 1].
+  std::uint32_t compete_blocks = 3;  ///< Drain blocks with the queue still standing: compete.
+  double compete_loss_high = 0.10;   ///< Compete mode: loss above this cuts by (1 - loss / 2).
+  double compete_loss_low = 0.02;    ///< ... below this raises by compete_gain.
+  double compete_gain = 1.08;        ///< Compete mode's increase per block, [1, 2].
+  double missing_backoff = 0.85;     ///< Estimate factor per missing report after the first.
+  bool operator==(const CapacityTuning&) const = default;
+};
+
 /// [control]: the control unit (docs/design.md §2), field for field.
 struct ControlConfig {
   std::string policy = "basic";     ///< "basic", "history", "fixed", "adaptive", "capacity".
@@ -152,14 +172,8 @@ struct ControlConfig {
   core::MissingReportAction missing_report = core::MissingReportAction::kHold;
   std::uint32_t report_timeout_stages = 2;  ///< A report is missing this many stages later.
   double psnr_cap_db = 60.0;  ///< PSNR of a lossless block is capped here (it is unbounded).
-  // Policy "capacity" (docs/design.md §2.8); rmax and r0 above apply to it too.
-  double margin = 0.97;          ///< Fraction of the estimated capacity sent per block, (0, 1].
-  double queue_target_ms = 0.0;  ///< Queueing delay aimed at a block's end, [0, 60] ms.
-  double increase_step = 0.03;   ///< Additive increase near the last overuse, of the stream rate.
-  double probe_gain = 1.5;       ///< Multiplicative increase away from it, (1, 4].
-  double pacing_gain = 1.0;      ///< Pace a limited session at this x its estimate; 0 = off.
-  double quality_floor = -std::numeric_limits<double>::infinity();  ///< P below it: probe.
-  AdaptiveTuning adaptive;                                          ///< [control.adaptive]
+  AdaptiveTuning adaptive;    ///< [control.adaptive]
+  CapacityTuning capacity;    ///< [control.capacity]
 };
 
 /// [discard]: which packets a stage drops.

@@ -73,7 +73,8 @@ struct CapacityParams {
   double quality_floor = -std::numeric_limits<double>::infinity();  ///< P below this: probe.
 };
 
-/// Checks ranges; errors name the parameter as configured (control.<name>).
+/// Checks ranges; errors name the parameter as configured (control.rmax, control.r0,
+/// control.capacity.<name>).
 Status validate(const CapacityParams& params);
 
 }  // namespace predrop::core
