@@ -1,7 +1,7 @@
 #pragma once
 // Private to media/src: what MediaFile asks of a video codec's packetizer. One implementation per
-// codec, each in its own unit (h264_packetizer, h265_packetizer, vp8_packetizer, vp9_packetizer); MediaFile only
-// picks one with make_video_packetizer() and never looks at codec bytes itself.
+// codec, each in its own unit (h264_packetizer, h265_packetizer, vp8_packetizer, vp9_packetizer);
+// MediaFile only picks one with make_video_packetizer() and never looks at codec bytes itself.
 #include <cstdint>
 #include <memory>
 #include <optional>

@@ -1,5 +1,5 @@
-// libFuzzer target for RFC 9628 and the VP9 uncompressed header (issue 24). The first input byte picks
-// the mode: even: arbitrary RTP payload records into the VP9 depacketizer (as in
+// libFuzzer target for RFC 9628 and the VP9 uncompressed header (issue 24). The first input byte
+// picks the mode: even: arbitrary RTP payload records into the VP9 depacketizer (as in
 // fuzz_h265_payload); odd: the rest as one frame, whose header is parsed (must not crash) and
 // which is packetized at a limit from the next byte and depacketized back exactly.
 #include <cstddef>
