@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails when a module includes a module it may not use. The table below names, for each of the
-# 13 modules (one folder, one CMake target, one namespace; docs/design.md §5), the modules it may
+# 15 modules (one folder, one CMake target, one namespace; docs/design.md §5), the modules it may
 # include besides its own: an explicit list, not a rank, so an include sideways (media -> net,
 # rtsp -> config, client -> server) fails as surely as one upward. Also checked:
 #   - each module's CMakeLists.txt links only predrop:: targets its row allows;
@@ -21,10 +21,11 @@ layers=(
   "config      predrop/config/     core wire"
   "rtsp        predrop/rtsp/       core wire net"
   "media       predrop/media/      core"
+  "webrtc      predrop/webrtc/     core wire net media"
   "ddl         predrop/ddl/        core wire net chain config"
   "ddl/train   predrop/ddl/train/  core wire net chain config ddl"
   "ddl/capi    predrop/ddl/capi/   core wire net chain config ddl"
-  "server      predrop/server/     core wire net chain config rtsp media ddl"
+  "server      predrop/server/     core wire net chain config rtsp media webrtc ddl"
   "client      predrop/client/     core wire net chain rtsp media"
   "load        predrop/load/       core wire net chain rtsp media client"
   "sim         predrop/sim/        core"
