@@ -1,0 +1,84 @@
+// [server.streams]: each stream is name = "path" (a file) or a table for a published stream
+// (docs/live.md).
+#include <algorithm>
+#include <cctype>
+
+#include "config_reader.hpp"
+
+namespace predrop::config::detail {
+
+void read_streams(Reader& r, const toml::node& n, std::vector<StreamEntry>& out) {
+  const auto* t = n.as_table();
+  if (!t) {
+    return r.fail_type(n, "server.streams", "a table of name = \"path\"");
+  }
+  for (const auto& [name, path] : *t) {
+    const std::string key = "server.streams." + std::string(name.str());
+    if (!is_stream_name(name.str())) {
+      return r.fail(name.source(), key_text(key),
+                    "stream names use letters, digits, '.', '_' and '-' (1..64 bytes)");
+    }
+    if (const auto* live = path.as_table()) {
+      // [server.streams.<name>]: a published stream (docs/live.md).
+      StreamEntry e;
+      e.name = std::string(name.str());
+      bool has_source = false;
+      bool has_secret = false;
+      r.section(*live, key,
+                {{"source",
+                  [&](const toml::node& v) {
+                    const auto s = r.string(v);
+                    if (!s) return;
+                    if (*s != "publish") {
+                      return r.fail(v.source(), r.current(),
+                                    "must be \"publish\" (a file is " + key +
+                                        " = \"path\"; pulling rtsp:// is not built yet), "
+                                        "got " +
+                                        core::text::quote_for_error(*s));
+                    }
+                    has_source = true;
+                  }},
+                 {"publish_secret",
+                  [&](const toml::node& v) {
+                    const auto s = r.string(v);
+                    if (!s) return;
+                    const bool url_safe = std::all_of(s->begin(), s->end(), [](char ch) {
+                      return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '-' ||
+                             ch == '_' || ch == '.' || ch == '~';
+                    });
+                    if (s->size() < kMinPublishSecret || !url_safe) {
+                      return r.fail(v.source(), r.current(),
+                                    "must be at least " + std::to_string(kMinPublishSecret) +
+                                        " characters of A-Z a-z 0-9 - _ . ~ (it goes in "
+                                        "the publisher's URL unescaped)");
+                    }
+                    e.publish_secret = *s;
+                    has_secret = true;
+                  }},
+                 {"replace", [&](const toml::node& v) {
+                    if (const auto b = r.boolean(v)) e.replace = *b;
+                  }}});
+      if (r.failed()) return;
+      if (!has_source) {
+        return r.fail(path.source(), key_text(key), "a stream table needs source = \"publish\"");
+      }
+      if (!has_secret) {
+        return r.fail(path.source(), key_text(key),
+                      "a published stream needs publish_secret (viewers need none)");
+      }
+      e.publish = true;
+      out.push_back(std::move(e));
+      continue;
+    }
+    const auto* p = path.as_string();
+    if (!p) {
+      return r.fail_type(path, key, "a string (file path) or a table (source = \"publish\")");
+    }
+    if (p->get().empty()) {
+      return r.fail(path.source(), key, "path is empty");
+    }
+    out.push_back({std::string(name.str()), p->get()});
+  }
+}
+
+}  // namespace predrop::config::detail
