@@ -4,9 +4,9 @@
 // interleaved on the connection (§10.12) or over UDP to the server's RTP port (from the
 // client_port it set up) into the stream's media::LiveSource. What the ANNOUNCE
 // and its URL mean (the tracks, the video's parameter sets, the secret) and the RTP of each
-// frame are read here; what a request answers is rtsp_methods.cpp's, and the facade
-// (stream_server.cpp) hands each "$" frame of a publishing connection to on_frame() and each
-// datagram on its RTP port from a publisher's address to on_datagram().
+// frame are read here; what a request answers is rtsp_methods.cpp's, and publish_routes.hpp
+// hands each "$" frame of a publishing connection to on_frame() and each datagram on the RTP
+// port from a publisher's address to on_datagram().
 //
 // Hostile input: an SDP without usable H.264 is refused (415), a frame on a channel of no track,
 // RTCP, a track other than the video, or a frame that is no RTP is counted and dropped; the

@@ -9,6 +9,7 @@
 //   pacer.hpp               the deadline queue the sessions are pumped from
 //   session_start.hpp       a session's configuration, controller and transport at its PLAY
 //   push_sessions.hpp       sessions started without RTSP (--push), their SDP files
+//   publish_routes.hpp      publishers: a request's effects, their UDP routes, their packets
 //   live_publish.hpp        a connection's publisher: its frames into its stream's LiveSource
 //   port_pair.hpp           the RTP/RTCP port pair
 //   stream_session.hpp      one client's session (blocks, discard, SR/BYE, reports)
@@ -17,12 +18,12 @@
 #include "predrop/server/stream_server.hpp"
 
 #include <stdexcept>
-#include <unordered_map>
 #include <utility>
 
 #include "pacer.hpp"
 #include "port_pair.hpp"
 #include "predrop/net/udp_endpoint.hpp"
+#include "publish_routes.hpp"
 #include "push_sessions.hpp"
 #include "rtsp_connections.hpp"
 #include "rtsp_methods.hpp"
@@ -117,9 +118,7 @@ class StreamServer::Impl final : public detail::RtspConnectionListener {
   // else to go (RFC 2326 §10.12).
   void forget(std::unique_ptr<RtspConnection> c) {
     if (!c) return;
-    // A publisher that goes ends its stream: its viewers get the rest and a BYE.
-    if (c->publisher) c->publisher->release(clock_.now_us());
-    forget_publisher_addresses(c->id);
+    publishing_.forget(*c, clock_.now_us());
     for (const std::string& id : std::vector<std::string>(c->sessions)) {
       const SessionEntry* e = sessions_.find(id);
       if (e != nullptr && e->interleaved) remove_session(id);
@@ -140,7 +139,7 @@ class StreamServer::Impl final : public detail::RtspConnectionListener {
     if (options_.fault_injection) options_.fault_injection(CallbackKind::kRtsp);
     const std::uint64_t now = clock_.now_us();
     MethodOutcome outcome = methods_.handle(c, request, now, rtp_port());
-    apply_publish(outcome, c, now);
+    publishing_.apply(outcome, c, now);  // a publisher's part (docs/live.md)
     SessionEntry* entry = apply(outcome, c, now);
     methods_.complete(outcome, entry);
     // PLAY, PAUSE (and any later method) may have moved the session's next due time.
@@ -178,53 +177,13 @@ class StreamServer::Impl final : public detail::RtspConnectionListener {
     return entry;
   }
 
-  // A publisher's part of a request's effects (docs/live.md).
-  void apply_publish(MethodOutcome& o, RtspConnection& c, std::uint64_t now) {
-    if (o.publisher) c.publisher = std::move(o.publisher);
-    if (!c.publisher) return;
-    if (o.publish_track) {
-      auto& t = c.publisher->tracks.at(o.publish_track->index);
-      t.set_up = true;
-      t.rtp_channel = o.publish_track->channel;
-      t.udp_from = o.publish_track->udp_from;
-      if (t.udp_from) publish_udp_.insert_or_assign(*t.udp_from, c.id);
-    }
-    if (o.publish == MethodOutcome::Publish::kRecord) c.publisher->recording = true;
-    if (o.publish == MethodOutcome::Publish::kStop) {
-      c.publisher->release(now);
-      forget_publisher_addresses(c.id);
-      c.publisher.reset();
-    }
-  }
-
-  void forget_publisher_addresses(std::uint64_t connection) {
-    std::erase_if(publish_udp_, [&](const auto& kv) { return kv.second == connection; });
-  }
-
   // A datagram on the RTP port: a UDP publisher's RTP, else a NAT punch or a stray (counted).
   void on_rtp_port(std::span<const std::uint8_t> data, const net::SocketAddress& from) {
-    const auto it = publish_udp_.find(from);
-    RtspConnection* c = it != publish_udp_.end() ? connections_.find(it->second) : nullptr;
-    if (c == nullptr || !c->publisher) {
-      ++stats_.rtp_port_datagrams;
-      return;
-    }
-    const std::uint64_t now = clock_.now_us();
-    switch (c->publisher->on_datagram(from, data, now)) {
-      case detail::Publisher::Frame::kTaken:
-        // Its media is the connection's sign of life: a publisher sends no keep-alive requests.
-        c->last_activity_us = now;
-        ++stats_.publish_packets;
-        return;
-      case detail::Publisher::Frame::kDropped:
-        ++stats_.publish_dropped;
-        return;
-      case detail::Publisher::Frame::kReplaced:
-        ++stats_.publishers_replaced;
-        c->publisher.reset();
-        c->close();
-        close_connection(c->id);
-        return;
+    const auto id = publishing_.connection_for(from);
+    RtspConnection* c = id ? connections_.find(*id) : nullptr;
+    if (publishing_.on_datagram(c, from, data, clock_.now_us()) == detail::PublishVerdict::kClose) {
+      c->close();
+      close_connection(c->id);
     }
   }
 
@@ -279,20 +238,9 @@ class StreamServer::Impl final : public detail::RtspConnectionListener {
   void on_interleaved(RtspConnection& c, const rtsp::InterleavedFrame& frame) override {
     ++stats_.interleaved_frames_received;
     if (c.publisher) {
-      switch (c.publisher->on_frame(frame.channel, frame.payload, clock_.now_us())) {
-        case detail::Publisher::Frame::kTaken:
-          ++stats_.publish_packets;
-          return;
-        case detail::Publisher::Frame::kDropped:
-          ++stats_.publish_dropped;
-          return;
-        case detail::Publisher::Frame::kReplaced:
-          // Another publisher took the stream (replace = true): this one goes.
-          ++stats_.publishers_replaced;
-          c.publisher.reset();
-          c.close();
-          return;
-      }
+      const auto verdict = publishing_.on_frame(c, frame.channel, frame.payload, clock_.now_us());
+      if (verdict == detail::PublishVerdict::kClose) c.close();
+      return;
     }
     const std::string* id = c.interleaved ? c.interleaved->session_for(frame.channel) : nullptr;
     SessionEntry* e = id != nullptr ? sessions_.find(*id) : nullptr;
@@ -392,8 +340,7 @@ class StreamServer::Impl final : public detail::RtspConnectionListener {
   std::uint64_t armed_us_ = StreamSession::kNoDeadline;  // when pacer_timer_ fires; off: never
   std::unique_ptr<net::Timer> housekeeper_;
   std::vector<std::uint8_t> rtcp_buffer_;
-  // UDP publishers: the address each one's RTP comes from -> its RTSP connection.
-  std::unordered_map<net::SocketAddress, std::uint64_t> publish_udp_;
+  detail::PublishRoutes publishing_{stats_};
 
   std::uint16_t rtp_port() const { return rtp_socket_ ? rtp_socket_->local_address().port() : 0; }
 };
