@@ -499,9 +499,15 @@ class Run:
         for seg, rows in segs:
             if seg >= len(ivs):
                 continue
-            a = ivs[seg][0]
+            # One client that paused and resumed (--pause) writes one CSV across its intervals:
+            # its blocks fill each interval in turn, 1 s each, from the interval's first packet.
+            rest = ivs[seg:] if len(segs) == 1 else ivs[seg:seg + 1]
             for r in rows:
-                t = a + r["block"] + 0.5
+                b, k_iv = r["block"], 0
+                while k_iv + 1 < len(rest) and b >= round(rest[k_iv][1] - rest[k_iv][0]):
+                    b -= round(rest[k_iv][1] - rest[k_iv][0])
+                    k_iv += 1
+                t = rest[k_iv][0] + b + 0.5
                 k = int(t / BIN_S)
                 r = dict(r, t=t, congested=0 <= k < len(cong_flow) and cong_flow[k])
                 blocks.append(r)

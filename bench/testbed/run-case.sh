@@ -31,8 +31,9 @@
 #     tcpshort    RFC 8867 §5.7's short TCP flows (tcp_short.py: 10 connections, files of
 #                 30-50 KB, OFF periods exponential with mean 10 s, two ON at the start)
 #     udp         unresponsive UDP at rate=KBPS (iperf3) snd -> rcv<i>
-#   pause=AT:SECONDS: the media flow stops at AT and a new session starts SECONDS later (see
-#   bench/README.md: the client has no RTSP PAUSE yet, so §5.8 resumes with a fresh session).
+#   pause=AT:SECONDS: the media flow pauses at AT for SECONDS: a predrop client pauses its RTSP
+#   session (predrop-client --pause; the server keeps the session and its controller's state,
+#   as RFC 8867 §5.8 means); an external pair (--media ext:) is stopped and started again.
 #
 # --media ext:SCRIPT runs every media flow as an external sender/receiver pair instead of predrop
 # (docs/design.md §6 "External media flows"): at the flow's start
@@ -219,10 +220,18 @@ done
 BED_T0_NOW=1 bed_schedule "${sched[@]}"
 
 # Runs flow I's segment SEG from START to STOP (seconds since t0), in the background.
+# PAUSE ("AT,SECONDS", AT from the client's PLAY) makes a predrop media flow's client pause its
+# session for SECONDS (RTSP PAUSE, then PLAY: the server keeps the session and its controller).
 run_segment() {
-  local i="$1" seg="$2" start="$3" stop="$4" tag="$1"
+  local i="$1" seg="$2" start="$3" stop="$4" pause="${5:-}" tag="$1"
   ((seg > 0)) && tag="$i-$seg"
-  local secs=$((stop - start)) rip sip="$BED_SND_IP"
+  local secs=$((stop - start)) rip sip="$BED_SND_IP" blocks
+  local pause_args=()
+  blocks=$secs
+  if [[ -n "$pause" ]]; then
+    pause_args=(--pause "$pause")
+    blocks=$((secs - ${pause#*,}))
+  fi
   rip="$(bed_rcv_ip "$i")"
   (
     trap - EXIT INT TERM HUP
@@ -241,7 +250,7 @@ run_segment() {
           pids+=("$!")
         else
           setsid ip netns exec "$(bed_ns_name "rcv$i")" "${NICE[@]}" "$bin/predrop-client" "rtsp://$sip:$port/clip" \
-            --reference "$clip" -n "$secs" --csv "$out/client-$tag.csv" --log-level warn \
+            --reference "$clip" -n "$blocks" "${pause_args[@]}" --csv "$out/client-$tag.csv" --log-level warn \
             >"$out/client-$tag.log" 2>&1 &
           pids+=("$!")
         fi
@@ -302,8 +311,21 @@ SEG_PIDS=()
 for ((i = 0; i < nflows; i++)); do
   if [[ -n "${F_PAUSE[$i]}" ]]; then
     at="${F_PAUSE[$i]%%:*}" len="${F_PAUSE[$i]##*:}"
-    run_segment "$i" 0 "${F_START[$i]}" "$at"
-    run_segment "$i" 1 "$((at + len))" "${F_STOP[$i]}"
+    if [[ "${F_KIND[$i]}" == media && -z "$ext" ]]; then
+      # One session that pauses and resumes (RFC 8867 §5.8); the resume is marked as the flow's
+      # second segment in `starts` (the metrics take each interval from its packets).
+      run_segment "$i" 0 "${F_START[$i]}" "${F_STOP[$i]}" "$((at - F_START[i])),$len"
+      (
+        trap - EXIT INT TERM HUP
+        bed_sleep_until "$((at + len))"
+        awk -v f="$i" -v a="$(cat "$BED_DIR/t0")" -v n="$EPOCHREALTIME" \
+          'BEGIN { printf "%s 1 %.3f\n", f, n - a }' >>"$out/starts"
+      ) &
+      SEG_PIDS+=("$!")
+    else
+      run_segment "$i" 0 "${F_START[$i]}" "$at"
+      run_segment "$i" 1 "$((at + len))" "${F_STOP[$i]}"
+    fi
   else
     run_segment "$i" 0 "${F_START[$i]}" "${F_STOP[$i]}"
   fi

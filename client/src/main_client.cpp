@@ -39,6 +39,10 @@ int run(int argc, char** argv) {
                  "Receive-side impairment for tests: STAGE:drop=F[,stretch=MS] (repeatable)");
   app.add_option("--end-after-idle", o.end_after_idle_ms,
                  "The stream is over after this many ms without media (default 3000)");
+  std::string pause;
+  app.add_option("--pause", pause,
+                 "AT,SECONDS: pause the session (RTSP PAUSE) AT s after PLAY, resume it SECONDS "
+                 "later where it stopped, the server's controller state kept (RFC 8867 5.8)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
   app.set_version_flag("--version", "predrop-client " PREDROP_VERSION);
   CLI11_PARSE(app, argc, argv);
@@ -51,6 +55,15 @@ int run(int argc, char** argv) {
       return 2;
     }
     o.impairments.push_back(*imp);
+  }
+  if (!pause.empty()) {
+    auto plan = client::parse_pause(pause);
+    if (!plan) {
+      std::fprintf(stderr, "predrop-client: %s\n", plan.error().message.c_str());
+      return 2;
+    }
+    o.pause_at_ms = plan->at_ms;
+    o.pause_ms = plan->length_ms;
   }
   std::FILE* csv = nullptr;
   if (!csv_path.empty()) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -56,6 +57,27 @@ core::Result<Impairment> parse_impairment(std::string_view text) {
   return imp;
 }
 
+core::Result<PausePlan> parse_pause(std::string_view text) {
+  auto bad = [&] {
+    return core::make_error("pause '" + std::string(text) +
+                            "': want AT,SECONDS (seconds after PLAY, then how long; both > 0)");
+  };
+  const auto comma = text.find(',');
+  if (comma == std::string_view::npos) return bad();
+  const auto ms_of = [](std::string_view s) -> std::optional<std::uint32_t> {
+    double v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size() || !(v > 0 && v <= 86'400)) {
+      return std::nullopt;
+    }
+    return static_cast<std::uint32_t>(std::lround(v * 1000));
+  };
+  const auto at = ms_of(text.substr(0, comma));
+  const auto length = ms_of(text.substr(comma + 1));
+  if (!at || !length || *at == 0 || *length == 0) return bad();
+  return PausePlan{*at, *length};
+}
+
 namespace {
 
 // Our side of one track (the session holds what was negotiated, at the same index).
@@ -106,6 +128,10 @@ struct MeasuringClient::Impl {
   std::FILE* save = nullptr;
 
   std::unique_ptr<net::Timer> poll_timer;
+  // --pause: PAUSE at pause_due_us, then the PLAY that resumes at resume_due_us (the poll's
+  // clock, so that a test's FakeClock drives it); 0 = not planned / not yet known.
+  std::uint64_t pause_due_us = 0;
+  std::uint64_t resume_due_us = 0;
   std::deque<PendingBlock> pending;
   std::uint64_t last_media_us = 0;
   bool playing = false;
@@ -353,9 +379,29 @@ struct MeasuringClient::Impl {
     last_media_us = clock.now_us();
     poll_timer = std::make_unique<net::Timer>(loop, [this] { poll(); });
     poll_timer->start(20, 20);
+    if (options.pause_at_ms != 0 && options.pause_ms != 0 && pause_due_us == 0) {
+      pause_due_us = last_media_us + options.pause_at_ms * 1000ull;
+    }
     core::log(core::LogLevel::kInfo, "client", "playing %s (session %s, SRTP %s)", url.c_str(),
               session->session_id().c_str(),
               suite ? std::string(wire::suite_name(*suite)).c_str() : "off");
+  }
+
+  // --pause: the server keeps the session and its controller's state; the stage in flight at the
+  // PAUSE closes at its deadline with what arrived (its rest comes after the resume, late).
+  void pause_or_resume(std::uint64_t now) {
+    if (pause_due_us != 0 && now >= pause_due_us && session->playing()) {
+      pause_due_us = 0;
+      core::log(core::LogLevel::kInfo, "client", "pausing for %u ms", options.pause_ms);
+      session->pause([this] { resume_due_us = clock.now_us() + options.pause_ms * 1000ull; });
+    }
+    if (resume_due_us != 0 && now >= resume_due_us && session->paused()) {
+      resume_due_us = 0;
+      session->resume([this] {
+        last_media_us = clock.now_us();  // the pause's silence is not the stream's end
+        core::log(core::LogLevel::kInfo, "client", "resumed");
+      });
+    }
   }
 
   void on_rtp(const wire::RtpPacketView& v) {
@@ -460,6 +506,8 @@ struct MeasuringClient::Impl {
     receiver->poll(now);
     settle(now);
     if (done) return;
+    pause_or_resume(now);
+    if (!session->playing()) return;  // paused (or pausing, resuming): no media is expected
     if (now > last_media_us + options.end_after_idle_ms * 1000ull) {
       // The stream is over: close the last stage, drain the decoder, score what is left.
       depacketizer->flush();

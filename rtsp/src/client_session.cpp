@@ -110,6 +110,8 @@ std::string_view SessionError::what() const {
       return "SETUP";
     case SessionStep::kPlay:
       return "PLAY";
+    case SessionStep::kPause:
+      return "PAUSE";
     case SessionStep::kKeepAlive:
       return "GET_PARAMETER";
     case SessionStep::kTimeout:
@@ -331,7 +333,8 @@ void ClientSession::on_play(const RtspResponse& response) {
     keepalive_ = std::make_unique<net::Timer>(loop_, [this] {
       // One keep-alive at a time: a second one would not help a server that has not answered
       // the first (the request timeout deals with that).
-      if (state_ != State::kPlaying || keepalive_pending_) return;
+      const bool live = state_ == State::kPlaying || state_ == State::kPaused;
+      if (!live || keepalive_pending_) return;
       keepalive_pending_ = true;
       request(RtspMethod::kGetParameter, options_.url, {}, SessionStep::kKeepAlive,
               [this](const RtspResponse&) { keepalive_pending_ = false; });
@@ -344,8 +347,31 @@ void ClientSession::on_play(const RtspResponse& response) {
   }
 }
 
+void ClientSession::pause(std::function<void()> on_paused) {
+  if (state_ != State::kPlaying) return;
+  state_ = State::kPausing;
+  request(RtspMethod::kPause, options_.url, {}, SessionStep::kPause,
+          [this, on_paused = std::move(on_paused)](const RtspResponse&) {
+            state_ = State::kPaused;
+            if (on_paused) on_paused();
+          });
+}
+
+void ClientSession::resume(std::function<void()> on_resumed) {
+  if (state_ != State::kPaused) return;
+  state_ = State::kResuming;
+  // No Range: the server goes on from where it paused (RFC 2326 §10.5).
+  request(RtspMethod::kPlay, options_.url, {}, SessionStep::kPause,
+          [this, on_resumed = std::move(on_resumed)](const RtspResponse&) {
+            state_ = State::kPlaying;
+            if (on_resumed) on_resumed();
+          });
+}
+
 void ClientSession::teardown(std::function<void()> on_done) {
-  if (state_ != State::kPlaying) {
+  const bool set_up = state_ == State::kPlaying || state_ == State::kPausing ||
+                      state_ == State::kPaused || state_ == State::kResuming;
+  if (!set_up) {
     shut();
     if (on_done) on_done();
     return;

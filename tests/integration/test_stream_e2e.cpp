@@ -7,6 +7,7 @@
 // react: a quality drop (stage 3) and a reception-period stretch (stage 4).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -76,8 +77,14 @@ class StreamE2E : public ::testing::Test {
     co.max_blocks = kStages;
     co.impairments = std::move(impairments);
     co.kernel_timestamps = false;
+    co.pause_at_ms = pause_.at_ms;
+    co.pause_ms = pause_.length_ms;
     client::MeasuringClient c(
-        loop_, clock_, co, [this](const client::BlockResult& r) { blocks_.push_back(r); },
+        loop_, clock_, co,
+        [this](const client::BlockResult& r) {
+          blocks_.push_back(r);
+          reported_at_us_.push_back(clock_.now_us());
+        },
         [&](const core::Status& st, const client::ClientSummary& s) {
           status_ = st;
           summary_ = s;
@@ -109,6 +116,8 @@ class StreamE2E : public ::testing::Test {
   test::FakeClock clock_;
   std::vector<Row> rows_;
   std::vector<client::BlockResult> blocks_;
+  std::vector<std::uint64_t> reported_at_us_;
+  client::PausePlan pause_;
   std::optional<core::Status> status_;
   client::ClientSummary summary_;
 };
@@ -163,6 +172,44 @@ TEST_F(StreamE2E, EveryBlockReportedAndRuleFollowedOverRealStack) {
     }
   }
   EXPECT_TRUE(loop_.close().ok());
+}
+
+// RFC 8867 §5.8's pause: the client PAUSEs 2.5 s after PLAY and PLAYs again 3 s later; the
+// server keeps the session and goes on where it stopped. Every block is still reported once, in
+// order, one of them about 3 s after the one before, and the blocks after the resume are whole.
+TEST_F(StreamE2E, APausedSessionResumesWhereItStoppedAndReportsEveryBlock) {
+  pause_ = {2'500, 3'000};
+  run({});
+  ASSERT_TRUE(status_.has_value());
+  ASSERT_TRUE(status_->ok()) << status_->error().message;
+  ASSERT_EQ(blocks_.size(), kStages);
+  std::uint64_t longest_gap = 0;
+  for (std::size_t i = 0; i < blocks_.size(); ++i) {
+    EXPECT_EQ(blocks_[i].stage, i);
+    if (i > 0) longest_gap = std::max(longest_gap, reported_at_us_[i] - reported_at_us_[i - 1]);
+  }
+  EXPECT_GE(longest_gap, 2'500'000u);  // the pause less the part of a block already there
+  EXPECT_LT(longest_gap, 5'000'000u);
+  for (std::uint32_t s = 3; s < kStages; ++s) {
+    EXPECT_EQ(blocks_[s].received, blocks_[s].sent) << "block " << s;
+    EXPECT_EQ(blocks_[s].network_loss, 0.0) << "block " << s;
+  }
+  EXPECT_TRUE(loop_.close().ok());
+}
+
+TEST(ParsePause, TakesSecondsAndRefusesNonsense) {
+  auto p = client::parse_pause("40,20");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->at_ms, 40'000u);
+  EXPECT_EQ(p->length_ms, 20'000u);
+  auto q = client::parse_pause("2.5,0.25");
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->at_ms, 2'500u);
+  EXPECT_EQ(q->length_ms, 250u);
+  for (const char* bad :
+       {"", "40", "40,", ",20", "0,20", "40,0", "-1,20", "40,20x", "a,b", "1e9,1", "40;20"}) {
+    EXPECT_FALSE(client::parse_pause(bad).ok()) << bad;
+  }
 }
 
 // A client that sends no feedback (like ffplay) is served at the fixed player rate and the

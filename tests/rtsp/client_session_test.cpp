@@ -427,6 +427,78 @@ TEST(ClientSession, SetsUpEveryTrackAndPlays) {
   run.finish();
 }
 
+TEST(ClientSession, PausesAndResumesWhereItStopped) {
+  std::string url;
+  Harness run([&](const RtspRequest& r) { return happy(url, r); });
+  url = run.options.url;
+  run.go();
+  ASSERT_EQ(run.playing, 1);
+  int paused = 0;
+  int resumed = 0;
+  run.session->resume([&] { ++resumed; });  // not paused: ignored
+  run.session->pause([&] {
+    ++paused;
+    run.end();
+  });
+  EXPECT_FALSE(run.session->playing());
+  run.loop.run();
+  ASSERT_EQ(paused, 1);
+  EXPECT_TRUE(run.session->paused());
+  run.session->pause([&] { ++paused; });  // already paused: ignored
+  run.session->resume([&] {
+    ++resumed;
+    run.end();
+  });
+  run.loop.run();
+  EXPECT_EQ(paused, 1);
+  EXPECT_EQ(resumed, 1);
+  EXPECT_TRUE(run.session->playing());
+  const auto& q = run.server->requests;
+  ASSERT_EQ(q.size(), 6u);
+  EXPECT_EQ(q[4].method, RtspMethod::kPause);
+  EXPECT_EQ(q[4].url, url);
+  EXPECT_EQ(q[4].headers.get("Session").value_or(""), "12345678");
+  EXPECT_EQ(q[5].method, RtspMethod::kPlay);
+  EXPECT_FALSE(q[5].headers.contains("Range"));  // RFC 2326 §10.5: resume at the pause point
+  EXPECT_EQ(q[5].headers.get("Session").value_or(""), "12345678");
+  EXPECT_EQ(run.failures, 0);
+  run.finish();
+}
+
+TEST(ClientSession, ARefusedPauseFailsThatStepAndAPausedSessionTearsDown) {
+  std::string url;
+  bool refuse_pause = true;
+  Harness run([&](const RtspRequest& r) {
+    if (r.method == RtspMethod::kPause && refuse_pause) return refuse(r, 455);
+    return happy(url, r);
+  });
+  url = run.options.url;
+  run.go();
+  ASSERT_EQ(run.playing, 1);
+  run.session->pause(nullptr);
+  run.loop.run();
+  ASSERT_TRUE(run.failed.has_value());
+  EXPECT_EQ(run.failed->step, SessionStep::kPause);
+  EXPECT_EQ(run.failed->status, 455);
+  run.finish();
+
+  Harness again([&](const RtspRequest& r) { return happy(url, r); });
+  url = again.options.url;
+  again.go();
+  again.session->pause([&] { again.end(); });
+  again.loop.run();
+  ASSERT_TRUE(again.session->paused());
+  int done = 0;
+  again.session->teardown([&] {
+    ++done;
+    again.end();
+  });
+  again.loop.run();
+  EXPECT_EQ(done, 1);
+  EXPECT_EQ(again.server->requests.back().method, RtspMethod::kTeardown);
+  again.finish();
+}
+
 TEST(ClientSession, OnDescribedChoosesTracksAndOrder) {
   std::string url;
   Harness run([&](const RtspRequest& r) { return happy(url, r); });

@@ -34,6 +34,15 @@ struct Impairment {
 /// Parses "STAGE:drop=0.3" / "STAGE:stretch=200" / "STAGE:drop=0.3,stretch=200".
 core::Result<Impairment> parse_impairment(std::string_view text);
 
+/// A pause of the session: PAUSE this long after PLAY, PLAY again `length_ms` later.
+struct PausePlan {
+  std::uint32_t at_ms = 0;
+  std::uint32_t length_ms = 0;
+};
+
+/// Parses "AT,SECONDS" (seconds, decimals allowed, both > 0 and at most a day).
+core::Result<PausePlan> parse_pause(std::string_view text);
+
 /// Settings of the client.
 struct ClientOptions {
   std::string url;               ///< rtsp://host:port/name (host: an IP literal or localhost)
@@ -44,7 +53,11 @@ struct ClientOptions {
   std::string save_video;  ///< Write the received H.264 (Annex B) here; empty = off
   std::vector<Impairment> impairments;
   std::uint32_t end_after_idle_ms = 3000;  ///< The stream is over after this long without media
-  std::uint32_t settle_ms = 400;           ///< Wait this long after a block for its late pictures
+  /// Pause the session (RTSP PAUSE) this long after PLAY was answered, for pause_ms, then
+  /// resume it (PLAY without Range) with the server's state kept (RFC 8867 §5.8). 0: never.
+  std::uint32_t pause_at_ms = 0;
+  std::uint32_t pause_ms = 0;
+  std::uint32_t settle_ms = 400;  ///< Wait this long after a block for its late pictures
   /// Packet arrival times from the kernel's receive stamps; off: the clock's time when the loop
   /// handles the datagram (for a FakeClock, whose time the kernel does not know).
   bool kernel_timestamps = true;

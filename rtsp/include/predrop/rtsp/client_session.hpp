@@ -112,6 +112,7 @@ enum class SessionStep : std::uint8_t {
   kDescribe,   ///< DESCRIBE refused or its SDP unusable (also the owner's on_described error).
   kSetup,      ///< A SETUP refused, its reply unusable, or no client ports for a track.
   kPlay,       ///< PLAY refused.
+  kPause,      ///< PAUSE, or the PLAY that resumes after it, refused.
   kKeepAlive,  ///< A GET_PARAMETER keep-alive refused while playing.
   kTimeout,    ///< A request went unanswered for the request timeout.
   kClosed,     ///< The server closed the connection while playing.
@@ -178,6 +179,15 @@ class ClientSession {
   /// or the connection drops, closes and calls `on_done`. In any other state it closes and calls
   /// `on_done` at once. No on_failed afterwards.
   void teardown(std::function<void()> on_done);
+  /// Pauses a playing session (RFC 2326 §10.6): PAUSE, then `on_paused` once it is answered.
+  /// The keep-alive goes on while paused (the server's session timeout still runs). Ignored in
+  /// any other state than playing.
+  void pause(std::function<void()> on_paused);
+  /// Resumes a paused session where it stopped (§10.5: PLAY without Range), then `on_resumed`
+  /// once it is answered. Ignored unless paused.
+  void resume(std::function<void()> on_resumed);
+  /// True from PAUSE's 200 until resume() is answered (or the session ends).
+  bool paused() const { return state_ == State::kPaused; }
   /// Closes now, silently (no TEARDOWN, no handler runs). The server keeps a set-up session
   /// until its timeout. Idempotent.
   void close();
@@ -203,6 +213,9 @@ class ClientSession {
     kSettingUp,
     kStartingPlay,
     kPlaying,
+    kPausing,
+    kPaused,
+    kResuming,
     kTearingDown,
     kClosed,
   };
