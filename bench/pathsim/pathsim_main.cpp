@@ -116,6 +116,7 @@ sim::CaseSummary average(const std::vector<sim::CaseSummary>& runs) {
   m.psnr_db = avg(&sim::CaseSummary::psnr_db);
   m.psnr_congested_db = avg(&sim::CaseSummary::psnr_congested_db);
   m.queue_p95_congested_ms = avg(&sim::CaseSummary::queue_p95_congested_ms);
+  m.queue_p95_settled_ms = avg(&sim::CaseSummary::queue_p95_settled_ms);
   m.loss = avg(&sim::CaseSummary::loss);
   m.fair_windows = avg(&sim::CaseSummary::fair_windows);
   m.worst_ratio = avg(&sim::CaseSummary::worst_ratio);

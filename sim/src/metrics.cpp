@@ -10,6 +10,9 @@ namespace predrop::sim {
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr SimTime kWindowUs = 5'000'000;
+// How long after an onset of congestion the queue counts as the onset's (FlowSummary).
+constexpr SimTime kOnsetUs = 2'500'000;
+constexpr SimTime kOnsetStepUs = 100'000;
 
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return kNaN;
@@ -73,7 +76,15 @@ CaseSummary summarize(const CaseSpec& spec, const CaseRun& run) {
     f.psnr_congested_db = mean(cpsnr);
     f.rate = mean(rate);
     f.loss = sent > 0 ? lost / sent : 0.0;
-    std::vector<double> q, qc;
+    std::vector<double> q, qc, qs;
+    // Onsets: the flow's start (and resume) and every drop of the fair share by 10 % or more.
+    std::vector<SimTime> onsets{spec.media[i].start_us};
+    if (spec.media[i].pause_until_us > 0) onsets.push_back(spec.media[i].pause_until_us);
+    for (SimTime t = kOnsetStepUs; t < spec.duration_us; t += kOnsetStepUs) {
+      if (fair_share_bps(spec, dir, t) < 0.9 * fair_share_bps(spec, dir, t - kOnsetStepUs)) {
+        onsets.push_back(t);
+      }
+    }
     double bytes = 0;
     SimTime first = INT64_MAX, last = 0;
     for (const auto& r : run.logs[id]) {
@@ -81,6 +92,10 @@ CaseSummary summarize(const CaseSpec& spec, const CaseRun& run) {
       q.push_back(static_cast<double>(r.queue_us) / 1000.0);
       if (congested_at(spec, dir, r.arrived_us, run.stream_rate_bps)) {
         qc.push_back(static_cast<double>(r.queue_us) / 1000.0);
+        const bool onset = std::any_of(onsets.begin(), onsets.end(), [&](SimTime o) {
+          return r.arrived_us >= o && r.arrived_us < o + kOnsetUs;
+        });
+        if (!onset) qs.push_back(static_cast<double>(r.queue_us) / 1000.0);
       }
       bytes += r.bytes;
       first = std::min(first, r.arrived_us);
@@ -89,6 +104,7 @@ CaseSummary summarize(const CaseSpec& spec, const CaseRun& run) {
     f.queue_mean_ms = mean(q);
     f.queue_p95_ms = percentile(q, 0.95);
     f.queue_p95_congested_ms = percentile(qc, 0.95);
+    f.queue_p95_settled_ms = percentile(qs, 0.95);
     f.throughput_bps = last > first ? bytes * 8e6 / static_cast<double>(last - first) : 0.0;
     // Returns of capacity: a congested block followed by an uncongested one.
     int worst = 0;
@@ -124,6 +140,7 @@ CaseSummary summarize(const CaseSpec& spec, const CaseRun& run) {
   cs.psnr_db = mean(flow_psnr);
   cs.psnr_congested_db = mean(flow_cpsnr);
   cs.queue_p95_congested_ms = kNaN;
+  cs.queue_p95_settled_ms = kNaN;
   cs.loss = 0;
   cs.return_blocks = 0;
   for (const auto& f : cs.flows) {
@@ -132,6 +149,11 @@ CaseSummary summarize(const CaseSpec& spec, const CaseRun& run) {
           std::isnan(cs.queue_p95_congested_ms)
               ? f.queue_p95_congested_ms
               : std::max(cs.queue_p95_congested_ms, f.queue_p95_congested_ms);
+    }
+    if (!std::isnan(f.queue_p95_settled_ms)) {
+      cs.queue_p95_settled_ms = std::isnan(cs.queue_p95_settled_ms)
+                                    ? f.queue_p95_settled_ms
+                                    : std::max(cs.queue_p95_settled_ms, f.queue_p95_settled_ms);
     }
     cs.loss += f.loss / static_cast<double>(cs.flows.size());
     if (f.return_blocks < 0 || cs.return_blocks < 0) {
@@ -217,7 +239,7 @@ CaseSummary summarize(const CaseSpec& spec, const CaseRun& run) {
 
 std::string summary_header() {
   return "policy                    PSNR  cPSNR     R  loss%  q95c   ret  fair5s worst  spread  "
-         "tcpshare tcpkbps";
+         "tcpshare tcpkbps  q95s";
 }
 
 std::string summary_row(const std::string& label, const CaseSummary& s) {
@@ -226,10 +248,10 @@ std::string summary_row(const std::string& label, const CaseSummary& s) {
     r += f.rate / static_cast<double>(s.flows.size());
   char buf[256];
   std::snprintf(buf, sizeof buf,
-                "%-24s %6.2f %6.2f %5.3f %6.2f %5.0f %5d  %6.2f %5.2f %6.2f  %8.2f %7.0f",
+                "%-24s %6.2f %6.2f %5.3f %6.2f %5.0f %5d  %6.2f %5.2f %6.2f  %8.2f %7.0f %5.0f",
                 label.c_str(), s.psnr_db, s.psnr_congested_db, r, 100 * s.loss,
                 s.queue_p95_congested_ms, s.return_blocks, s.fair_windows, s.worst_ratio,
-                s.psnr_spread_db, s.tcp_share_ratio, s.tcp_bps / 1000);
+                s.psnr_spread_db, s.tcp_share_ratio, s.tcp_bps / 1000, s.queue_p95_settled_ms);
   return buf;
 }
 

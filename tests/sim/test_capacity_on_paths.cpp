@@ -90,6 +90,10 @@ TEST(CapacityOnPaths, AloneBehindASteadyBottleneckItLosesNothingAfterTheOnsetAnd
   EXPECT_LT(mean_rate(blocks, 6 * kS, 45 * kS), 0.4);
   const CaseSummary s = summarize(*find_case("bed-steady", options()), r);
   EXPECT_LT(s.flows[0].queue_p95_congested_ms, 60.0);
+  // Without the onset (the first 2.5 s, whose queue the first report comes too late for) the
+  // queue is no larger.
+  EXPECT_LE(s.flows[0].queue_p95_settled_ms, s.flows[0].queue_p95_congested_ms);
+  EXPECT_GT(s.flows[0].queue_p95_settled_ms, 0.0);
 }
 
 TEST(CapacityOnPaths, WhenTheBottleneckOpensRIsBackToZeroWithinFourBlocks) {

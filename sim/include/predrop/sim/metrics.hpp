@@ -19,7 +19,11 @@ struct FlowSummary {
   double queue_mean_ms = 0;
   double queue_p95_ms = 0;
   double queue_p95_congested_ms = 0;  ///< NaN: never congested.
-  double throughput_bps = 0;          ///< Received, over its active time.
+  /// The same without the kOnsetUs after each onset of congestion (the flow's start, a drop of
+  /// its fair share by 10 % or more: a capacity drop or a join): the queue the policy keeps
+  /// once it has reacted, apart from the one a once-per-block report cannot prevent.
+  double queue_p95_settled_ms = 0;
+  double throughput_bps = 0;  ///< Received, over its active time.
   unsigned congested_blocks = 0;
   unsigned blocks = 0;
   /// Worst count of blocks from a return of capacity (fair share back above the stream) to
@@ -32,6 +36,7 @@ struct CaseSummary {
   double psnr_db = 0;                 ///< Mean over flows.
   double psnr_congested_db = 0;       ///< Mean over flows that had congested blocks.
   double queue_p95_congested_ms = 0;  ///< Worst flow.
+  double queue_p95_settled_ms = 0;    ///< Worst flow.
   double loss = 0;                    ///< Mean over flows.
   int return_blocks = 0;              ///< Worst flow (-1 if any never returned).
   /// Self-fairness: the share of 5 s windows with every media flow active in which the largest
