@@ -17,6 +17,7 @@ std::optional<int> parse_job_command_line(int argc, char** argv, JobCommandLine&
       "predrop-ddl-job: runs a whole local DDL job on loopback (relay + N workers, real SRTP over "
       "UDP) and prints per stage: R per worker, L, loss, test accuracy, chunks discarded / lost / "
       "filled; writes a CSV trace."};
+  app.set_version_flag("--version", "predrop-ddl-job " PREDROP_VERSION);
   cl.data_dir = std::string(kFashionMnistDir);
   DdlWorkerOptions& wo = cl.worker;
   wo.test_subset = 0;

@@ -54,6 +54,7 @@ int run(int argc, char** argv) {
   int rank = -1;
   std::optional<double> fixed_rate;
   unsigned print_every = 1;
+  app.set_version_flag("--version", "predrop-ddl-worker " PREDROP_VERSION);
   app.add_option("--relay", relay_text, "The relay's address, host:port")->required();
   app.add_option("--rank", rank, "Shard index 0..workers-1 (default: the relay picks)");
   app.add_option("-c,--config", config_path,
