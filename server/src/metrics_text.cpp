@@ -28,6 +28,7 @@ ServerSnapshot snapshot_of(const StreamServer& server) {
     m.bytes_sent = ss->bytes_sent();
     m.age_us = now >= v.setup_us ? now - v.setup_us : 0;
     if (const BlockRecord* last = v.history->last()) m.last_block = *last;
+    m.rmax = ss->config().rmax;
     s.session_rows.push_back(std::move(m));
   }
   return s;
@@ -214,6 +215,9 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
   out +=
       "# HELP predrop_session_rate Discard rate R for the next block.\n"
       "# TYPE predrop_session_rate gauge\n"
+      "# HELP predrop_session_rmax The most the session's policy may discard (control.rmax; a "
+      "fixed policy's rate).\n"
+      "# TYPE predrop_session_rmax gauge\n"
       "# HELP predrop_session_reception_period_seconds Last reported L.\n"
       "# TYPE predrop_session_reception_period_seconds gauge\n"
       "# HELP predrop_session_performance Last reported P (PSNR dB).\n"
@@ -264,6 +268,10 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
                   static_cast<unsigned long long>(st.reports), id,
                   static_cast<unsigned long long>(st.reports_missing), id,
                   static_cast<unsigned long long>(tx.late_stages));
+    out += line;
+    std::snprintf(line, sizeof line,
+                  "predrop_session_rmax{session=\"%llu\",policy=\"%.*s\"} %.4f\n", id,
+                  static_cast<int>(ss->policy.size()), ss->policy.data(), ss->rmax);
     out += line;
     std::snprintf(line, sizeof line,
                   "predrop_session_receiver_reports_total{session=\"%llu\"} %llu\n"

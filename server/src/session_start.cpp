@@ -24,6 +24,7 @@ StreamSessionConfig session_config(const SessionEntry& entry, const StreamServer
       !entry.feedback && options.player_adaptation == PlayerAdaptation::kReceiverReports;
   cfg.report_timeout_us = options.report_timeout_us;
   cfg.max_payload_size = options.max_payload_size;
+  cfg.rmax = policy_rmax(session_policy(entry, options));
   return cfg;
 }
 
@@ -44,8 +45,7 @@ std::unique_ptr<SessionTransport> session_transport(const SessionEntry& entry,
   return std::make_unique<UdpTransport>(rtp, rtcp, std::move(rtcp_to));
 }
 
-std::unique_ptr<core::RateController> session_controller(const SessionEntry& entry,
-                                                         const StreamServerOptions& options) {
+core::PolicyConfig session_policy(const SessionEntry& entry, const StreamServerOptions& options) {
   core::PolicyConfig policy = options.policy;
   if (!entry.feedback) {
     if (options.player_adaptation == PlayerAdaptation::kReceiverReports) {
@@ -55,7 +55,20 @@ std::unique_ptr<core::RateController> session_controller(const SessionEntry& ent
       policy.fixed_rate = options.player_rate;
     }
   }
-  auto controller = core::make_rate_controller(policy);
+  return policy;
+}
+
+double policy_rmax(const core::PolicyConfig& policy) {
+  // Each policy keeps its own copy of control.rmax (config::make_policy_config).
+  if (policy.policy == "capacity") return policy.capacity.rmax;
+  if (policy.policy == "adaptive") return policy.adaptive.rmax;
+  if (policy.policy == "fixed") return policy.fixed_rate;
+  return policy.rule.rmax;
+}
+
+std::unique_ptr<core::RateController> session_controller(const SessionEntry& entry,
+                                                         const StreamServerOptions& options) {
+  auto controller = core::make_rate_controller(session_policy(entry, options));
   return controller ? std::move(controller.value()) : nullptr;
 }
 

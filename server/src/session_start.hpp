@@ -26,7 +26,14 @@ std::unique_ptr<SessionTransport> session_transport(const SessionEntry& entry,
                                                     net::UdpEndpoint& rtp, net::UdpEndpoint& rtcp,
                                                     InterleavedOutput* interleaved);
 
-/// The session's controller; nullptr if the policy cannot be made.
+/// The policy the session is controlled by: the configured one for a client that sends PDFB,
+/// else the player policy (RR adaptation) or "fixed" at the player rate.
+core::PolicyConfig session_policy(const SessionEntry& entry, const StreamServerOptions& options);
+
+/// The most `policy` may discard: its rmax; for "fixed", the rate it keeps.
+double policy_rmax(const core::PolicyConfig& policy);
+
+/// The session's controller (of session_policy()); nullptr if the policy cannot be made.
 std::unique_ptr<core::RateController> session_controller(const SessionEntry& entry,
                                                          const StreamServerOptions& options);
 

@@ -143,6 +143,7 @@ TEST_F(ServerIdentity, MetricsNeverShowSessionIds) {
   ASSERT_EQ(status(p.request(request_text("PLAY", url_, cseq_++, "Session: " + id + "\r\n"))), 200);
   const std::string metrics = server::render_metrics(*srv_);
   EXPECT_NE(metrics.find("predrop_session_rate{session=\"1\""), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("predrop_session_rmax{session=\"1\""), std::string::npos) << metrics;
   EXPECT_EQ(metrics.find(id), std::string::npos) << "the id is in /metrics:\n" << metrics;
 }
 

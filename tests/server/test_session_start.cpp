@@ -1,6 +1,7 @@
 // detail::session_config and detail::session_controller (server/src/session_start.hpp): a client
 // with PDFB gets the configured policy; a player without it the player policy fed by its RRs, or
-// the fixed player rate; each session's discard seed is its own.
+// the fixed player rate; each session's discard seed is its own; its rmax (for /metrics) is its
+// policy's.
 #include <gtest/gtest.h>
 
 #include "server_test_util.hpp"
@@ -57,6 +58,22 @@ TEST(SessionStart, EachSessionDiscardsWithItsOwnSeed) {
   b.id = "b";
   EXPECT_NE(server::detail::session_config(a, options).discard_seed,
             server::detail::session_config(b, options).discard_seed);
+}
+
+TEST(SessionStart, ItsRmaxIsTheMostItsPolicyMayDiscard) {
+  auto options = test::loopback_options();
+  options.policy.rule.rmax = 0.3;
+  options.player_policy.capacity.rmax = 0.4;
+  SessionEntry pdfb;
+  pdfb.id = "a";
+  pdfb.feedback = true;
+  EXPECT_DOUBLE_EQ(server::detail::session_config(pdfb, options).rmax, 0.3);
+  SessionEntry player;
+  player.id = "b";
+  EXPECT_DOUBLE_EQ(server::detail::session_config(player, options).rmax, 0.4);
+  options.player_adaptation = server::PlayerAdaptation::kFixed;
+  options.player_rate = 0.25;
+  EXPECT_DOUBLE_EQ(server::detail::session_config(player, options).rmax, 0.25);
 }
 
 TEST(SessionStart, ABadPolicyMakesNoController) {

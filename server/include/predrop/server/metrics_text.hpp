@@ -36,6 +36,7 @@ struct SessionMetrics {
   std::uint64_t bytes_sent = 0;           ///< Link bytes (StreamSession::bytes_sent()).
   std::uint64_t age_us = 0;               ///< Time since it was set up.
   std::optional<BlockRecord> last_block;  ///< Its newest block record, if any yet.
+  double rmax = 0.0;                      ///< The most its policy may discard.
 };
 
 /// One server's counters and sessions at one moment, for rendering on another thread.

@@ -79,6 +79,9 @@ struct StreamSessionConfig {
   bool rr_adaptation = false;
   std::uint64_t report_timeout_us = 3'000'000;  ///< After a block's end, its report is missing.
   std::size_t max_payload_size = 1400;
+  /// The most its policy may discard (control.rmax; a fixed policy's rate), shown in /metrics
+  /// as predrop_session_rmax so that alerts compare R with it (session_start.hpp).
+  double rmax = 0.5;
 };
 
 /// One block as sent and, later, as reported: a row of the per-block trace.
