@@ -25,6 +25,7 @@ packages=(
   clang-tidy clang-format shellcheck curl
   libnetfilter-queue-dev
   python3-torch python3-torchvision
+  dpkg-dev python3-venv python3-setuptools python3-wheel
 )
 if [[ "${1:-}" == "--demo" ]]; then
   packages=("${demo_packages[@]}")
