@@ -15,6 +15,24 @@
 #                    [--pacing paced|burst]     ([ddl].pacing, default paced: each path at its
 #                    own rate, docs/ddl-torch.md "Pacing at the path's rate")
 #                    [--rmax R]                 ([control].rmax, default 0.5)
+#                    [--owd MS]                 (one-way propagation delay of rank 1's path,
+#                                                each direction: the bed's delay line)
+#                    [--profile steady|bursts|tcpshort|straggler] [--seed N]
+#                    [--profile-args "..."]     (a tail-latency regime, below)
+#
+# Tail-latency regimes (issue 26 item 1; bench/README.md "Tail-latency regimes"), started once
+# both ranks are spawned and ended with the bed; the schedule depends on --seed only, so every arm
+# of a comparison meets the same one (tail_traffic.py, tcp_short.py; the event log is
+# profile.log):
+#   steady     nothing but the bottleneck (the default)
+#   bursts     on/off UDP microbursts from the sender namespace toward rank 1's namespace through
+#              the bottleneck: 40 Mbit/s for 50-200 ms every 0.5-2 s (tail_traffic.py bursts;
+#              --profile-args "--rate-mbit 60 --on-ms 50,100" changes them)
+#   tcpshort   10 on/off users of short TCP NewReno flows (30-50 KB) toward rank 1's namespace,
+#              mean OFF 1 s (tcp_short.py; RFC 8867 §5.7's are 10 s)
+#   straggler  rank 1's path slowed now and then: the bottleneck's tbf changed to 1/10 of RATE
+#              for 200-600 ms every 1-3 s (tail_traffic.py straggler --low; RATE must be NNmbit
+#              or NNkbit)
 #
 # --fill feedback: the relay fills missing chunks with zeros and each rank keeps what it did not
 # get back for its next stage (error feedback, RelayState(error_feedback=True)). --fill model:
@@ -31,7 +49,7 @@ repo="$(cd "$here/../.." && pwd)"
 source "$here/bed.sh"
 
 out="" rate="" backend="" policy="history" fixed_rate=0 stages=300 target=0.7 fill=zero
-deadline=400 pacing=paced rmax=0.5
+deadline=400 pacing=paced rmax=0.5 owd=0 profile=steady seed=1 profile_args=""
 while (($#)); do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -45,6 +63,10 @@ while (($#)); do
     --deadline) deadline="$2"; shift 2 ;;
     --pacing) pacing="$2"; shift 2 ;;
     --rmax) rmax="$2"; shift 2 ;;
+    --owd) owd="$2"; shift 2 ;;
+    --profile) profile="$2"; shift 2 ;;
+    --seed) seed="$2"; shift 2 ;;
+    --profile-args) profile_args="$2"; shift 2 ;;
     *) echo "run-ddl-torch: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -52,18 +74,22 @@ done
   echo "usage: $0 --out DIR --rate RATE --backend gloo|relay [--policy P] [--stages S]" >&2
   exit 2
 }
+case "$profile" in
+  steady | bursts | tcpshort | straggler) ;;
+  *) echo "run-ddl-torch: unknown profile $profile" >&2; exit 2 ;;
+esac
 bin="${PREDROP_BIN:?set PREDROP_BIN}"
 lib="$(readlink -f "${PREDROP_DDL_CAPI:?set PREDROP_DDL_CAPI}")"
 py=/usr/bin/python3
 mkdir -p "$out"
 out="$(readlink -f "$out")"
-rm -f "$out"/*.csv "$out"/*.log "$out"/*.out "$out"/params-*.pt
+rm -f "$out"/*.csv "$out"/*.log "$out"/*.out "$out"/params-*.pt "$out"/profile.*
 relay_port=9300
 gloo_port=29500
 
 exec 9>"${BED_LOCK:-/tmp/predrop-testbed.lock}"
 flock 9
-bed_up "$rate" || exit 1
+BED_OWD_MS="$owd" bed_up "$rate" || exit 1
 
 key=""
 relay_fill=$fill feedback=0 average=gradient discard=priority
@@ -105,8 +131,30 @@ for r in 0 1; do
     "${common[@]}" >"$out/rank-$r.out" 2>"$out/rank-$r.log"
   pids+=("$BED_LAST_PID")
 done
+read -r -a pargs <<<"$profile_args"
+tail_py="$here/tail_traffic.py"
+case "$profile" in
+  bursts)
+    bed_spawn rcv "$py" "$tail_py" sink --listen "$BED_RCV_IP" --port 5301
+    bed_spawn snd "$py" "$tail_py" bursts --dst "$BED_RCV_IP" --port 5301 --seed "$seed" \
+      --log "$out/profile.log" "${pargs[@]}"
+    ;;
+  tcpshort)
+    bed_spawn rcv "$py" "$here/tcp_short.py" sink --listen "$BED_RCV_IP" --port 5302 --seconds 3600
+    sleep 0.3
+    bed_spawn snd "$py" "$here/tcp_short.py" source --connect "$BED_RCV_IP" --port 5302 \
+      --seconds 3600 --flows 10 --mean-off-s 1 --seed "$seed" "${pargs[@]}" >"$out/profile.log"
+    ;;
+  straggler)
+    low=$(awk -v r="$rate" 'BEGIN { n = r + 0; u = substr(r, length(n "") + 1); printf "%g%s", n / 10, u }')
+    bed_spawn rtr "$py" "$tail_py" straggler --dev r1 --normal "$rate" --low "$low" \
+      --burst "$BED_TBF_BURST" --latency "$BED_TBF_LATENCY" --seed "$seed" \
+      --log "$out/profile.log" "${pargs[@]}"
+    ;;
+esac
 status=0
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+echo "profile $profile seed $seed owd ${owd}ms rate $rate args ${profile_args:-none}" >"$out/profile.txt"
 tc -s -n "$BED_RTR" qdisc show dev r1 >"$out/qdisc.txt" 2>&1
 bed_down
 grep -h '^SUMMARY' "$out"/rank-*.out

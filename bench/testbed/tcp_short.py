@@ -48,7 +48,7 @@ def user(k, args, rng, t0, end, lock):
     on = k < START_ON
     while True:
         if not on:
-            time.sleep(min(rng.expovariate(1.0 / MEAN_OFF_S), max(0.0, end - time.monotonic())))
+            time.sleep(min(rng.expovariate(1.0 / args.mean_off_s), max(0.0, end - time.monotonic())))
         on = False
         if time.monotonic() >= end:
             return
@@ -94,6 +94,8 @@ def main():
     ap.add_argument("--seconds", type=float, required=True)
     ap.add_argument("--flows", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--mean-off-s", type=float, default=MEAN_OFF_S,
+                    help="mean OFF time (RFC 8867: 10 s; the DDL bed's tcpshort regime: 1 s)")
     args = ap.parse_args()
     sink(args) if args.mode == "sink" else source(args)
 

@@ -22,8 +22,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from . import fmnist
 
 COLUMNS = ["stage", "rank", "R", "L_ms", "loss", "probe_loss", "P", "test_acc", "close_reason",
-           "received", "announced", "filled", "partial", "deadline_ms", "stage_ms", "wall_s",
-           "residual_norm",
+           "received", "announced", "filled", "partial", "chunks", "lost", "deadline_ms",
+           "stage_ms", "wall_s", "residual_norm",
            # The stage's timeline, CLOCK_MONOTONIC us (docs/ddl-torch.md "Where a stage's time
            # goes"): the loop's own points, then the hook's and the relay peer's.
            "iter_us", "backward_us", "backward_end_us", "step_end_us", "hook_us", "submit_us",
@@ -211,7 +211,8 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
                 row.update({"R": round(info["R"], 4), "L_ms": round(info["L_ms"], 3),
                             "close_reason": info["close_reason"], "received": info["received"],
                             "announced": info["announced"], "filled": info["filled"],
-                            "partial": info["partial"],
+                            "partial": info["partial"], "chunks": info["chunks"],
+                            "lost": info["lost"],
                             "deadline_ms": round(info["deadline_ms"], 1),
                             "stage_ms": round(info["stage_ms"], 3)})
                 if "residual_norm" in info:

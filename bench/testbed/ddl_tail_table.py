@@ -1,0 +1,135 @@
+#!/usr/bin/python3
+"""Per regime and arm, mean and range over the repeats of ddl-torch-compare.sh's runs (issue 26;
+bench/README.md "Tail-latency regimes"): rank 1's time to the target accuracy (training time,
+evaluations left out), final accuracy (10 000 images), iteration time p50 / p99 (stages 10.. without
+an evaluation), communication time p50 / p99 (the hook's first bucket to the last all-reduce's
+completion: gloo's all-reduce with --timeline 1, the relay's stage), the fraction of the model's
+chunks that did not come back (pre-discard R plus lost or late) and of those lost in flight or
+late, each against the gloo row of the same regime.
+
+    ddl_tail_table.py RUNS_DIR [RUNS_DIR...] [--rank 1] [--csv runs.csv]
+
+A run directory is RATE[+PROFILE]-BACKEND-POLICY-FILL-REP; a run whose rank failed or never
+reached the target counts in "failed" and not in the means.
+"""
+import argparse
+import collections
+import csv
+import json
+import os
+import sys
+
+ARMS = [
+    (("gloo", "-", "-"), "DDP + gloo"),
+    (("relay", "fixed", "model"), "timeout-only (R = 0, deadline)"),
+    (("relay", "fixed", "gradient"), "timeout-only, gradient averaging"),
+    (("relay", "basic", "model"), "seed rule `basic`"),
+    (("relay", "history", "model"), "`history`"),
+    (("relay", "adaptive", "model"), "`adaptive`"),
+    (("relay", "capacity", "model"), "`capacity`"),
+]
+
+
+def pct(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(q * len(v)))] if v else None
+
+
+def run_stats(d, rank):
+    s = {}
+    p = os.path.join(d, f"rank-{rank}.out")
+    for line in open(p) if os.path.exists(p) else []:
+        if line.startswith("SUMMARY "):
+            s = json.loads(line[8:])
+    p = os.path.join(d, f"rank-{rank}.csv")
+    rows = list(csv.DictReader(open(p))) if os.path.exists(p) else []
+    it, comm, miss, lost = [], [], [], []
+    for a, b in zip(rows, rows[1:]):
+        if int(a["stage"]) >= 10 and not a.get("test_acc") and a.get("iter_us") and b.get("iter_us"):
+            it.append((int(b["iter_us"]) - int(a["iter_us"])) / 1000.0)
+    for x in rows[10:]:
+        if x.get("hook_us") and x.get("done_us") and int(x["done_us"]) > int(x["hook_us"]) > 0:
+            comm.append((int(x["done_us"]) - int(x["hook_us"])) / 1000.0)
+        if x.get("chunks"):
+            miss.append(1 - int(x["received"]) / int(x["chunks"]))
+            lost.append(int(x["lost"]) / int(x["chunks"]))
+    load = ""
+    p = os.path.join(d, "load.txt")
+    if os.path.exists(p):
+        load = open(p).read().strip()
+    return {"t": s.get("time_to_target_train"), "acc": s.get("final_acc"), "error": s.get("error"),
+            "it50": pct(it, 0.5), "it99": pct(it, 0.99), "c50": pct(comm, 0.5),
+            "c99": pct(comm, 0.99), "miss": sum(miss) / len(miss) if miss else 0.0,
+            "lost": sum(lost) / len(lost) if lost else 0.0, "load": load}
+
+
+def spread(v, fmt, scale=1.0):
+    v = [x * scale for x in v if x is not None]
+    if not v:
+        return "-"
+    m = sum(v) / len(v)
+    return f"{m:{fmt}} ({min(v):{fmt}}-{max(v):{fmt}})" if len(v) > 1 else f"{m:{fmt}}"
+
+
+def mean(v):
+    v = [x for x in v if x is not None]
+    return sum(v) / len(v) if v else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+")
+    ap.add_argument("--rank", type=int, default=1)
+    ap.add_argument("--csv")
+    a = ap.parse_args()
+    groups = collections.defaultdict(list)
+    lines = []
+    for root in a.runs:
+        for name in sorted(os.listdir(root)):
+            d = os.path.join(root, name)
+            parts = name.split("-")
+            if not os.path.isdir(d) or len(parts) < 5:
+                continue
+            # gloo's policy and fill are "-": NAME-gloo-----REP
+            regime, backend, rep = parts[0], parts[1], parts[-1]
+            policy, fill = ("-", "-") if backend == "gloo" else (parts[2], parts[3])
+            r = run_stats(d, a.rank)
+            r.update(regime=regime, backend=backend, policy=policy, fill=fill, rep=rep)
+            groups[(regime, (backend, policy, fill))].append(r)
+            lines.append(r)
+    if a.csv:
+        with open(a.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(lines[0]) if lines else ["regime"])
+            w.writeheader()
+            w.writerows(lines)
+    print("| regime | arm | runs | s to target | x gloo | final acc | vs gloo, points | "
+          "iteration ms p50 / p99 | comm ms p50 / p99 (P99/P50) | data missing % "
+          "(lost/late %) | failed | load avg |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for regime in sorted({k[0] for k in groups}):
+        gl = [r for r in groups.get((regime, ARMS[0][0]), []) if r["t"] is not None]
+        gt, ga = mean([r["t"] for r in gl]), mean([r["acc"] for r in gl])
+        for key, label in ARMS:
+            runs = groups.get((regime, key))
+            if not runs:
+                continue
+            ok = [r for r in runs if r["t"] is not None and not r["error"]]
+            t, acc = mean([r["t"] for r in ok]), mean([r["acc"] for r in ok])
+            c50, c99 = mean([r["c50"] for r in ok]), mean([r["c99"] for r in ok])
+            ratio = f" ({c99 / c50:.1f})" if c50 and c99 else ""
+            loads = ", ".join(r["load"] for r in runs if r["load"])
+            speed = f"{gt / t:.2f}x" if gt and t else "-"
+            delta = f"{(acc - ga) * 100:+.2f}" if acc is not None and ga is not None else "-"
+            its = f"{spread([r['it50'] for r in ok], '.0f')} / {spread([r['it99'] for r in ok], '.0f')}"
+            com = (f"{spread([r['c50'] for r in ok], '.0f')} / "
+                   f"{spread([r['c99'] for r in ok], '.0f')}{ratio}")
+            miss = (f"{spread([r['miss'] for r in ok], '.1f', 100)} "
+                    f"({spread([r['lost'] for r in ok], '.1f', 100)})")
+            print(f"| {regime} | {label} | {len(runs)} | {spread([r['t'] for r in ok], '.1f')} | "
+                  f"{speed} | {spread([r['acc'] for r in ok], '.4f')} | {delta} | {its} | {com} | "
+                  f"{miss} | {len(runs) - len(ok)} | {loads} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
