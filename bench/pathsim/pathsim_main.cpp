@@ -203,6 +203,10 @@ int main(int argc, char** argv) {
   run->add_option("--one-way-ms", one_way_ms, "default one-way propagation delay");
   run->add_option("--blocks-csv", csv_dir, "write every run's per-block table here");
   run->add_flag("--list", list, "list the cases and exit");
+  double alert_ms = 0;
+  run->add_option("--alert-ms", alert_ms,
+                  "experiment: receivers send an interim alert when a packet queued this long "
+                  "(0 = off, the server's behaviour)");
   run->add_option("--mse-skipped", quality.mse_skipped, "P model: MSE of a picture not shown");
   run->add_option("--mse-corrupt", quality.mse_corrupt, "P model: MSE of a damaged picture");
   CLI11_PARSE(app, argc, argv);
@@ -260,6 +264,7 @@ int main(int argc, char** argv) {
         o.clip = clip;
         o.seed = s;
         o.quality = quality;
+        o.alert_queue_us = static_cast<sim::SimTime>(alert_ms * 1000);
         o.start_jitter_us = s > 1 ? 1'000'000 : 0;
         o.random_clip_offset = s > 1;
         auto r = sim::run_case(c, o);

@@ -86,9 +86,11 @@ std::optional<double> CapacityPolicy::rate_for_rest(const StageProgress& p) {
     // time gone). The report that triggers this usually is the previous stage's, whose end queue
     // is this stage's start queue.
     const double left = p.duration_us - p.elapsed_us;
-    const double q_now = std::clamp(
+    double q_now = std::clamp(
         queue_at_start(p.stage) + static_cast<double>(p.sent_bytes) / capacity_ - p.elapsed_us, 0.0,
         params_.queue_limit_us);
+    // An alert on this stage measured the queue: at least that much is there to give back.
+    if (p.stage == alert_stage_) q_now = std::fmax(q_now, alert_queue_us_);
     const double x = params_.margin * capacity_ * left - capacity_ * queue_to_drain(q_now);
     r = clamp(
         rate_keeping(x, static_cast<double>(p.rest_bytes), p.rest_packets, p.removable, beta_));
@@ -101,6 +103,36 @@ std::optional<double> CapacityPolicy::rate_for_rest(const StageProgress& p) {
   if (std::fabs(r - p.rate) < step) return std::nullopt;
   if (mode_ == Mode::kDelay && congested_) s->drains = true;
   return r;
+}
+
+bool CapacityPolicy::on_alert(const StageAlert& a) {
+  // Compete mode: the queue is another flow's (it stands whatever we send). One alert per stage.
+  if (mode_ == Mode::kCompete || a.rate <= 0.0 || a.stage == alert_stage_) return false;
+  // Before the first report nothing says whose queue it is (a download may have filled it
+  // before the session started); a queue that already stood through the last reported stage is
+  // not an onset either: the reports read it (another flow's, or one being drained).
+  if (!has_report_ || last_stand_us_ > params_.queue_high_us) return false;
+  // A loss-based flow shared the path recently (compete mode): its queue comes and goes with
+  // its own cycle, and an alert would cut this session's share each time it refills.
+  if (reports_since_compete_ < kAlertQuietReports) return false;
+  alert_stage_ = a.stage;
+  alert_queue_us_ = a.queue_us;
+  // The stage's last packets arrived back to back out of a busy bottleneck: their rate is this
+  // session's share of it, measured now instead of a block later. The estimate takes it as an
+  // overuse does (GCC: the received rate times decrease_factor); the stage's own report will
+  // read the same rate again, so the two do not compound.
+  const double cut = params_.decrease_factor * a.rate;
+  if (mode_ == Mode::kOpen) {
+    onset_capacity_ = cut;
+    mode_ = Mode::kDelay;
+  } else if (capacity_ > 0.0 && cut >= capacity_) {
+    return false;
+  }
+  limit_rate_ = capacity_ > 0.0 ? capacity_ : a.rate;
+  capacity_ = cut;
+  congested_ = true;
+  clean_run_ = 0;
+  return true;
 }
 
 std::optional<PacingLimit> CapacityPolicy::pacing() const {
@@ -158,6 +190,7 @@ Decision CapacityPolicy::decide(const StageReport& report) {
     reason = "small loss: estimate held";
   }
   congested_ = x.overuse || x.busy;
+  reports_since_compete_ = mode_ == Mode::kCompete ? 0 : reports_since_compete_ + 1;
   if (x.loss <= params_.clean_loss && report.performance < params_.quality_floor &&
       mode_ != Mode::kOpen) {
     capacity_ *= 1.0 + params_.increase_step;

@@ -223,6 +223,32 @@ void MediaFlow::on_receive(const Packet& p) {
   a.one_way_delay_us = now - p.sent_us;
   a.bytes = p.bytes;
   meter_.on_packet(a);
+  maybe_alert(stage, now, now - p.sent_us, p.bytes);
+}
+
+void MediaFlow::maybe_alert(std::uint32_t stage, SimTime now, SimTime owd, std::uint32_t bytes) {
+  constexpr std::size_t kRatePackets = 8;
+  if (config_.alert_queue_us <= 0) return;
+  base_owd_ = std::min(base_owd_, owd);
+  if (stage > newest_stage_ || recent_.empty()) {
+    newest_stage_ = std::max(newest_stage_, stage);
+    recent_.clear();
+  }
+  if (stage != newest_stage_) return;
+  recent_.emplace_back(now, bytes);
+  if (recent_.size() > kRatePackets) recent_.erase(recent_.begin());
+  if (stage == alerted_stage_ || recent_.size() < kRatePackets) return;
+  const SimTime q = owd - base_owd_;
+  if (q < config_.alert_queue_us) return;
+  double b = 0;
+  for (std::size_t i = 1; i < recent_.size(); ++i) {
+    b += recent_[i].second;
+  }
+  const SimTime span = recent_.back().first - recent_.front().first;
+  if (span <= 0) return;
+  alerted_stage_ = stage;
+  alerts_.push_back(core::StageAlert{stage, static_cast<double>(q), b / static_cast<double>(span)});
+  net_.send_back(Packet{id_, config_.report_bytes, 0, 0, kAlertTag | (alerts_.size() - 1)});
 }
 
 void MediaFlow::poll() {
@@ -301,6 +327,13 @@ void MediaFlow::on_measurement(const core::StageMeasurement& m) {
 }
 
 void MediaFlow::on_feedback(const Packet& p) {
+  if ((p.tag & kAlertTag) != 0) {
+    const std::uint64_t k = p.tag & ~kAlertTag;
+    if (k < alerts_.size() && controller_->on_alert(alerts_[k]) && alerts_[k].stage == current_) {
+      replan_current();
+    }
+    return;
+  }
   if (p.tag >= reports_.size()) return;
   core::StageReport report = reports_[p.tag];
   Stage* s = stage_state(report.stage);

@@ -88,6 +88,7 @@ CaseRun run_case(const CaseSpec& spec, const RunOptions& options) {
     c.policy = options.policy;
     c.discard = options.discard;
     c.quality = options.quality;
+    c.alert_queue_us = options.alert_queue_us;
     const SimTime jitter =
         options.start_jitter_us > 0 ? static_cast<SimTime>(mix(rng) % options.start_jitter_us) : 0;
     c.start_us = m.start_us + jitter;

@@ -201,6 +201,59 @@ TEST(CapacityPolicy, SessionsDrainingTheirOwnQueueDoNotMistakeItForAnotherFlows)
   EXPECT_EQ(f.policy.mode(), CapacityPolicy::Mode::kDelay);
 }
 
+// The interim alert (bench/README.md "The interim alert", an experiment of the simulator): a
+// queue rising within the stage in flight cuts the estimate to decrease_factor times the rate
+// its last packets arrived at, once per stage, and the re-plan of the rest gives the queue back.
+TEST(CapacityPolicy, AnAlertCutsToTheArrivalRateOncePerStageAndOnlyOnAnOnset) {
+  Feed f;
+  const StageAlert alert{0, 80'000, per_us(0.5e6)};
+  // Before the first report nothing says whose queue it is.
+  EXPECT_FALSE(f.policy.on_alert(alert));
+  EXPECT_EQ(f.policy.mode(), CapacityPolicy::Mode::kOpen);
+  (void)f.clean();  // the path is open: R = 0
+  ASSERT_EQ(f.policy.mode(), CapacityPolicy::Mode::kOpen);
+  // The capacity falls: the alert on the stage in flight (stage 1) limits the session at once.
+  EXPECT_TRUE(f.policy.on_alert(StageAlert{1, 80'000, per_us(0.5e6)}));
+  EXPECT_EQ(f.policy.mode(), CapacityPolicy::Mode::kDelay);
+  EXPECT_NEAR(f.policy.capacity_estimate(), 0.9 * per_us(0.5e6), 1e-12);
+  EXPECT_FALSE(f.policy.on_alert(StageAlert{1, 150'000, per_us(0.3e6)}));  // once per stage
+  // The rest of the stage in flight gives the alert's queue back: R is well above 0.
+  StageProgress p;
+  p.stage = 1;
+  p.elapsed_us = 300'000;
+  p.duration_us = kBlockUs;
+  p.sent_bytes = static_cast<std::uint64_t>(0.3 * kBlockBytes);
+  p.rest_bytes = static_cast<std::uint64_t>(0.7 * kBlockBytes);
+  p.rest_packets = 88;
+  const auto rest = f.policy.rate_for_rest(p);
+  ASSERT_TRUE(rest.has_value());
+  EXPECT_GT(*rest, 0.5);
+  // An alert at a higher rate than the estimate changes nothing.
+  EXPECT_FALSE(f.policy.on_alert(StageAlert{3, 80'000, per_us(2e6)}));
+}
+
+TEST(CapacityPolicy, AlertsAreIgnoredBesideAStandingQueueAndAfterCompeteMode) {
+  Feed f;
+  (void)f.report(per_us(0.8e6), 0.2, 0.0, 0.0, 0.0);  // onset
+  // A queue that stood through the last reported stage: not an onset.
+  (void)f.report(per_us(0.5e6), 0.0, 250'000, 260'000, 0.0);
+  EXPECT_FALSE(f.policy.on_alert(StageAlert{3, 270'000, per_us(0.4e6)}));
+  for (int i = 0; i < 6 && f.policy.mode() != CapacityPolicy::Mode::kCompete; ++i) {
+    (void)f.report(per_us(0.5e6), 0.0, 250'000, 260'000, 0.0);
+  }
+  ASSERT_EQ(f.policy.mode(), CapacityPolicy::Mode::kCompete);
+  EXPECT_FALSE(f.policy.on_alert(StageAlert{20, 270'000, per_us(0.4e6)}));
+  // The loss-based flow leaves: back in delay mode, but its queue may come back with its next
+  // cycle, so alerts wait kAlertQuietReports clean reports.
+  (void)f.clean();
+  (void)f.clean();
+  ASSERT_EQ(f.policy.mode(), CapacityPolicy::Mode::kDelay);
+  EXPECT_FALSE(f.policy.on_alert(StageAlert{40, 90'000, per_us(0.3e6)}));
+  for (unsigned i = 0; i < CapacityPolicy::kAlertQuietReports; ++i)
+    (void)f.clean();
+  EXPECT_TRUE(f.policy.on_alert(StageAlert{100, 90'000, per_us(0.3e6)}));
+}
+
 TEST(CapacityPolicy, MissingReportsBackOffFromTheSecondInARow) {
   Feed f;
   (void)f.report(per_us(0.8e6), 0.2, 0.0, 0.0, 0.0);

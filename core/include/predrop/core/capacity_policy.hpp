@@ -87,6 +87,7 @@ class CapacityPolicy final : public RateController {
   double rate_for_next(const StageStart& next) override;
   std::optional<double> rate_for_rest(const StageProgress& progress) override;
   std::optional<PacingLimit> pacing() const override;
+  bool on_alert(const StageAlert& alert) override;
 
   /// Estimated rate this session can send, in link bytes per µs (0 before any sample).
   double capacity_estimate() const { return capacity_; }
@@ -103,6 +104,8 @@ class CapacityPolicy final : public RateController {
   /// congestion (overuse or a queue standing at the block's end).
   static constexpr double kReplanStep = 0.1;
   static constexpr double kReplanStepCongested = 0.02;
+  /// Reports after compete mode during which alerts are ignored (on_alert).
+  static constexpr unsigned kAlertQuietReports = 30;
 
  protected:
   Decision decide(const StageReport& report) override;
@@ -155,6 +158,10 @@ class CapacityPolicy final : public RateController {
   std::uint32_t last_report_stage_ = 0;
   bool has_report_ = false;
   double predicted_queue_us_ = 0;
+  std::uint32_t alert_stage_ = UINT32_MAX;  ///< The stage of the last alert taken.
+  double alert_queue_us_ = 0;               ///< Its queue: the re-plan gives it back.
+  /// Reports since compete mode was left (alerts wait kAlertQuietReports after it).
+  unsigned reports_since_compete_ = 1'000'000;
   unsigned release_run_ = 0;
   unsigned missing_run_ = 0;
   double base_period_us_ = 0;      ///< Without the hook: the smallest clean reception period.

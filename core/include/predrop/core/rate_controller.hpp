@@ -108,6 +108,14 @@ struct StageProgress {
   std::span<const std::uint64_t> removable;
 };
 
+/// A receiver's interim alert on the stage in flight: its packets started to queue at the
+/// bottleneck (queueing delay above the receiver's alert threshold) before the stage ended.
+struct StageAlert {
+  std::uint32_t stage = 0;
+  double queue_us = 0.0;  ///< Queueing delay of the packet that raised it.
+  double rate = 0.0;      ///< Arrival rate of the stage's last packets, link bytes per µs.
+};
+
 /// A token bucket for the sender's pacing: `burst_bytes` may leave back to back after an idle
 /// time (a packet pair or two, whose dispersion at the bottleneck measures its rate), the rest
 /// at `rate` (StageStart's byte unit per µs).
@@ -151,6 +159,13 @@ class RateController {
   virtual std::optional<double> rate_for_rest(const StageProgress& progress) {
     (void)progress;
     return std::nullopt;
+  }
+  /// An interim alert on the stage in flight (StageAlert). True when the policy changed its
+  /// estimate: the sender then re-plans the rest of that stage (rate_for_rest). The default
+  /// ignores alerts.
+  virtual bool on_alert(const StageAlert& alert) {
+    (void)alert;
+    return false;
   }
   /// How the sender should pace this peer's packets beyond the media's own schedule, or nothing
   /// for no limit. A policy that knows the path's rate paces a key frame out over time instead

@@ -45,6 +45,11 @@ struct MediaConfig {
   std::uint32_t report_bytes = 130;       ///< SRTCP RR + PDFB v1.1 on the link.
   core::ReceptionMeterConfig meter;
   QualityModel quality;
+  /// An experiment, not in the server yet (bench/README.md "The interim alert"): when a packet
+  /// of the newest stage queued longer than this, the receiver sends one alert for that stage
+  /// at once (core::StageAlert: its queue and the arrival rate of its last 8 packets) and the
+  /// sender re-plans the rest of the stage if the policy takes it. 0 = off.
+  SimTime alert_queue_us = 0;
 };
 
 /// What one stage did, for the metrics.
@@ -97,6 +102,7 @@ class MediaFlow final : public Endpoint {
   void pump();
   void send_packet(std::uint32_t stage, std::uint32_t index);
   void replan_current();
+  void maybe_alert(std::uint32_t stage, SimTime now, SimTime owd, std::uint32_t bytes);
   void check_missing();
   void poll();
   void on_measurement(const core::StageMeasurement& m);
@@ -125,6 +131,14 @@ class MediaFlow final : public Endpoint {
   bool pump_scheduled_ = false;
   SimTime next_free_us_ = 0;  ///< When the pacing rate lets the next packet go.
   double lead_bytes_ = 0.0;   ///< Bytes of the current block's leading burst sent.
+  // Interim alerts (receiver side): the smallest one-way delay seen, the stage last alerted on,
+  // the newest stage seen and its last arrivals (time, bytes) for the rate the alert carries.
+  SimTime base_owd_ = INT64_MAX;
+  std::uint32_t alerted_stage_ = UINT32_MAX;
+  std::uint32_t newest_stage_ = 0;
+  std::vector<std::pair<SimTime, std::uint32_t>> recent_;
+  std::vector<core::StageAlert> alerts_;  ///< Alerts in flight, by tag (with kAlertTag).
+  static constexpr std::uint64_t kAlertTag = 1ull << 62;  // bit 63 is the network's
 };
 
 }  // namespace predrop::sim

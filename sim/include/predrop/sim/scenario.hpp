@@ -80,6 +80,8 @@ struct RunOptions {
   /// Starts each media flow at another block of the clip (repeats see other content).
   bool random_clip_offset = false;
   QualityModel quality;
+  /// The receivers' interim alert threshold (MediaConfig::alert_queue_us; 0 = off).
+  SimTime alert_queue_us = 0;
 };
 
 /// Runs one case; throws std::invalid_argument on a bad policy configuration.
