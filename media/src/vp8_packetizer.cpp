@@ -188,27 +188,4 @@ void packetize_vp8(Bytes frame, std::uint16_t picture_id, bool non_reference,
   }
 }
 
-std::optional<VideoPicture> Vp8Packetizer::add_sample(Bytes sample, bool key_flag,
-                                                      PayloadSink& sink) {
-  if (sample.empty()) return std::nullopt;
-  const auto info = parse_vp8_frame(sample);
-  if (!info) warn_("unreadable VP8 frame header at frame " + std::to_string(pictures_));
-  VideoPicture picture;
-  const bool key = info ? info->key : key_flag;
-  picture.type = key ? FrameType::kKey : (info ? FrameType::kPredicted : FrameType::kUnknown);
-  picture.reference = !info || info->reference;
-  packetize_vp8(sample, picture_id_, !picture.reference, max_payload_,
-                [&](Bytes head, Bytes body) { sink.add(head, body, false, false); });
-  // RFC 7741 §4.1: the marker bit is set on the last packet of a frame.
-  sink.mark_last();
-  picture_id_ = static_cast<std::uint16_t>((picture_id_ + 1) & 0x7fff);
-  ++pictures_;
-  return picture;
-}
-
-void Vp8Packetizer::describe(StreamInfo& info) const {
-  info.encoding = "VP8/90000";
-  info.fmtp.clear();
-}
-
 }  // namespace predrop::media::detail

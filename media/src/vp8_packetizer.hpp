@@ -22,9 +22,11 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include "video_packetizer.hpp"
+#include "vpx_packetizer.hpp"
 
 namespace predrop::media::detail {
 
@@ -61,22 +63,19 @@ void packetize_vp8(Bytes frame, std::uint16_t picture_id, bool non_reference,
                    std::size_t max_payload,
                    const std::function<void(Bytes head, Bytes body)>& emit);
 
-/// Packetizes the frames of one VP8 stream.
-class Vp8Packetizer final : public VideoPacketizer {
- public:
-  Vp8Packetizer(std::size_t max_payload, Warn warn)
-      : max_payload_(max_payload), warn_(std::move(warn)) {}
-
-  void configure(Bytes /*extradata*/) override {}
-  std::optional<VideoPicture> add_sample(Bytes sample, bool key_flag, PayloadSink& sink) override;
-  /// VP8/90000 without fmtp, as FFmpeg's sdp.c writes it.
-  void describe(StreamInfo& info) const override;
-
- private:
-  std::size_t max_payload_;
-  Warn warn_;
-  std::uint16_t picture_id_ = 0;
-  std::size_t pictures_ = 0;
+/// What VpxPacketizer needs of VP8.
+struct Vp8Codec {
+  static constexpr std::string_view kName = "VP8";
+  static std::optional<Vp8FrameInfo> parse_frame(Bytes sample) { return parse_vp8_frame(sample); }
+  /// The descriptor's N (non-reference frame): the frame header says no reference is updated.
+  static void packetize(Bytes sample, std::uint16_t picture_id, const VideoPicture& picture,
+                        std::size_t max_payload,
+                        const std::function<void(Bytes head, Bytes body)>& emit) {
+    packetize_vp8(sample, picture_id, !picture.reference, max_payload, emit);
+  }
 };
+
+/// Packetizes the frames of one VP8 stream.
+using Vp8Packetizer = VpxPacketizer<Vp8Codec>;
 
 }  // namespace predrop::media::detail

@@ -221,27 +221,4 @@ void packetize_vp9(Bytes sample, std::uint16_t picture_id, bool inter_predicted,
   }
 }
 
-std::optional<VideoPicture> Vp9Packetizer::add_sample(Bytes sample, bool key_flag,
-                                                      PayloadSink& sink) {
-  if (sample.empty()) return std::nullopt;
-  const auto info = parse_vp9_frame(sample);
-  if (!info) warn_("unreadable VP9 frame header at frame " + std::to_string(pictures_));
-  VideoPicture picture;
-  const bool key = info ? info->key : key_flag;
-  picture.type = key ? FrameType::kKey : (info ? FrameType::kPredicted : FrameType::kUnknown);
-  picture.reference = !info || info->reference;
-  packetize_vp9(sample, picture_id_, !key, max_payload_,
-                [&](Bytes head, Bytes body) { sink.add(head, body, false, false); });
-  // RFC 9628 §4.1: the marker bit is set on the last packet of a picture.
-  sink.mark_last();
-  picture_id_ = static_cast<std::uint16_t>((picture_id_ + 1) & 0x7fff);
-  ++pictures_;
-  return picture;
-}
-
-void Vp9Packetizer::describe(StreamInfo& info) const {
-  info.encoding = "VP9/90000";
-  info.fmtp.clear();
-}
-
 }  // namespace predrop::media::detail

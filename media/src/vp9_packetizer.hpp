@@ -25,9 +25,11 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include "video_packetizer.hpp"
+#include "vpx_packetizer.hpp"
 
 namespace predrop::media::detail {
 
@@ -69,22 +71,19 @@ void packetize_vp9(Bytes sample, std::uint16_t picture_id, bool inter_predicted,
                    std::size_t max_payload,
                    const std::function<void(Bytes head, Bytes body)>& emit);
 
-/// Packetizes the samples of one VP9 stream.
-class Vp9Packetizer final : public VideoPacketizer {
- public:
-  Vp9Packetizer(std::size_t max_payload, Warn warn)
-      : max_payload_(max_payload), warn_(std::move(warn)) {}
-
-  void configure(Bytes /*extradata*/) override {}
-  std::optional<VideoPicture> add_sample(Bytes sample, bool key_flag, PayloadSink& sink) override;
-  /// VP9/90000 without fmtp, as FFmpeg's sdp.c writes it.
-  void describe(StreamInfo& info) const override;
-
- private:
-  std::size_t max_payload_;
-  Warn warn_;
-  std::uint16_t picture_id_ = 0;
-  std::size_t pictures_ = 0;
+/// What VpxPacketizer needs of VP9.
+struct Vp9Codec {
+  static constexpr std::string_view kName = "VP9";
+  static std::optional<Vp9FrameInfo> parse_frame(Bytes sample) { return parse_vp9_frame(sample); }
+  /// The descriptor's P (inter-picture predicted): every picture but a key frame.
+  static void packetize(Bytes sample, std::uint16_t picture_id, const VideoPicture& picture,
+                        std::size_t max_payload,
+                        const std::function<void(Bytes head, Bytes body)>& emit) {
+    packetize_vp9(sample, picture_id, picture.type != FrameType::kKey, max_payload, emit);
+  }
 };
+
+/// Packetizes the samples of one VP9 stream.
+using Vp9Packetizer = VpxPacketizer<Vp9Codec>;
 
 }  // namespace predrop::media::detail
