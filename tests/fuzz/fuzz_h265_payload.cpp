@@ -5,10 +5,9 @@
 //   limit from the second byte and depacketized again, which must give the units back exactly.
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <vector>
 
-#include "fuzz_check.hpp"
+#include "fuzz_payload.hpp"
 #include "h265_packetizer.hpp"
 #include "predrop/media/h265_depacketizer.hpp"
 
@@ -19,24 +18,12 @@ using predrop::media::H265Depacketizer;
 
 void depacketize(const std::uint8_t* data, std::size_t size) {
   H265Depacketizer d([](const AccessUnit&) {});
-  std::uint32_t timestamp = 0;
-  std::size_t i = 0;
-  while (size - i >= 4) {
-    const auto sequence = static_cast<std::uint16_t>((data[i] << 8) | data[i + 1]);
-    const std::uint8_t flags = data[i + 2];
-    std::size_t length = data[i + 3];
-    i += 4;
-    if (length > size - i) length = size - i;
-    if (flags & 2) timestamp += 3000;
-    d.push(sequence, timestamp, flags & 1, std::span(data + i, length));
-    i += length;
-  }
-  d.flush();
+  predrop::fuzz::push_records(d, data, size);
 }
 
 void round_trip(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return;
-  const std::size_t max_payload = 64 + data[0] * 8;
+  predrop::fuzz::Payloads payloads{64 + data[0] * std::size_t{8}, {}};
   std::vector<std::vector<std::uint8_t>> units;
   std::vector<std::uint8_t> expected;
   for (std::size_t i = 1; i < size;) {
@@ -53,36 +40,20 @@ void round_trip(const std::uint8_t* data, std::size_t size) {
   }
   if (units.empty()) return;
   std::vector<predrop::media::detail::Bytes> spans(units.begin(), units.end());
-  std::vector<std::vector<std::uint8_t>> payloads;
   std::vector<std::uint8_t> scratch;
-  predrop::media::detail::packetize_h265(
-      spans, max_payload, scratch,
-      [&](predrop::media::detail::Bytes head, predrop::media::detail::Bytes body) {
-        std::vector<std::uint8_t> p(head.begin(), head.end());
-        p.insert(p.end(), body.begin(), body.end());
-        PREDROP_FUZZ_CHECK(p.size() <= max_payload);
-        payloads.push_back(std::move(p));
-      });
+  predrop::media::detail::packetize_h265(spans, payloads.max_payload, scratch, payloads.emit());
   std::size_t count = 0;
   H265Depacketizer d([&](const AccessUnit& au) {
     ++count;
     PREDROP_FUZZ_CHECK(!au.damaged);
     PREDROP_FUZZ_CHECK(std::vector<std::uint8_t>(au.data.begin(), au.data.end()) == expected);
   });
-  for (std::size_t i = 0; i < payloads.size(); ++i) {
-    d.push(static_cast<std::uint16_t>(i), 0, i + 1 == payloads.size(), payloads[i]);
-  }
+  payloads.push_into(d);
   PREDROP_FUZZ_CHECK(count == 1);
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (size == 0) return 0;
-  if (data[0] & 1) {
-    round_trip(data + 1, size - 1);
-  } else {
-    depacketize(data + 1, size - 1);
-  }
-  return 0;
+  return predrop::fuzz::run_payload_target(data, size, round_trip, depacketize);
 }

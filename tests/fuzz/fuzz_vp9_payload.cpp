@@ -5,9 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <vector>
 
-#include "fuzz_check.hpp"
+#include "fuzz_payload.hpp"
 #include "predrop/media/vp9_depacketizer.hpp"
 #include "vp9_packetizer.hpp"
 
@@ -18,19 +17,7 @@ using predrop::media::Vp9Depacketizer;
 
 void depacketize(const std::uint8_t* data, std::size_t size) {
   Vp9Depacketizer d([](const AccessUnit&) {});
-  std::uint32_t timestamp = 0;
-  std::size_t i = 0;
-  while (size - i >= 4) {
-    const auto sequence = static_cast<std::uint16_t>((data[i] << 8) | data[i + 1]);
-    const std::uint8_t flags = data[i + 2];
-    std::size_t length = data[i + 3];
-    i += 4;
-    if (length > size - i) length = size - i;
-    if (flags & 2) timestamp += 3000;
-    d.push(sequence, timestamp, flags & 1, std::span(data + i, length));
-    i += length;
-  }
-  d.flush();
+  predrop::fuzz::push_records(d, data, size);
 }
 
 void round_trip(const std::uint8_t* data, std::size_t size) {
@@ -39,37 +26,13 @@ void round_trip(const std::uint8_t* data, std::size_t size) {
   const std::span<const std::uint8_t> frame(data + 1, size - 1);
   (void)predrop::media::detail::parse_vp9_frame(frame);
   (void)predrop::media::detail::parse_vp9_descriptor(frame);
-  std::vector<std::uint8_t> got;
-  std::size_t count = 0;
-  Vp9Depacketizer d([&](const AccessUnit& au) {
-    ++count;
-    got.assign(au.data.begin(), au.data.end());
+  predrop::fuzz::frame_round_trip<Vp9Depacketizer>(frame, max_payload, [&](auto emit) {
+    predrop::media::detail::packetize_vp9(frame, 77, false, max_payload, emit);
   });
-  std::uint16_t sequence = 0;
-  std::vector<std::vector<std::uint8_t>> payloads;
-  predrop::media::detail::packetize_vp9(
-      frame, 77, false, max_payload,
-      [&](predrop::media::detail::Bytes head, predrop::media::detail::Bytes body) {
-        std::vector<std::uint8_t> p(head.begin(), head.end());
-        p.insert(p.end(), body.begin(), body.end());
-        PREDROP_FUZZ_CHECK(p.size() <= max_payload);
-        payloads.push_back(std::move(p));
-      });
-  for (std::size_t i = 0; i < payloads.size(); ++i) {
-    d.push(sequence++, 0, i + 1 == payloads.size(), payloads[i]);
-  }
-  PREDROP_FUZZ_CHECK(count == 1);
-  PREDROP_FUZZ_CHECK(got == std::vector<std::uint8_t>(frame.begin(), frame.end()));
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (size == 0) return 0;
-  if (data[0] & 1) {
-    round_trip(data + 1, size - 1);
-  } else {
-    depacketize(data + 1, size - 1);
-  }
-  return 0;
+  return predrop::fuzz::run_payload_target(data, size, round_trip, depacketize);
 }

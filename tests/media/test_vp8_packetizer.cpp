@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <random>
 #include <vector>
 
+#include "payload_test_util.hpp"
 #include "predrop/media/vp8_depacketizer.hpp"
 #include "vp8_packetizer.hpp"
 
@@ -17,13 +17,9 @@ using V = std::vector<std::uint8_t>;
 
 std::vector<V> packetize(const V& frame, std::uint16_t picture_id, bool non_reference,
                          std::size_t max_payload) {
-  std::vector<V> out;
-  packetize_vp8(frame, picture_id, non_reference, max_payload, [&](Bytes head, Bytes body) {
-    V p(head.begin(), head.end());
-    p.insert(p.end(), body.begin(), body.end());
-    out.push_back(std::move(p));
+  return test::collect_payloads([&](const auto& emit) {
+    packetize_vp8(frame, picture_id, non_reference, max_payload, emit);
   });
-  return out;
 }
 
 // The boolean encoder of RFC 6386 §7.3 (the test's own, to write inter-frame headers).
@@ -192,30 +188,10 @@ TEST(Vp8Depacketizer, FrameWithALostPacketIsDroppedWhole) {
 }
 
 TEST(Vp8RoundTrip, RandomFramesComeBackByteForByte) {
-  std::mt19937 rng(7741);
-  std::uint16_t sequence = 0;
-  for (std::size_t max_payload : {64u, 500u, 1200u}) {
-    std::vector<V> sent;
-    std::vector<V> got;
-    Vp8Depacketizer d([&](const AccessUnit& a) {
-      EXPECT_FALSE(a.damaged);
-      got.emplace_back(a.data.begin(), a.data.end());
-    });
-    for (int f = 0; f < 40; ++f) {
-      V frame(1 + (rng() % 4 == 0 ? rng() % 20000 : rng() % 300));
-      for (auto& b : frame) {
-        b = static_cast<std::uint8_t>(rng());
-      }
-      sent.push_back(frame);
-      const auto payloads = packetize(frame, static_cast<std::uint16_t>(f), false, max_payload);
-      for (std::size_t i = 0; i < payloads.size(); ++i) {
-        ASSERT_LE(payloads[i].size(), max_payload);
-        d.push(sequence++, static_cast<std::uint32_t>(f * 3000), i + 1 == payloads.size(),
-               payloads[i]);
-      }
-    }
-    EXPECT_EQ(got, sent) << "max_payload " << max_payload;
-  }
+  test::expect_random_frames_round_trip<Vp8Depacketizer>(
+      7741, {64u, 500u, 1200u}, [](const V& frame, int f, std::size_t max_payload) {
+        return packetize(frame, static_cast<std::uint16_t>(f), false, max_payload);
+      });
 }
 
 }  // namespace

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <random>
 #include <vector>
 
+#include "payload_test_util.hpp"
 #include "predrop/media/vp9_depacketizer.hpp"
 #include "vp9_packetizer.hpp"
 
@@ -17,13 +17,8 @@ using V = std::vector<std::uint8_t>;
 
 std::vector<V> packetize(const V& sample, std::uint16_t picture_id, bool inter,
                          std::size_t max_payload) {
-  std::vector<V> out;
-  packetize_vp9(sample, picture_id, inter, max_payload, [&](Bytes head, Bytes body) {
-    V p(head.begin(), head.end());
-    p.insert(p.end(), body.begin(), body.end());
-    out.push_back(std::move(p));
-  });
-  return out;
+  return test::collect_payloads(
+      [&](const auto& emit) { packetize_vp9(sample, picture_id, inter, max_payload, emit); });
 }
 
 // Writes fixed-width fields MSB first, for uncompressed headers.
@@ -169,31 +164,10 @@ TEST(Vp9Depacketizer, PictureWithALostPacketIsDroppedWhole) {
 }
 
 TEST(Vp9RoundTrip, RandomSamplesComeBackByteForByte) {
-  std::mt19937 rng(9628);
-  std::uint16_t sequence = 0;
-  for (std::size_t max_payload : {64u, 700u, 1200u}) {
-    std::vector<V> sent;
-    std::vector<V> got;
-    Vp9Depacketizer d([&](const AccessUnit& a) {
-      EXPECT_FALSE(a.damaged);
-      got.emplace_back(a.data.begin(), a.data.end());
-    });
-    for (int f = 0; f < 40; ++f) {
-      V sample(1 + (rng() % 4 == 0 ? rng() % 20000 : rng() % 300));
-      for (auto& b : sample) {
-        b = static_cast<std::uint8_t>(rng());
-      }
-      sent.push_back(sample);
-      const auto payloads =
-          packetize(sample, static_cast<std::uint16_t>(f), f % 3 != 0, max_payload);
-      for (std::size_t i = 0; i < payloads.size(); ++i) {
-        ASSERT_LE(payloads[i].size(), max_payload);
-        d.push(sequence++, static_cast<std::uint32_t>(f * 3000), i + 1 == payloads.size(),
-               payloads[i]);
-      }
-    }
-    EXPECT_EQ(got, sent) << "max_payload " << max_payload;
-  }
+  test::expect_random_frames_round_trip<Vp9Depacketizer>(
+      9628, {64u, 700u, 1200u}, [](const V& frame, int f, std::size_t max_payload) {
+        return packetize(frame, static_cast<std::uint16_t>(f), f % 3 != 0, max_payload);
+      });
 }
 
 }  // namespace
