@@ -2,6 +2,7 @@
 // (docs/design.md §2.2); config_policy.cpp maps them onto core::PolicyConfig.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "config_reader.hpp"
 
@@ -264,65 +265,51 @@ void check_control(const ControlConfig& k, Problems& problems) {
       problems.add(Problem{key, "relative threshold above 1000 %"});
     }
   };
-  {
-    const AdaptiveTuning& a = k.adaptive;
-    if (a.clean_loss > a.loss_threshold) {
-      problems.add(
-          Problem{"control.adaptive.clean_loss", "must be <= control.adaptive.loss_threshold (" +
-                                                     format_number(a.clean_loss) + " > " +
-                                                     format_number(a.loss_threshold) + ")"});
+  // "<key> must be <= <bound_key> (v > bound)" for two keys whose order is fixed.
+  const auto at_most = [&](const char* key, auto v, const char* bound_key, auto bound) {
+    const auto text = [](auto x) {
+      if constexpr (std::is_integral_v<decltype(x)>) {
+        return std::to_string(x);
+      } else {
+        return format_number(x);
+      }
+    };
+    if (v > bound) {
+      problems.add(Problem{key, "must be <= " + std::string(bound_key) + " (" + text(v) + " > " +
+                                    text(bound) + ")"});
     }
-    if (a.queue_low_ms > a.queue_high_ms) {
-      problems.add(
-          Problem{"control.adaptive.queue_low_ms", "must be <= control.adaptive.queue_high_ms (" +
-                                                       format_number(a.queue_low_ms) + " > " +
-                                                       format_number(a.queue_high_ms) + ")"});
-    }
-    if (a.creep_queue_ms > a.queue_low_ms) {
-      problems.add(
-          Problem{"control.adaptive.creep_queue_ms", "must be <= control.adaptive.queue_low_ms (" +
-                                                         format_number(a.creep_queue_ms) + " > " +
-                                                         format_number(a.queue_low_ms) + ")"});
-    }
-    if (a.hold_stages > a.max_hold_stages) {
-      problems.add(
-          Problem{"control.adaptive.hold_stages", "must be <= control.adaptive.max_hold_stages (" +
-                                                      std::to_string(a.hold_stages) + " > " +
-                                                      std::to_string(a.max_hold_stages) + ")"});
-    }
-    if (k.policy == "adaptive" && a.pulse_rate > k.rmax) {
-      problems.add(Problem{"control.adaptive.pulse_rate", "must be <= control.rmax (" +
-                                                              format_number(a.pulse_rate) + " > " +
-                                                              format_number(k.rmax) + ")"});
-    }
+  };
+  const AdaptiveTuning& a = k.adaptive;
+  at_most("control.adaptive.clean_loss", a.clean_loss, "control.adaptive.loss_threshold",
+          a.loss_threshold);
+  at_most("control.adaptive.queue_low_ms", a.queue_low_ms, "control.adaptive.queue_high_ms",
+          a.queue_high_ms);
+  at_most("control.adaptive.creep_queue_ms", a.creep_queue_ms, "control.adaptive.queue_low_ms",
+          a.queue_low_ms);
+  at_most("control.adaptive.hold_stages", a.hold_stages, "control.adaptive.max_hold_stages",
+          a.max_hold_stages);
+  if (k.policy == "adaptive") {
+    at_most("control.adaptive.pulse_rate", a.pulse_rate, "control.rmax", k.rmax);
   }
   threshold("control.t1", k.t1);
   threshold("control.t2", k.t2);
   problems.add(range_problem("control.report_timeout_stages", k.report_timeout_stages, 1, 1000));
-  if (!std::isfinite(k.psnr_cap_db) || k.psnr_cap_db <= 0.0 || k.psnr_cap_db > 200.0) {
-    problems.add(Problem{"control.psnr_cap_db",
-                         "must be in (0, 200] dB, got " + format_number(k.psnr_cap_db)});
-  }
-  if (!(std::isfinite(k.capacity.margin) && k.capacity.margin > 0.0 && k.capacity.margin <= 1.0)) {
-    problems.add(Problem{"control.capacity.margin",
-                         "must be in (0, 1], got " + format_number(k.capacity.margin)});
-  }
-  if (!(std::isfinite(k.capacity.queue_target_ms) && k.capacity.queue_target_ms >= 0.0 &&
-        k.capacity.queue_target_ms <= 60.0)) {
-    problems.add(
-        Problem{"control.capacity.queue_target_ms",
-                "must be in [0, 60] ms, got " + format_number(k.capacity.queue_target_ms)});
-  }
-  if (!(std::isfinite(k.capacity.increase_step) && k.capacity.increase_step > 0.0 &&
-        k.capacity.increase_step <= 1.0)) {
-    problems.add(Problem{"control.capacity.increase_step",
-                         "must be in (0, 1], got " + format_number(k.capacity.increase_step)});
-  }
-  if (!(std::isfinite(k.capacity.probe_gain) && k.capacity.probe_gain > 1.0 &&
-        k.capacity.probe_gain <= 4.0)) {
-    problems.add(Problem{"control.capacity.probe_gain",
-                         "must be in (1, 4], got " + format_number(k.capacity.probe_gain)});
-  }
+  // "<key> must be in <range>, got v" unless v is finite and `ok`.
+  const auto within = [&](const char* key, double v, bool ok, const char* range) {
+    if (!(std::isfinite(v) && ok)) {
+      problems.add(Problem{key, "must be in " + std::string(range) + ", got " + format_number(v)});
+    }
+  };
+  within("control.psnr_cap_db", k.psnr_cap_db, k.psnr_cap_db > 0.0 && k.psnr_cap_db <= 200.0,
+         "(0, 200] dB");
+  const CapacityTuning& c = k.capacity;
+  within("control.capacity.margin", c.margin, c.margin > 0.0 && c.margin <= 1.0, "(0, 1]");
+  within("control.capacity.queue_target_ms", c.queue_target_ms,
+         c.queue_target_ms >= 0.0 && c.queue_target_ms <= 60.0, "[0, 60] ms");
+  within("control.capacity.increase_step", c.increase_step,
+         c.increase_step > 0.0 && c.increase_step <= 1.0, "(0, 1]");
+  within("control.capacity.probe_gain", c.probe_gain, c.probe_gain > 1.0 && c.probe_gain <= 4.0,
+         "(1, 4]");
   if (!(std::isfinite(k.capacity.pacing_gain) &&
         (k.capacity.pacing_gain == 0.0 ||
          (k.capacity.pacing_gain >= 1.0 && k.capacity.pacing_gain <= 10.0)))) {
