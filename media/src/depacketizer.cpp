@@ -46,6 +46,41 @@ void Depacketizer::malformed() {
   damaged_ = true;
 }
 
+void Depacketizer::append_aggregated(std::span<const std::uint8_t> payload, std::size_t offset,
+                                     std::size_t min_unit) {
+  std::size_t i = offset;
+  while (i < payload.size()) {
+    if (payload.size() - i < 2) {
+      malformed();
+      break;
+    }
+    const std::size_t size = (std::size_t{payload[i]} << 8) | payload[i + 1];
+    i += 2;
+    if (size < min_unit || size > payload.size() - i) {
+      malformed();
+      break;
+    }
+    append_nal(payload.subspan(i, size));
+    i += size;
+  }
+}
+
+void Depacketizer::append_fragment(bool start, bool end, std::span<const std::uint8_t> nal_header,
+                                   std::span<const std::uint8_t> part) {
+  if (start) {
+    begin_fragment();
+    append_nal(nal_header);
+    append(part);
+  } else if (in_fragment()) {
+    // Continuation: gaps were handled by push(), so this directly follows the last part.
+    append(part);
+  } else {
+    // The start (or a middle part) is missing: nothing to attach this part to.
+    drop_fragment();
+  }
+  if (end && in_fragment()) end_fragment();
+}
+
 void Depacketizer::emit() {
   if (in_fragment_) abort_fragment();
   if (have_unit_ && !buffer_.empty()) {

@@ -83,6 +83,16 @@ class Depacketizer {
   void drop_fragment();
   /// A payload this receiver cannot read; the access unit is damaged.
   void malformed();
+  /// The units of an aggregation packet (RFC 6184 STAP-A, RFC 7798 AP): { 16-bit size, NAL unit }
+  /// repeated from `payload[offset]` on. A size below `min_unit` or past the end, or a lone size
+  /// byte, is malformed and ends the packet; the units before it are kept.
+  void append_aggregated(std::span<const std::uint8_t> payload, std::size_t offset,
+                         std::size_t min_unit);
+  /// One part of a fragmented unit (RFC 6184 FU-A, RFC 7798 FU): `start` begins the unit with
+  /// its rebuilt `nal_header`; a later part continues the unit in progress, and one with nothing
+  /// to attach to is dropped; `end` completes it.
+  void append_fragment(bool start, bool end, std::span<const std::uint8_t> nal_header,
+                       std::span<const std::uint8_t> part);
 
  private:
   void emit();
