@@ -20,8 +20,9 @@
 # profile (steady, the default, bursts, tcpshort, straggler), e.g. "20mbit relay basic model 2
 # bursts"; its directory is then RATE+PROFILE-BACKEND-POLICY-FILL-REP. --owd MS adds the delay
 # line's one-way delay to rank 1's path, --seed N fixes the profile's schedule (the same for every
-# arm). The timeout-only arm is "relay fixed model" (R = 0, only the stage deadline); the seed's
-# exact rule is "relay basic model". gloo runs time their all-reduce (fmnist_job --timeline 1:
+# arm); DDL_TORCH_PROFILE_ARGS is passed as run-ddl-torch.sh --profile-args (e.g. "--rate-mbit 8":
+# bursts at twice a 4 Mbit/s bottleneck). The timeout-only arm is "relay fixed model" (R = 0,
+# only the stage deadline); the seed's exact rule is "relay basic model". gloo runs time their all-reduce (fmnist_job --timeline 1:
 # DDP's all-reduce through a Python comm hook that notes its start and end), so that the
 # comm p50/p99 columns hold gloo's all-reduce time. ddl_tail_table.py aggregates the repeats.
 #
@@ -65,7 +66,8 @@ for run in "${runs[@]}"; do
   [[ "$profile" != steady ]] && name="$r+$profile"
   dir="$out/$name-$backend-$policy-$fill-$rep"
   args=(--out "$dir" --rate "$r" --backend "$backend" --stages "$stages" --target-acc "$target"
-        --profile "$profile" --seed "$seed" --owd "$owd")
+        --profile "$profile" --seed "$seed" --owd "$owd"
+        --profile-args "${DDL_TORCH_PROFILE_ARGS:-}")
   # fill "gradient": gradient averaging with zero fill (the R = 0 reference).
   [[ "$fill" == gradient ]] && fill=zero
   [[ "$policy" != - ]] && args+=(--policy "$policy" --fill "$fill" --deadline "$deadline")
