@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 """Per regime and arm, mean and range over the repeats of ddl-torch-compare.sh's runs (issue 26;
-bench/README.md "Tail-latency regimes"): rank 1's time to the target accuracy (training time,
-evaluations left out), final accuracy (10 000 images), iteration time p50 / p99 (stages 10.. without
-an evaluation), communication time p50 / p99 (the hook's first bucket to the last all-reduce's
-completion: gloo's all-reduce with --timeline 1, the relay's stage), the fraction of the model's
-chunks that did not come back (pre-discard R plus lost or late) and of those lost in flight or
-late, each against the gloo row of the same regime.
+bench/README.md "Tail-latency regimes"): rank 1's stage and time at the target accuracy
+(training time, evaluations left out), final accuracy (10 000 images), iteration time mean and
+p50 / p99 (stages 10.. without an evaluation), communication time p50 / p99 (the hook's first
+bucket to the last all-reduce's completion: gloo's all-reduce with --timeline 1, the relay's
+stage), the fraction of the model's chunks that did not come back (pre-discard R plus lost or
+late) and of those lost in flight or late; times and accuracies as mean (range) over the
+repeats, the percentiles as means of the runs' percentiles; each against the gloo row of the
+same regime.
 
     ddl_tail_table.py RUNS_DIR [RUNS_DIR...] [--rank 1] [--csv runs.csv]
 
@@ -45,7 +47,8 @@ def run_stats(d, rank):
     rows = list(csv.DictReader(open(p))) if os.path.exists(p) else []
     it, comm, miss, lost = [], [], [], []
     for a, b in zip(rows, rows[1:]):
-        if int(a["stage"]) >= 10 and not a.get("test_acc") and a.get("iter_us") and b.get("iter_us"):
+        if (int(a["stage"]) >= 10 and not a.get("test_acc") and a.get("iter_us")
+                and b.get("iter_us")):
             it.append((int(b["iter_us"]) - int(a["iter_us"])) / 1000.0)
     for x in rows[10:]:
         if x.get("hook_us") and x.get("done_us") and int(x["done_us"]) > int(x["hook_us"]) > 0:
@@ -57,8 +60,10 @@ def run_stats(d, rank):
     p = os.path.join(d, "load.txt")
     if os.path.exists(p):
         load = open(p).read().strip()
-    return {"t": s.get("time_to_target_train"), "acc": s.get("final_acc"), "error": s.get("error"),
-            "it50": pct(it, 0.5), "it99": pct(it, 0.99), "c50": pct(comm, 0.5),
+    return {"t": s.get("time_to_target_train"), "stage": s.get("stage_at_target"),
+            "acc": s.get("final_acc"), "error": s.get("error"),
+            "itm": sum(it) / len(it) if it else None, "it50": pct(it, 0.5),
+            "it99": pct(it, 0.99), "c50": pct(comm, 0.5),
             "c99": pct(comm, 0.99), "miss": sum(miss) / len(miss) if miss else 0.0,
             "lost": sum(lost) / len(lost) if lost else 0.0, "load": load}
 
@@ -102,10 +107,11 @@ def main():
             w = csv.DictWriter(f, fieldnames=list(lines[0]) if lines else ["regime"])
             w.writeheader()
             w.writerows(lines)
-    print("| regime | arm | runs | s to target | x gloo | final acc | vs gloo, points | "
-          "iteration ms p50 / p99 | comm ms p50 / p99 (P99/P50) | data missing % "
+    print("| regime | arm | runs | stage at target | s to target | x gloo | final acc | "
+          "vs gloo, points | iteration ms mean (x gloo) | iteration ms p50 / p99 | "
+          "comm ms p50 / p99 (P99/P50) | data missing % "
           "(lost/late %) | failed | load avg |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for regime in sorted({k[0] for k in groups}):
         gl = [r for r in groups.get((regime, ARMS[0][0]), []) if r["t"] is not None]
         gt, ga = mean([r["t"] for r in gl]), mean([r["acc"] for r in gl])
@@ -120,12 +126,16 @@ def main():
             loads = ", ".join(r["load"] for r in runs if r["load"])
             speed = f"{gt / t:.2f}x" if gt and t else "-"
             delta = f"{(acc - ga) * 100:+.2f}" if acc is not None and ga is not None else "-"
-            its = f"{spread([r['it50'] for r in ok], '.0f')} / {spread([r['it99'] for r in ok], '.0f')}"
-            com = (f"{spread([r['c50'] for r in ok], '.0f')} / "
-                   f"{spread([r['c99'] for r in ok], '.0f')}{ratio}")
-            miss = (f"{spread([r['miss'] for r in ok], '.1f', 100)} "
-                    f"({spread([r['lost'] for r in ok], '.1f', 100)})")
-            print(f"| {regime} | {label} | {len(runs)} | {spread([r['t'] for r in ok], '.1f')} | "
+            m = {k: mean([r[k] for r in ok]) for k in ("itm", "it50", "it99", "miss", "lost")}
+            gm = mean([r["itm"] for r in gl])
+            its = (f"{m['itm']:.0f} ({gm / m['itm']:.2f}x) | {m['it50']:.0f} / {m['it99']:.0f}"
+                   if m["itm"] and gm else "- | -")
+            com = f"{c50:.0f} / {c99:.0f}{ratio}" if c50 and c99 else "-"
+            miss = (f"{m['miss'] * 100:.1f} ({m['lost'] * 100:.1f})"
+                    if m["miss"] is not None else "-")
+            stages = "/".join(str(r["stage"]) for r in ok)
+            print(f"| {regime} | {label} | {len(runs)} | {stages} | "
+                  f"{spread([r['t'] for r in ok], '.1f')} | "
                   f"{speed} | {spread([r['acc'] for r in ok], '.4f')} | {delta} | {its} | {com} | "
                   f"{miss} | {len(runs) - len(ok)} | {loads} |")
     return 0
