@@ -26,6 +26,7 @@
 #include "predrop/server/status_page.hpp"
 #include "predrop/server/stream_server.hpp"
 #include "predrop/server/stream_workers.hpp"
+#include "predrop/server/whep_http.hpp"
 
 using namespace predrop;
 
@@ -90,6 +91,7 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
     return 1;
   }
   server::ControlBackend control;  // outlives the endpoint that calls into it
+  server::WhepBackend whep;        // so does this
   std::unique_ptr<server::MetricsEndpoint> metrics;
   if (config.server.metrics_listen) {
     auto addr = net::SocketAddress::from_ip(config.server.metrics_listen->host,
@@ -137,6 +139,15 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
       metrics->set_pages(server::serve_status_page);
       core::log(core::LogLevel::kInfo, "server", "status page at http://%s/",
                 metrics->address().to_string().c_str());
+      // WHEP and a player page per stream on the same listener (docs/webrtc.md).
+      for (const auto& s : config.server.streams)
+        whep.streams.push_back(s.name);
+      whep.offer = [&srv](std::string_view stream, std::string_view offer,
+                          const net::SocketAddress& peer,
+                          std::string_view ip) { return srv.whep_offer(stream, offer, peer, ip); };
+      whep.end = [&srv](std::string_view session) { return srv.whep_delete(session); };
+      metrics->set_whep(
+          [&whep](const server::HttpRequest& q) { return server::handle_whep(q, whep); });
     } catch (const std::exception& e) {
       core::log(core::LogLevel::kError, "server", "%s", e.what());
       return 1;

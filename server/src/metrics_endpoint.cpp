@@ -20,6 +20,14 @@ std::string_view reason_phrase(int status) {
   switch (status) {
     case 200:
       return "OK";
+    case 201:
+      return "Created";
+    case 204:
+      return "No Content";
+    case 406:
+      return "Not Acceptable";
+    case 413:
+      return "Content Too Large";
     case 400:
       return "Bad Request";
     case 401:
@@ -105,6 +113,19 @@ bool is_control_target(std::string_view target) {
   return target == "/api" || target.starts_with("/api/") || target.starts_with("/api?");
 }
 
+bool is_whep_target(std::string_view target) {
+  const std::string_view path = target.substr(0, target.find('?'));
+  if (path.size() < 3 || path.front() != '/') return false;
+  const std::size_t slash = path.find('/', 1);
+  if (slash == std::string_view::npos || slash == 1 || path.substr(1, slash - 1) == "api") {
+    return false;
+  }
+  const std::string_view rest = path.substr(slash + 1);
+  if (rest.empty() || rest == "player.js" || rest == "whep") return true;
+  return rest.starts_with("whep/") && rest.size() > 5 &&
+         rest.find('/', 5) == std::string_view::npos;
+}
+
 MetricsRequest parse_metrics_request(std::string_view head) {
   // Empty lines before the request line are skipped (RFC 9112 §2.2).
   while (head.starts_with("\r\n") || head.starts_with("\n")) {
@@ -132,7 +153,10 @@ MetricsRequest parse_metrics_request(std::string_view head) {
   if (version != "HTTP/1.0" && version != "HTTP/1.1") return {505, false};
   MetricsRequest ok{200, method == "HEAD", method, target, header_value(head, "Authorization")};
   if (method == "GET" || method == "HEAD") return ok;
-  if ((method == "POST" || method == "DELETE") && is_control_target(target)) return ok;
+  if ((method == "POST" || method == "DELETE") &&
+      (is_control_target(target) || is_whep_target(target))) {
+    return ok;
+  }
   return {405, false};
 }
 
@@ -249,6 +273,27 @@ void MetricsEndpoint::on_data(std::uint64_t id, std::span<const std::uint8_t> da
     return;
   }
   const MetricsRequest request = parse_metrics_request(head.substr(0, end));
+  // A WHEP offer's body follows the head: wait for all of it (within the same deadline).
+  std::string_view request_body;
+  if (request.status == 200 && request.method == "POST" && is_whep_target(request.target)) {
+    const std::size_t start = end + (head.substr(end, 4) == "\r\n\r\n" ? 4 : 2);
+    std::size_t length = 0;
+    const std::string_view cl = header_value(head.substr(0, end), "Content-Length");
+    for (char ch : cl) {
+      if (ch < '0' || ch > '9' || length > options_.max_body_bytes) {
+        length = options_.max_body_bytes + 1;
+        break;
+      }
+      length = length * 10 + static_cast<std::size_t>(ch - '0');
+    }
+    if (length > options_.max_body_bytes) {
+      ++stats_.oversized;
+      answer(c, status_reply(413, "Content Too Large"));
+      return;
+    }
+    if (head.size() < start + length) return;
+    request_body = head.substr(start, length);
+  }
   if (request.status != 200) {
     ++stats_.bad_requests;
     answer(c, status_reply(request.status, request.status == 405   ? "Method Not Allowed"
@@ -256,7 +301,21 @@ void MetricsEndpoint::on_data(std::uint64_t id, std::span<const std::uint8_t> da
                                                                    : "Bad Request"));
     return;
   }
-  const HttpRequest q{request.method, request.target, request.authorization};
+  HttpRequest q{request.method, request.target, request.authorization, request_body, {}, {}};
+  if (c.tcp) {
+    q.peer = c.tcp->peer_address();
+    q.local = c.tcp->local_address();
+  }
+  if (whep_ && is_whep_target(request.target)) {
+    HttpReply r;
+    if (!guard_.run(CallbackKind::kMetrics, [&] { r = whep_(q); })) {
+      answer(c, status_reply(500, "Internal Server Error"));
+      return;
+    }
+    ++stats_.answered;
+    answer(c, reply_text(r, request.head_only));
+    return;
+  }
   if (control_ && is_control_target(request.target)) {
     ++stats_.api_requests;
     HttpReply r;

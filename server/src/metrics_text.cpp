@@ -73,6 +73,14 @@ void add_stats(ServerStats& a, const ServerStats& b) {
   a.publishers_replaced += b.publishers_replaced;
   a.publish_packets += b.publish_packets;
   a.publish_dropped += b.publish_dropped;
+  a.webrtc_offers += b.webrtc_offers;
+  a.webrtc_offers_refused += b.webrtc_offers_refused;
+  a.webrtc_stun_requests += b.webrtc_stun_requests;
+  a.webrtc_stun_refused += b.webrtc_stun_refused;
+  a.webrtc_dtls_strangers += b.webrtc_dtls_strangers;
+  a.webrtc_dtls_connected += b.webrtc_dtls_connected;
+  a.webrtc_dtls_failed += b.webrtc_dtls_failed;
+  a.webrtc_consent_lost += b.webrtc_consent_lost;
 }
 
 std::string render_metrics(const StreamServer& server, const MetricsSources& more) {
@@ -115,6 +123,24 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
   counter("predrop_publish_dropped_total",
           "Publisher frames dropped (RTCP, tracks not served, malformed, not recording).",
           s.publish_dropped);
+  counter("predrop_webrtc_offers_total", "WHEP offers answered (docs/webrtc.md).", s.webrtc_offers);
+  counter("predrop_webrtc_offers_refused_total",
+          "WHEP offers refused: unusable SDP, unknown stream, session limits.",
+          s.webrtc_offers_refused);
+  counter("predrop_webrtc_stun_requests_total", "STUN datagrams on the RTP port.",
+          s.webrtc_stun_requests);
+  counter("predrop_webrtc_stun_refused_total",
+          "STUN refused unanswered: malformed, unknown ufrag, MESSAGE-INTEGRITY wrong.",
+          s.webrtc_stun_refused);
+  counter("predrop_webrtc_dtls_strangers_total",
+          "DTLS datagrams from an address no valid ICE check came from.", s.webrtc_dtls_strangers);
+  counter("predrop_webrtc_dtls_connected_total", "DTLS-SRTP handshakes completed.",
+          s.webrtc_dtls_connected);
+  counter("predrop_webrtc_dtls_failed_total",
+          "DTLS handshakes failed (a wrong certificate fingerprint among them).",
+          s.webrtc_dtls_failed);
+  counter("predrop_webrtc_consent_lost_total", "WHEP sessions ended: no ICE consent for 30 s.",
+          s.webrtc_consent_lost);
   counter("predrop_rtsp_foreign_session_requests_total",
           "Requests naming a session set up from another address (answered 454).",
           s.session_requests_foreign);

@@ -13,7 +13,9 @@ StreamSessionConfig session_config(const SessionEntry& entry, const StreamServer
   cfg.number = entry.number;
   cfg.tracks = entry.tracks;
   cfg.extension_ids = kExtensionIds;
-  cfg.srtp_suite = options.srtp;
+  // A WHEP session's keys come from its DTLS handshake, in the one profile it negotiates.
+  cfg.srtp_suite =
+      entry.webrtc ? std::optional(wire::SrtpSuite::AesCm128HmacSha1_80) : options.srtp;
   cfg.key = entry.key;
   cfg.discard = options.discard;
   cfg.discard_seed = options.discard_seed ^ std::hash<std::string>{}(entry.id);
@@ -42,7 +44,8 @@ std::unique_ptr<SessionTransport> session_transport(const SessionEntry& entry,
   for (const SessionTrack& t : entry.tracks) {
     rtcp_to.push_back(t.rtcp_destination);
   }
-  return std::make_unique<UdpTransport>(rtp, rtcp, std::move(rtcp_to));
+  // rtcp-mux (RFC 5761): a browser takes RTCP only from the address its ICE pair names.
+  return std::make_unique<UdpTransport>(rtp, entry.webrtc ? rtp : rtcp, std::move(rtcp_to));
 }
 
 core::PolicyConfig session_policy(const SessionEntry& entry, const StreamServerOptions& options) {

@@ -41,7 +41,10 @@ struct SessionEntry {
   std::unique_ptr<StreamSession> session;  ///< Created at the first PLAY.
   std::uint64_t last_request_us = 0;
   std::string base_url;
-  bool interleaved = false;      ///< Its tracks go on connection `connection` (RTP/AVP/TCP).
+  bool interleaved = false;  ///< Its tracks go on connection `connection` (RTP/AVP/TCP).
+  /// A WHEP session (docs/webrtc.md): DTLS-SRTP keys, RTP and RTCP on the RTP socket (rtcp-mux),
+  /// started when its DTLS handshake completes rather than at PLAY.
+  bool webrtc = false;
   std::uint32_t slot = kNoSlot;  ///< Its key in the pacer, once it was ever queued.
   std::uint64_t setup_us = 0;    ///< When it was added (the server's clock): "since" in the API.
   BlockHistory history;          ///< Its last blocks, for the control API.

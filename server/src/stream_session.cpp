@@ -55,9 +55,9 @@ StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
     const SessionTrack& st = config_.tracks[t];
     if (st.media_stream >= streams.size()) throw std::runtime_error("track for unknown stream");
     track_of_stream_[st.media_stream] = static_cast<int>(t);
-    tc.tracks.push_back(chain::TrackConfig{st.ssrc, streams[st.media_stream].payload_type,
-                                           st.initial_sequence, st.timestamp_offset,
-                                           st.rtp_destination, st.rtcp_destination});
+    tc.tracks.push_back(chain::TrackConfig{
+        st.ssrc, st.payload_type.value_or(streams[st.media_stream].payload_type),
+        st.initial_sequence, st.timestamp_offset, st.rtp_destination, st.rtcp_destination});
   }
   std::optional<net::SrtpSession> srtp_out;
   chain::IntakeConfig intake;

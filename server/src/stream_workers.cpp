@@ -243,6 +243,25 @@ std::optional<std::vector<BlockRecord>> StreamWorkers::session_history(std::uint
   return out;
 }
 
+WhepOutcome StreamWorkers::whep_offer(std::string_view stream, std::string_view offer,
+                                      const net::SocketAddress& peer,
+                                      std::string_view candidate_ip) {
+  WhepOutcome out{503, {}, {}, "no worker answered"};
+  if (workers_.empty()) return out;
+  const std::size_t k = next_worker_;
+  next_worker_ = (next_worker_ + 1) % workers_.size();
+  (void)run_on(k, [&](StreamServer& s) { out = s.whep_offer(stream, offer, peer, candidate_ip); });
+  return out;
+}
+
+bool StreamWorkers::whep_delete(std::string_view session) const {
+  const auto owner = directory_->find(session);
+  bool ended = false;
+  if (!owner) return false;
+  (void)run_on(owner->worker, [&](StreamServer& s) { ended = s.whep_delete(session); });
+  return ended;
+}
+
 bool StreamWorkers::end_session(std::uint64_t number) const {
   bool ended = false;
   if (number == 0) return false;

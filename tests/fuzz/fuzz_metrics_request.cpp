@@ -1,12 +1,13 @@
 // Fuzz target for the metrics endpoint's HTTP request handling (server/src/metrics_endpoint.cpp):
 //   1. parse_metrics_request() on the raw input: the status is one of 200/400/405/505, and 200
-//      only for a GET or HEAD request line of HTTP/1.0 or 1.1, or POST/DELETE of an /api/ path.
+//      only for a GET or HEAD request line of HTTP/1.0 or 1.1, or POST/DELETE of an /api/ or a
+//      WHEP path (is_whep_target(); a WHEP POST's body is then awaited, at most max_body_bytes).
 //   2. The endpoint itself on a FakeClock, through its socketless entry points: connections open,
 //      receive the input in pieces, the clock moves on and the deadline check runs, replies are
 //      read; the renderer throws when the input says so; /api/ paths go to the control API
 //      (handle_control() over a backend with one session, whose functions throw when the
-//      renderer does). Checked: the connection cap holds; a
-//      connection gets at most one reply, a well-formed HTTP/1.0 status line with a
+//      renderer does), WHEP paths to handle_whep() over a fake backend. Checked: the connection cap
+//      holds; a connection gets at most one reply, a well-formed HTTP/1.0 status line with a
 //      Content-Length matching the body, and is closed after it; nothing escapes a callback.
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +23,7 @@
 #include "predrop/net/event_loop.hpp"
 #include "predrop/server/control_api.hpp"
 #include "predrop/server/metrics_endpoint.hpp"
+#include "predrop/server/whep_http.hpp"
 
 namespace {
 
@@ -56,7 +58,7 @@ void check_parser(std::string_view text) {
       line.remove_prefix(line.front() == '\r' ? 2 : 1);
     PREDROP_FUZZ_CHECK(line.starts_with(r.head_only ? "HEAD " : "GET ") ||
                        ((line.starts_with("POST ") || line.starts_with("DELETE ")) &&
-                        server::is_control_target(r.target)));
+                        (server::is_control_target(r.target) || server::is_whep_target(r.target))));
     line = line.substr(0, line.find('\n'));
     if (line.ends_with('\r')) line.remove_suffix(1);
     PREDROP_FUZZ_CHECK(line.ends_with(" HTTP/1.0") || line.ends_with(" HTTP/1.1"));
@@ -129,6 +131,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     backend.end_session = [](std::uint64_t n) { return n == 1; };
     endpoint.set_control(
         [&backend](const server::HttpRequest& q) { return server::handle_control(q, backend); });
+    // WHEP paths (docs/webrtc.md): an offer echoes its body's size, faults as the renderer does.
+    server::WhepBackend whep;
+    whep.streams = {"sample"};
+    whep.offer = [render_throws](std::string_view, std::string_view offer,
+                                 const net::SocketAddress&, std::string_view) {
+      if (render_throws) throw std::runtime_error("fuzz: offer fault");
+      return server::WhepOutcome{201, "v=0 " + std::to_string(offer.size()), "S1", {}};
+    };
+    whep.end = [](std::string_view s) { return s == "S1"; };
+    endpoint.set_whep(
+        [&whep](const server::HttpRequest& q) { return server::handle_whep(q, whep); });
     std::vector<std::uint64_t> ids;
     for (std::size_t i = 0; i < connections; ++i) {
       const std::uint64_t id = endpoint.attach_connection();

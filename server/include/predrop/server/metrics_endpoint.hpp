@@ -6,7 +6,9 @@
 // it instead (the JSON control API, control_api.hpp), with GET, HEAD, POST and DELETE; a request
 // body is not read (none of the API's requests has one). With a page handler set (set_pages()),
 // a GET or HEAD it answers (the status page at / and /status, status_page.hpp) gets its reply
-// instead of the metrics.
+// instead of the metrics. With a WHEP handler set (set_whep(), whep_http.hpp), the paths
+// is_whep_target() names go to it, POST included, with the request body (Content-Length, at most
+// max_body_bytes; docs/webrtc.md).
 //
 // Limits: at most max_connections open at once (more are closed at accept), a request head of
 // at most max_request_bytes, and a deadline from the accept to the end of the request head that
@@ -35,6 +37,9 @@ struct HttpRequest {
   std::string_view method;
   std::string_view target;         ///< As sent: path, maybe "?query".
   std::string_view authorization;  ///< The Authorization header's value, or empty.
+  std::string_view body;           ///< The request body (WHEP POST only), else empty.
+  net::SocketAddress peer;         ///< Who sent it (0.0.0.0:0 on attached connections).
+  net::SocketAddress local;        ///< The address it came in on (0.0.0.0:0 when attached).
 };
 
 /// The answer to one request.
@@ -48,6 +53,10 @@ struct HttpReply {
 
 /// True if `target` is one for the control API (its path starts with /api/).
 bool is_control_target(std::string_view target);
+
+/// True if `target` is a WHEP path: /<stream>/ (the player page), /<stream>/player.js,
+/// /<stream>/whep (POST an offer) or /<stream>/whep/<session> (DELETE), <stream> not "api".
+bool is_whep_target(std::string_view target);
 
 /// What the endpoint makes of a complete request head (parse_metrics_request()).
 struct MetricsRequest {
@@ -68,6 +77,7 @@ struct MetricsEndpointOptions {
   std::size_t max_connections = 32;
   std::uint64_t request_deadline_us = 5'000'000;  ///< From accept to the end of the head.
   std::size_t max_request_bytes = 8192;           ///< Longer heads are refused (431).
+  std::size_t max_body_bytes = 65536;             ///< Longer WHEP offers are refused (413).
 };
 
 /// Counters of the endpoint itself.
@@ -100,6 +110,10 @@ class MetricsEndpoint {
   /// (the status page) is served, the rest gets the metrics as before.
   void set_pages(std::function<std::optional<HttpReply>(const HttpRequest&)> handler) {
     pages_ = std::move(handler);
+  }
+  /// Requests for WHEP paths (is_whep_target()) go to `handler` from now on.
+  void set_whep(std::function<HttpReply(const HttpRequest&)> handler) {
+    whep_ = std::move(handler);
   }
   /// The address actually bound.
   const net::SocketAddress& address() const { return listener_->local_address(); }
@@ -147,6 +161,7 @@ class MetricsEndpoint {
   std::function<std::string()> render_;
   std::function<HttpReply(const HttpRequest&)> control_;
   std::function<std::optional<HttpReply>(const HttpRequest&)> pages_;
+  std::function<HttpReply(const HttpRequest&)> whep_;
   std::unique_ptr<net::TcpListener> listener_;
   std::unique_ptr<net::Timer> deadline_timer_;
   std::map<std::uint64_t, Client> open_;

@@ -201,6 +201,16 @@ struct ServerStats {
   std::uint64_t publish_packets = 0;        ///< RTP packets publishers sent us.
   /// Publisher frames dropped: RTCP, another track than the video, not RTP, not recording.
   std::uint64_t publish_dropped = 0;
+  // WebRTC egress over WHEP (docs/webrtc.md).
+  std::uint64_t webrtc_offers = 0;          ///< WHEP offers answered (sessions created).
+  std::uint64_t webrtc_offers_refused = 0;  ///< Unusable offer, unknown stream, limits.
+  std::uint64_t webrtc_stun_requests = 0;   ///< STUN datagrams on the RTP port.
+  /// STUN refused without an answer: malformed, no session's ufrag, MESSAGE-INTEGRITY wrong.
+  std::uint64_t webrtc_stun_refused = 0;
+  std::uint64_t webrtc_dtls_strangers = 0;  ///< DTLS from an address no valid check came from.
+  std::uint64_t webrtc_dtls_connected = 0;  ///< Handshakes completed (sessions started).
+  std::uint64_t webrtc_dtls_failed = 0;     ///< Handshakes failed (wrong fingerprint among them).
+  std::uint64_t webrtc_consent_lost = 0;    ///< Sessions ended: no valid check for 30 s.
 };
 
 }  // namespace predrop::server

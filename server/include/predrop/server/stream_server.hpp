@@ -27,6 +27,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "predrop/net/clock.hpp"
@@ -37,6 +38,7 @@
 #include "predrop/server/callback_guard.hpp"
 #include "predrop/server/server_options.hpp"
 #include "predrop/server/stream_session.hpp"
+#include "predrop/server/whep_outcome.hpp"
 
 namespace predrop::server {
 
@@ -106,6 +108,13 @@ class StreamServer {
   /// Ends session `number` as a TEARDOWN would, after an RTCP BYE to its client; false if this
   /// server holds no such session.
   bool end_session(std::uint64_t number);
+  /// Answers a WHEP offer for `stream` from `peer`: a session counted against the same limits
+  /// as RTSP ones, started when the browser's DTLS handshake completes. `candidate_ip` is the
+  /// host candidate's address when the RTP socket is bound to every interface.
+  WhepOutcome whep_offer(std::string_view stream, std::string_view offer,
+                         const net::SocketAddress& peer, std::string_view candidate_ip);
+  /// Ends the WHEP session `session` (its DELETE); false if this server holds no such session.
+  bool whep_delete(std::string_view session);
   /// Sessions started from now on are controlled by `control` (a configuration reload);
   /// playing sessions keep their controllers.
   void set_session_control(const SessionControl& control);

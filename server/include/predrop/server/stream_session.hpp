@@ -55,6 +55,8 @@ struct SessionTrack {
   std::uint32_t timestamp_offset = 0;
   /// Set: RTP and RTCP go as frames on these channels of the RTSP connection, not over UDP.
   std::optional<InterleavedChannels> interleaved;
+  /// The RTP payload type to send under instead of the stream's own (WHEP: the browser's).
+  std::optional<std::uint8_t> payload_type;
   /// The key the client protects its own SRTCP with, when it sent one (SETUP `KeyMgmt`, RFC 4567
   /// §3; GStreamer does, per track); else its SRTCP uses the session key.
   std::optional<wire::SrtpSuite> client_suite;

@@ -90,6 +90,11 @@ class StreamWorkers {
   std::optional<std::vector<BlockRecord>> session_history(std::uint64_t number) const;
   /// Ends session `number` on its worker (StreamServer::end_session()); false if none.
   bool end_session(std::uint64_t number) const;
+  /// A WHEP offer, answered by the next worker in turn (StreamServer::whep_offer()).
+  WhepOutcome whep_offer(std::string_view stream, std::string_view offer,
+                         const net::SocketAddress& peer, std::string_view candidate_ip);
+  /// Ends WHEP session `session` on the worker holding it; false if none does.
+  bool whep_delete(std::string_view session) const;
   /// Every worker's set_session_control(`control`); false if a worker did not take it.
   bool set_session_control(const SessionControl& control) const;
 

@@ -1,0 +1,16 @@
+#pragma once
+// What a WHEP offer came to (StreamServer::whep_offer(), docs/webrtc.md), apart from the server
+// so that its units and the HTTP routing (whep_http.hpp) name it without the facade.
+#include <string>
+
+namespace predrop::server {
+
+/// The outcome of a WHEP offer (StreamServer::whep_offer(), docs/webrtc.md).
+struct WhepOutcome {
+  int status = 201;     ///< 201 with an answer; else 400 (offer), 404 (stream), 406 (codec), 503.
+  std::string answer;   ///< The SDP answer (status 201).
+  std::string session;  ///< The session's id: the last segment of its Location.
+  std::string error;    ///< Why, when status is not 201.
+};
+
+}  // namespace predrop::server

@@ -1,0 +1,93 @@
+// A WHEP offer's session entry and SDP answer; see whep_offer.hpp.
+#include "whep_offer.hpp"
+
+#include "predrop/net/os_random.hpp"
+#include "predrop/webrtc/whep_sdp.hpp"
+
+namespace predrop::server::detail {
+namespace {
+
+WhepSetup refused(int status, std::string why) {
+  WhepSetup s;
+  s.outcome.status = status;
+  s.outcome.error = std::move(why);
+  return s;
+}
+
+const StreamDefinition* find_stream(const StreamServerOptions& options, std::string_view name) {
+  for (const auto& s : options.streams) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+// The first video stream of the source; nullopt when it has none.
+std::optional<std::uint8_t> video_index(const media::BlockSource& source) {
+  const auto streams = source.streams();
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    if (streams[i].kind == media::MediaKind::kVideo) return static_cast<std::uint8_t>(i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+WhepSetup prepare_whep_session(const StreamServerOptions& options, const SessionTable& sessions,
+                               std::string_view stream_name, std::string_view offer_sdp,
+                               const net::SocketAddress& peer, const WhepEndpoint& endpoint) {
+  const StreamDefinition* stream = find_stream(options, stream_name);
+  if (stream == nullptr) return refused(404, "no stream '" + std::string(stream_name) + "'");
+  auto source = stream->current_source();
+  if (!source) return refused(404, "nobody publishes '" + stream->name + "' now");
+  const auto video = video_index(*source);
+  if (!video) return refused(406, "stream '" + stream->name + "' has no video");
+  auto offer = webrtc::parse_whep_offer(offer_sdp);
+  if (!offer) return refused(400, offer.error().message);
+
+  WhepSetup s;
+  s.local = webrtc::random_ice_credentials();
+  auto entry = std::make_unique<SessionEntry>();
+  entry->id = sessions.fresh_id();
+  SessionTrack track;
+  track.media_stream = *video;
+  track.ssrc = fresh_ssrc(*entry);
+  track.initial_sequence = net::random_u16();
+  track.timestamp_offset = net::random_u32();
+  const bool any = endpoint.bind_ip == "0.0.0.0" || endpoint.bind_ip == "::";
+  const webrtc::AnswerParams params{
+      s.local,
+      endpoint.fingerprint,
+      any ? (endpoint.hint.empty() ? "127.0.0.1" : endpoint.hint) : endpoint.bind_ip,
+      endpoint.port,
+      track.ssrc,
+      "predrop"};
+  auto answer = webrtc::answer_whep_offer(*offer, source->streams()[*video], params);
+  if (!answer) return refused(406, answer.error().message);
+  track.payload_type = answer->payload_type;
+
+  // The same limits as an RTSP SETUP (rtsp_methods.cpp create_session), for the process.
+  switch (options.directory->try_add(entry->id, options.worker, peer.ip_string(),
+                                     options.max_sessions, options.max_sessions_per_address)) {
+    case SessionDirectory::Admit::kAdded:
+      break;
+    case SessionDirectory::Admit::kFull:
+      return refused(503, "session limit reached");
+    case SessionDirectory::Admit::kAddressFull:
+      return refused(503, "session limit for this address reached");
+  }
+  entry->owner = peer;
+  entry->stream = stream;
+  entry->source = std::move(source);
+  entry->webrtc = true;
+  entry->tracks.push_back(track);
+  entry->track_ids.push_back(*video);
+  s.outcome.status = 201;
+  s.outcome.answer = std::move(answer.value().sdp);
+  s.outcome.session = entry->id;
+  s.remote_ufrag = offer->ice_ufrag;
+  s.remote_fingerprint = offer->fingerprint_sha256;
+  s.entry = std::move(entry);
+  return s;
+}
+
+}  // namespace predrop::server::detail

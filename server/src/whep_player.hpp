@@ -1,0 +1,72 @@
+#pragma once
+// The WHEP player page and its script (plain JS, no framework, nothing vendored): one recvonly
+// video transceiver, the offer POSTed to ./whep without trickle (the server is ICE-lite and
+// needs no candidates of the browser), the answer applied, the video shown muted (autoplay),
+// the session DELETEd when the page goes. window.predrop exposes the connection and a getStats()
+// summary for tests (tests/integration/webrtc_chromium.js).
+#include <string_view>
+
+namespace predrop::server::detail {
+
+inline constexpr std::string_view kWhepPlayerHtml = R"html(<!doctype html>
+<html><head><meta charset="utf-8"><title>predrop WHEP player</title></head>
+<body style="margin:0;background:#111;color:#ddd;font:14px sans-serif">
+<video id="video" autoplay muted playsinline style="width:100%;max-height:90vh"></video>
+<div id="state" style="padding:4px">starting</div>
+<script src="player.js"></script>
+</body></html>
+)html";
+
+inline constexpr std::string_view kWhepPlayerJs = R"js('use strict';
+(async () => {
+  const state = document.getElementById('state');
+  const video = document.getElementById('video');
+  const show = (t) => { state.textContent = t; };
+  const base = location.pathname.replace(/[^/]*$/, '');
+  const pc = new RTCPeerConnection();
+  const me = { pc, session: null, error: null, events: [] };
+  window.predrop = me;
+  pc.addTransceiver('video', { direction: 'recvonly' });
+  pc.ontrack = (e) => { video.srcObject = new MediaStream([e.track]); video.play().catch(() => {}); };
+  pc.oniceconnectionstatechange = () => me.events.push('ice:' + pc.iceConnectionState);
+  pc.onconnectionstatechange = () => me.events.push('pc:' + pc.connectionState);
+  me.stats = async () => {
+    const out = { framesDecoded: 0, framesDropped: 0, freezeCount: 0, totalFreezesDuration: 0,
+                  packetsReceived: 0, packetsLost: 0, codec: '', ice: pc.iceConnectionState,
+                  dtls: '', connection: pc.connectionState };
+    const report = await pc.getStats();
+    report.forEach((s) => {
+      if (s.type === 'inbound-rtp' && s.kind === 'video') {
+        for (const k of ['framesDecoded', 'framesDropped', 'freezeCount', 'totalFreezesDuration',
+                         'packetsReceived', 'packetsLost']) out[k] = s[k] || 0;
+        const c = s.codecId && report.get(s.codecId);
+        if (c) out.codec = c.mimeType + (c.sdpFmtpLine ? ' ' + c.sdpFmtpLine : '');
+      }
+      if (s.type === 'transport') out.dtls = s.dtlsState;
+    });
+    return out;
+  };
+  try {
+    await pc.setLocalDescription(await pc.createOffer());
+    const r = await fetch(base + 'whep', {
+      method: 'POST', headers: { 'Content-Type': 'application/sdp' }, body: pc.localDescription.sdp });
+    if (r.status !== 201) throw new Error('WHEP POST: ' + r.status + ' ' + (await r.text()));
+    me.session = r.headers.get('Location');
+    await pc.setRemoteDescription({ type: 'answer', sdp: await r.text() });
+  } catch (e) {
+    me.error = String(e);
+    show(me.error);
+    return;
+  }
+  addEventListener('pagehide', () => {
+    if (me.session) fetch(me.session, { method: 'DELETE', keepalive: true });
+  });
+  setInterval(async () => {
+    const s = await me.stats();
+    show(`${s.connection} | ${s.codec} | frames decoded ${s.framesDecoded}, dropped ` +
+         `${s.framesDropped}, freezes ${s.freezeCount} (${s.totalFreezesDuration.toFixed(1)} s)`);
+  }, 1000);
+})();
+)js";
+
+}  // namespace predrop::server::detail

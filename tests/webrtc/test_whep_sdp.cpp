@@ -1,0 +1,102 @@
+// The WHEP answer to a Chromium-shaped offer: the stream's codec under the browser's payload
+// type, ICE-lite, passive DTLS, BUNDLE and rtcp-mux; audio rejected; unusable offers refused.
+#include "predrop/webrtc/whep_sdp.hpp"
+
+#include <gtest/gtest.h>
+
+namespace predrop::webrtc {
+namespace {
+
+// Trimmed from what Chromium's RTCPeerConnection.createOffer() gives for a recvonly video and a
+// recvonly audio transceiver.
+constexpr std::string_view kOffer =
+    "v=0\r\no=- 4611731400430051336 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n"
+    "a=group:BUNDLE 0 1\r\na=msid-semantic: WMS\r\n"
+    "m=video 9 UDP/TLS/RTP/SAVPF 96 97 102 103 98\r\nc=IN IP4 0.0.0.0\r\n"
+    "a=ice-ufrag:Brw1\r\na=ice-pwd:browserpassword0123456789\r\na=ice-options:trickle\r\n"
+    "a=fingerprint:sha-256 AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:"
+    "11:22:33:44:55:66:77:88:99\r\n"
+    "a=setup:actpass\r\na=mid:0\r\na=recvonly\r\na=rtcp-mux\r\n"
+    "a=rtpmap:96 VP8/90000\r\na=rtcp-fb:96 transport-cc\r\n"
+    "a=rtpmap:97 rtx/90000\r\na=fmtp:97 apt=96\r\n"
+    "a=rtpmap:102 H264/90000\r\n"
+    "a=fmtp:102 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42001f\r\n"
+    "a=rtpmap:103 H264/90000\r\n"
+    "a=fmtp:103 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f\r\n"
+    "a=rtpmap:98 VP9/90000\r\na=fmtp:98 profile-id=0\r\n"
+    "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 0.0.0.0\r\na=mid:1\r\na=recvonly\r\n"
+    "a=rtpmap:111 opus/48000/2\r\n";
+
+AnswerParams params() {
+  return AnswerParams{
+      {"srvu", "serverpassword0123456789"}, "11:22", "127.0.0.1", 40000, 0x1234, "predrop-1"};
+}
+
+media::StreamInfo video(media::Codec codec, std::string fmtp = {}) {
+  media::StreamInfo v;
+  v.codec = codec;
+  v.fmtp = std::move(fmtp);
+  return v;
+}
+
+TEST(WhepSdp, ReadsTheIceCredentialsFingerprintAndSections) {
+  const auto o = parse_whep_offer(kOffer);
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ(o->ice_ufrag, "Brw1");
+  EXPECT_EQ(o->ice_pwd, "browserpassword0123456789");
+  EXPECT_EQ(o->setup, "actpass");
+  EXPECT_TRUE(o->fingerprint_sha256.starts_with("AA:BB"));
+  ASSERT_EQ(o->media.size(), 2U);
+  EXPECT_EQ(o->media[0].codecs.size(), 5U);
+  EXPECT_EQ(o->media[1].kind, "audio");
+}
+
+TEST(WhepSdp, AnswersVp8UnderTheBrowsersPayloadTypeAndRejectsAudio) {
+  const auto a =
+      answer_whep_offer(parse_whep_offer(kOffer).value(), video(media::Codec::kVp8), params());
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a->payload_type, 96);
+  const std::string& s = a->sdp;
+  EXPECT_NE(s.find("a=group:BUNDLE 0\r\n"), std::string::npos);
+  EXPECT_NE(s.find("a=ice-lite\r\n"), std::string::npos);
+  EXPECT_NE(s.find("m=video 40000 UDP/TLS/RTP/SAVPF 96\r\n"), std::string::npos);
+  EXPECT_NE(s.find("a=setup:passive\r\n"), std::string::npos);
+  EXPECT_NE(s.find("a=rtcp-mux\r\n"), std::string::npos);
+  EXPECT_NE(s.find("a=sendonly\r\n"), std::string::npos);
+  EXPECT_NE(s.find("a=ice-ufrag:srvu\r\n"), std::string::npos);
+  EXPECT_NE(s.find("a=fingerprint:sha-256 11:22\r\n"), std::string::npos);
+  EXPECT_NE(s.find("a=rtpmap:96 VP8/90000\r\n"), std::string::npos);
+  EXPECT_NE(s.find("a=candidate:1 1 udp 2130706431 127.0.0.1 40000 typ host\r\n"),
+            std::string::npos);
+  EXPECT_NE(s.find("m=audio 0 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 0.0.0.0\r\na=mid:1\r\n"),
+            std::string::npos);
+}
+
+TEST(WhepSdp, H264TakesTheSameProfileElseConstrainedBaseline) {
+  const auto o = parse_whep_offer(kOffer).value();
+  const auto baseline = answer_whep_offer(
+      o, video(media::Codec::kH264, "packetization-mode=1; profile-level-id=42C01E"), params());
+  ASSERT_TRUE(baseline.ok());
+  EXPECT_EQ(baseline->payload_type, 102);  // profile_idc 0x42 = the first 42xxxx offered
+  const auto high = answer_whep_offer(
+      o, video(media::Codec::kH264, "packetization-mode=1; profile-level-id=640028"), params());
+  ASSERT_TRUE(high.ok());
+  EXPECT_EQ(high->payload_type, 103);  // no High offered: constrained baseline 42e01f
+  EXPECT_NE(high->sdp.find("a=fmtp:103 level-asymmetry-allowed=1;packetization-mode=1;"
+                           "profile-level-id=42e01f\r\n"),
+            std::string::npos);
+  const auto vp9 = answer_whep_offer(o, video(media::Codec::kVp9), params());
+  EXPECT_EQ(vp9->payload_type, 98);
+}
+
+TEST(WhepSdp, RefusesOffersItCannotAnswer) {
+  EXPECT_FALSE(parse_whep_offer("v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\n").ok());
+  std::string passive(kOffer);
+  passive.replace(passive.find("actpass"), 7, "passive");
+  EXPECT_FALSE(parse_whep_offer(passive).ok());
+  const auto o = parse_whep_offer(kOffer).value();
+  EXPECT_FALSE(answer_whep_offer(o, video(media::Codec::kH265), params()).ok());
+}
+
+}  // namespace
+}  // namespace predrop::webrtc

@@ -1,0 +1,75 @@
+#pragma once
+// The SDP of a WHEP exchange (draft-ietf-wish-whep §4.2): what the browser's offer says, and
+// the server's answer for one video stream. The answer is ICE-lite (RFC 8445 §2.5) with one host
+// candidate, a=setup:passive (RFC 5763 §5: the browser is the DTLS client), BUNDLE (RFC 8843)
+// over the one accepted m-section, rtcp-mux (RFC 5761), sendonly, and the stream's codec under
+// the payload type the browser offered for it (RFC 3264 §6.1). Other m-sections (audio, a
+// second video) are rejected with port 0 and left out of the BUNDLE group: predrop does not
+// transcode, and browsers decode no AAC (docs/webrtc.md).
+//
+// Pure functions over text; no allocation limits beyond the offer's size, which the HTTP layer
+// bounds. Errors as values.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "predrop/core/result.hpp"
+#include "predrop/media/media_file.hpp"
+#include "predrop/webrtc/ice_lite.hpp"
+
+namespace predrop::webrtc {
+
+/// One a=rtpmap of an offered m-section, with its a=fmtp.
+struct OfferedCodec {
+  std::uint8_t payload_type = 0;
+  std::string name;  ///< Encoding name as offered ("VP8", "H264", "rtx", ...).
+  std::uint32_t clock_rate = 0;
+  std::string fmtp;  ///< Empty when the offer has none.
+};
+
+/// One m-section of the offer.
+struct OfferedMedia {
+  std::string kind;  ///< "video", "audio", "application".
+  std::string mid;
+  std::vector<OfferedCodec> codecs;
+  bool can_receive = true;  ///< Not sendonly/inactive.
+};
+
+/// What the answer needs from an offer.
+struct WhepOffer {
+  std::string ice_ufrag;
+  std::string ice_pwd;
+  std::string fingerprint_sha256;  ///< The a=fingerprint:sha-256 value.
+  std::string setup;               ///< a=setup: "actpass", "active" or "passive".
+  std::vector<OfferedMedia> media;
+};
+
+/// Reads an offer; an error names what is missing (ICE credentials, a sha-256 fingerprint, a
+/// setup that lets the server be passive).
+core::Result<WhepOffer> parse_whep_offer(std::string_view sdp);
+
+/// What the server puts into its answer.
+struct AnswerParams {
+  IceCredentials local;
+  std::string fingerprint_sha256;  ///< DtlsCertificate::fingerprint_sha256().
+  std::string candidate_ip;        ///< The host candidate: the worker's UDP address.
+  std::uint16_t candidate_port = 0;
+  std::uint32_t ssrc = 0;
+  std::string cname;
+};
+
+/// The answer and what the session must send to match it.
+struct WhepAnswer {
+  std::string sdp;
+  std::uint8_t payload_type = 0;  ///< The browser's payload type for the stream's codec.
+  std::string codec;              ///< What was chosen, e.g. "VP8" or "H264 (42e01f)".
+};
+
+/// Answers `offer` for a stream whose video is `video`; an error when the offer has no video
+/// m-section that can receive the stream's codec (H.264 needs packetization-mode=1).
+core::Result<WhepAnswer> answer_whep_offer(const WhepOffer& offer, const media::StreamInfo& video,
+                                           const AnswerParams& params);
+
+}  // namespace predrop::webrtc

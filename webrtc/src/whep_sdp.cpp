@@ -1,0 +1,224 @@
+// WHEP offer reading and answer writing; rules in predrop/webrtc/whep_sdp.hpp.
+#include "predrop/webrtc/whep_sdp.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <initializer_list>
+#include <string>
+
+namespace predrop::webrtc {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+template <class T>
+bool to_number(std::string_view s, T& out) {
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+  return r.ec == std::errc{} && r.ptr == s.data() + s.size();
+}
+
+// "a=rtpmap:96 VP8/90000" -> codec; "a=fmtp:96 x=y" -> its fmtp.
+void read_rtpmap(std::string_view value, OfferedMedia& m) {
+  const std::size_t sp = value.find(' ');
+  std::uint8_t pt = 0;
+  if (sp == std::string_view::npos || !to_number(value.substr(0, sp), pt) || pt > 127) return;
+  const std::string_view enc = value.substr(sp + 1);
+  const std::size_t slash = enc.find('/');
+  OfferedCodec c;
+  c.payload_type = pt;
+  c.name = std::string(enc.substr(0, slash));
+  if (slash != std::string_view::npos) {
+    const std::string_view rest = enc.substr(slash + 1);
+    (void)to_number(rest.substr(0, rest.find('/')), c.clock_rate);
+  }
+  m.codecs.push_back(std::move(c));
+}
+
+void read_fmtp(std::string_view value, OfferedMedia& m) {
+  const std::size_t sp = value.find(' ');
+  std::uint8_t pt = 0;
+  if (sp == std::string_view::npos || !to_number(value.substr(0, sp), pt)) return;
+  for (OfferedCodec& c : m.codecs) {
+    if (c.payload_type == pt) c.fmtp = std::string(value.substr(sp + 1));
+  }
+}
+
+// The value of `key` in an fmtp line ("a=b;c=d"), lower-cased; empty when absent.
+std::string fmtp_param(std::string_view fmtp, std::string_view key) {
+  const std::string f = lower(fmtp);
+  const std::string k = lower(key) + "=";
+  std::size_t at = 0;
+  while (at < f.size()) {
+    while (at < f.size() && (f[at] == ' ' || f[at] == ';')) {
+      ++at;
+    }
+    const std::size_t end = std::min(f.find(';', at), f.size());
+    if (f.compare(at, k.size(), k) == 0) return f.substr(at + k.size(), end - at - k.size());
+    at = end;
+  }
+  return {};
+}
+
+// The offered payload type for the stream's codec, best first; nullptr when none fits.
+const OfferedCodec* pick_codec(const OfferedMedia& m, const media::StreamInfo& video) {
+  const OfferedCodec* best = nullptr;
+  int best_score = 0;
+  const std::string stream_profile = fmtp_param(video.fmtp, "profile-level-id");
+  for (const OfferedCodec& c : m.codecs) {
+    int score = 0;
+    const std::string name = lower(c.name);
+    switch (video.codec) {
+      case media::Codec::kVp8:
+        score = name == "vp8" ? 1 : 0;
+        break;
+      case media::Codec::kVp9:
+        // VP9 profile 0 (8-bit 4:2:0) is what the packetizer's files are.
+        if (name == "vp9") {
+          const std::string profile = fmtp_param(c.fmtp, "profile-id");
+          score = profile.empty() || profile == "0" ? 2 : 1;
+        }
+        break;
+      case media::Codec::kH265:
+        score = name == "h265" ? 1 : 0;
+        break;
+      case media::Codec::kH264: {
+        if (name != "h264" || fmtp_param(c.fmtp, "packetization-mode") != "1") break;
+        const std::string p = fmtp_param(c.fmtp, "profile-level-id");
+        // Same profile_idc as the stream's SPS first; then constrained baseline 42e0, which
+        // every browser decodes with the same decoder it uses for the rest.
+        score = !stream_profile.empty() && p.substr(0, 2) == stream_profile.substr(0, 2) ? 4
+                : p.starts_with("42e0")                                                  ? 3
+                                                                                         : 2;
+        break;
+      }
+      default:
+        break;
+    }
+    if (score > best_score) {
+      best = &c;
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+std::string rejected_section(const OfferedMedia& m) {
+  std::string pt = m.codecs.empty() ? "0" : std::to_string(m.codecs.front().payload_type);
+  const std::string proto =
+      m.kind == "application" ? "UDP/DTLS/SCTP webrtc-datachannel" : "UDP/TLS/RTP/SAVPF " + pt;
+  return "m=" + m.kind + " 0 " + proto + "\r\nc=IN IP4 0.0.0.0\r\na=mid:" + m.mid +
+         "\r\na=inactive\r\n";
+}
+
+}  // namespace
+
+core::Result<WhepOffer> parse_whep_offer(std::string_view sdp) {
+  WhepOffer o;
+  OfferedMedia* m = nullptr;
+  while (!sdp.empty()) {
+    const std::size_t nl = sdp.find('\n');
+    std::string_view line = sdp.substr(0, nl);
+    sdp = nl == std::string_view::npos ? std::string_view{} : sdp.substr(nl + 1);
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    if (line.starts_with("m=")) {
+      o.media.emplace_back();
+      m = &o.media.back();
+      m->kind = std::string(line.substr(2, line.find(' ') - 2));
+      continue;
+    }
+    if (!line.starts_with("a=")) continue;
+    const std::string_view attr = line.substr(2);
+    const std::size_t colon = attr.find(':');
+    const std::string_view name = attr.substr(0, colon);
+    const std::string_view value =
+        colon == std::string_view::npos ? std::string_view{} : attr.substr(colon + 1);
+    if (name == "ice-ufrag" && o.ice_ufrag.empty()) o.ice_ufrag = value;
+    if (name == "ice-pwd" && o.ice_pwd.empty()) o.ice_pwd = value;
+    if (name == "setup" && o.setup.empty()) o.setup = value;
+    if (name == "fingerprint" && o.fingerprint_sha256.empty() &&
+        lower(value.substr(0, value.find(' '))) == "sha-256" &&
+        value.find(' ') != std::string_view::npos) {
+      o.fingerprint_sha256 = value.substr(value.find(' ') + 1);
+    }
+    if (m == nullptr) continue;
+    if (name == "mid") m->mid = value;
+    if (name == "rtpmap") read_rtpmap(value, *m);
+    if (name == "fmtp") read_fmtp(value, *m);
+    if (name == "sendonly" || name == "inactive") m->can_receive = false;
+  }
+  if (o.ice_ufrag.empty() || o.ice_pwd.empty()) {
+    return core::make_error("offer without a=ice-ufrag/a=ice-pwd");
+  }
+  if (o.fingerprint_sha256.empty()) return core::make_error("offer without a=fingerprint:sha-256");
+  if (o.setup != "actpass" && o.setup != "active") {
+    return core::make_error("offer's a=setup must be actpass or active (the server is passive)");
+  }
+  if (o.media.empty()) return core::make_error("offer without an m= section");
+  return o;
+}
+
+core::Result<WhepAnswer> answer_whep_offer(const WhepOffer& offer, const media::StreamInfo& video,
+                                           const AnswerParams& p) {
+  const OfferedMedia* chosen = nullptr;
+  const OfferedCodec* codec = nullptr;
+  for (const OfferedMedia& m : offer.media) {
+    if (m.kind != "video" || !m.can_receive || m.mid.empty()) continue;
+    if ((codec = pick_codec(m, video)) != nullptr) {
+      chosen = &m;
+      break;
+    }
+  }
+  if (chosen == nullptr) {
+    return core::make_error("the offer has no video m-section that receives " +
+                            std::string(media::codec_name(video.codec)) +
+                            (video.codec == media::Codec::kH264 ? " (packetization-mode=1)" : ""));
+  }
+  WhepAnswer a;
+  a.payload_type = codec->payload_type;
+  a.codec = codec->name;
+  const std::string profile = fmtp_param(codec->fmtp, "profile-level-id");
+  if (!profile.empty()) a.codec += " (" + profile + ")";
+  const std::string pt = std::to_string(codec->payload_type);
+  std::string s = "v=0\r\no=predrop " + std::to_string(p.ssrc) + " 2 IN IP4 " + p.candidate_ip +
+                  "\r\ns=predrop\r\nt=0 0\r\na=group:BUNDLE " + chosen->mid +
+                  "\r\na=ice-lite\r\na=msid-semantic: WMS predrop\r\n";
+  for (const OfferedMedia& m : offer.media) {
+    if (&m != chosen) {
+      s += rejected_section(m);
+      continue;
+    }
+    const auto line = [&s](std::initializer_list<std::string_view> parts) {
+      for (std::string_view part : parts) {
+        s.append(part);
+      }
+      s.append("\r\n");
+    };
+    line({"m=video ", std::to_string(p.candidate_port), " UDP/TLS/RTP/SAVPF ", pt});
+    line({"c=IN IP4 ", p.candidate_ip});
+    line({"a=mid:", m.mid});
+    line({"a=sendonly"});
+    line({"a=ice-ufrag:", p.local.ufrag});
+    line({"a=ice-pwd:", p.local.pwd});
+    line({"a=fingerprint:sha-256 ", p.fingerprint_sha256});
+    line({"a=setup:passive"});
+    line({"a=rtcp-mux"});
+    line({"a=rtpmap:", pt, " ", codec->name, "/",
+          std::to_string(codec->clock_rate == 0 ? 90000 : codec->clock_rate)});
+    // The browser's own fmtp for the payload type it offered: the answer agrees to it.
+    if (!codec->fmtp.empty()) s += "a=fmtp:" + pt + " " + codec->fmtp + "\r\n";
+    s += "a=ssrc:" + std::to_string(p.ssrc) + " cname:" + p.cname +
+         "\r\na=ssrc:" + std::to_string(p.ssrc) +
+         " msid:predrop video0\r\na=candidate:1 1 udp 2130706431 " + p.candidate_ip + " " +
+         std::to_string(p.candidate_port) + " typ host\r\na=end-of-candidates\r\n";
+  }
+  a.sdp = std::move(s);
+  return a;
+}
+
+}  // namespace predrop::webrtc
