@@ -1,0 +1,94 @@
+// Drives headless Chromium at predrop-server's WHEP player page (webrtc_chromium.sh starts the
+// server) and checks that the browser plays the stream over WebRTC: ICE and DTLS connect, and
+// getStats() counts at least MIN_FRAMES decoded frames within PLAY_S seconds of play; then it
+// DELETEs the session through the page. Prints one JSON line of the figures.
+//   node webrtc_chromium.mjs PAGE_URL OUTDIR MIN_FRAMES PLAY_S
+// Polls the page (no fixed sleep as the verdict); every wait has a deadline.
+
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const { launchChromium } = await import(
+  path.join(here, '../../bench/testbed/webrtc-peer/chromium.mjs'));
+
+const [url, outdir, minFramesArg, playArg] = process.argv.slice(2);
+const minFrames = Number(minFramesArg);
+const playS = Number(playArg);
+if (!url || !outdir || !(minFrames > 0) || !(playS > 0)) {
+  console.error('usage: node webrtc_chromium.mjs PAGE_URL OUTDIR MIN_FRAMES PLAY_S');
+  process.exit(2);
+}
+const problems = [];
+const fail = (m) => { throw new Error(m); };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(page, what, expr, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await page.evaluate(expr).catch(() => null);
+    if (v) return v;
+    if (Date.now() > deadline) fail(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+const browser = await launchChromium({
+  logFile: path.join(outdir, 'browser.log'),
+  // The server and its host candidate are on 127.0.0.1; Chromium gathers no loopback
+  // candidates without this, and a check from eth0 to 127.0.0.1 is answered from eth0's address.
+  args: ['--allow-loopback-in-peer-connection'],
+});
+let status = 1;
+try {
+  const page = await browser.newPage('about:blank');
+  page.on('Runtime.exceptionThrown', (p) => {
+    problems.push(`exception: ${p.exceptionDetails.exception?.description || p.exceptionDetails.text}`);
+  });
+  page.on('Runtime.consoleAPICalled', (p) => {
+    if (p.type === 'error') problems.push(`console.error: ${p.args.map((a) => a.value ?? a.description).join(' ')}`);
+  });
+  await page.send('Runtime.enable').catch(() => {});
+  await page.goto(url);
+  await waitFor(page, 'the player to start', 'window.predrop && (window.predrop.session || window.predrop.error)', 10000);
+  const err = await page.evaluate("window.predrop.error");
+  if (err) fail(`the player failed: ${err}`);
+  const session = await page.evaluate('window.predrop.session');
+  const t0 = Date.now();
+  const connected = await waitFor(page, 'ICE and DTLS to connect',
+    `window.predrop.stats().then((s) => s.connection === 'connected' ? s : null)`, 15000);
+  const connectMs = Date.now() - t0;
+  await waitFor(page, 'the first decoded frame',
+    `window.predrop.stats().then((s) => s.framesDecoded > 0 ? s : null)`, 15000);
+  const firstFrameMs = Date.now() - t0;
+  const start = await page.evaluate('window.predrop.stats()');
+  const deadline = Date.now() + playS * 1000;
+  let s = start;
+  while (Date.now() < deadline) {
+    await sleep(250);
+    s = await page.evaluate('window.predrop.stats()');
+    if (s.connection === 'failed' || s.dtls === 'failed' || s.ice === 'failed') {
+      fail(`connection failed while playing: ${JSON.stringify(s)}`);
+    }
+  }
+  const decoded = s.framesDecoded - start.framesDecoded;
+  const events = await page.evaluate('window.predrop.events');
+  const figures = { session, codec: s.codec, connect_ms: connectMs, first_frame_ms: firstFrameMs,
+    play_s: playS, frames_decoded: decoded, frames_dropped: s.framesDropped,
+    freezes: s.freezeCount, freeze_s: s.totalFreezesDuration, packets: s.packetsReceived,
+    packets_lost: s.packetsLost, dtls: s.dtls, events, first: connected.connection };
+  console.log(JSON.stringify(figures));
+  if (decoded < minFrames) fail(`only ${decoded} frames decoded in ${playS} s (want >= ${minFrames})`);
+  const deleted = await page.evaluate(
+    `fetch(window.predrop.session, { method: 'DELETE' }).then((r) => r.status)`);
+  if (deleted !== 200) fail(`DELETE answered ${deleted}`);
+  if (problems.length) fail(`the page reported problems:\n  ${problems.join('\n  ')}`);
+  console.log('webrtc chromium: ok');
+  status = 0;
+} catch (e) {
+  console.error(`webrtc chromium: FAILED: ${e.message}`);
+  if (problems.length) console.error(`  ${problems.join('\n  ')}`);
+} finally {
+  await browser.close();
+}
+process.exit(status);

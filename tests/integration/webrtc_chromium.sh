@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# WebRTC egress in a real browser (issue 22, docs/webrtc.md): clips generated here with the ffmpeg
+# CLI are served by predrop-server, and Debian's headless Chromium opens each stream's WHEP player
+# page (/<stream>/), driven over the DevTools pipe by webrtc_chromium.mjs: ICE and DTLS must
+# connect and getStats() must count at least MIN frames decoded in PLAY_S seconds of a 30 fps
+# clip, with no ICE/DTLS failure. Required: VP8 and H.264 constrained baseline and VP9. Reported
+# only: H.264 High with B-frames under the offered 42e01f payload type (docs/webrtc.md says why
+# it does not play). Then webrtc_forged.py: a forged STUN check and a stranger's DTLS get no
+# answer and are counted. Exits 77 (ctest SKIP_RETURN_CODE) without chromium, node or ffmpeg.
+#   webrtc_chromium.sh SERVER_BINARY WORKDIR
+set -euo pipefail
+# shellcheck disable=SC2034  # read by lib.sh start_server
+server="$1"
+work="$2"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+chromium="${CHROMIUM:-/usr/bin/chromium}"
+for tool in "$chromium" node ffmpeg python3; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "SKIP: no $tool"
+    exit 77
+  fi
+done
+play_s=5
+min_frames=120 # of 150 in 5 s at 30 fps
+mkdir -p "$work"
+cd "$work"
+rm -f ./*.log ./*.toml figures.jsonl
+
+# name|file|ffmpeg encoding arguments|required
+clips=(
+  "vp8|vp8.webm|-c:v libvpx -b:v 800k -g 30 -deadline realtime -cpu-used 8|yes"
+  "h264_baseline|h264b.mp4|-c:v libx264 -profile:v baseline -bf 0 -g 30 -b:v 800k|yes"
+  "vp9|vp9.webm|-c:v libvpx-vp9 -b:v 800k -g 30 -deadline realtime -cpu-used 8|yes"
+  "h264_high_bframes|h264h.mp4|-c:v libx264 -profile:v high -bf 3 -g 30 -b:v 800k|no"
+)
+
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap stop_server EXIT
+failed=0
+for c in "${clips[@]}"; do
+  IFS='|' read -r name file args required <<<"$c"
+  # shellcheck disable=SC2086  # the encoder arguments are words
+  ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=s=640x360:r=30:d=10 $args "$file"
+  rtsp_port=$(pick_port)
+  metrics_port=$(pick_port)
+  cat >"$name.toml" <<TOML
+[server]
+metrics_listen = "127.0.0.1:$metrics_port"
+[server.streams]
+$name = "$work/$file"
+TOML
+  start_server "$name.server.log" -c "$name.toml" --listen 127.0.0.1:"$rtsp_port" --loop \
+    --log-level info
+  if node "$here/webrtc_chromium.mjs" "http://127.0.0.1:$metrics_port/$name/" "$work" \
+    "$min_frames" "$play_s" >"$name.browser.out" 2>&1; then
+    echo "$name: plays: $(head -1 "$name.browser.out")"
+  elif [[ "$required" == yes ]]; then
+    echo "$name: FAILED"
+    cat "$name.browser.out"
+    failed=1
+  else
+    echo "$name: does not play (expected, docs/webrtc.md): $(head -1 "$name.browser.out")"
+  fi
+  head -1 "$name.browser.out" | sed "s/^{/{\"clip\":\"$name\",/" >>figures.jsonl
+  if [[ "$name" == vp8 ]]; then
+    python3 "$here/webrtc_forged.py" "$metrics_port" "$name" || failed=1
+  fi
+  stop_server
+done
+exit $failed
