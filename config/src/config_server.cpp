@@ -148,7 +148,7 @@ void check_server(const ServerSettings& s, Problems& problems) {
       problems.add(Problem{"server.streams." + st.name,
                            "stream names use letters, digits, '.', '_' and '-' (1..64 bytes)"});
     }
-    if (!st.publish && st.path.empty()) {
+    if (!st.publish && st.pull_url.empty() && st.path.empty()) {
       problems.add(Problem{"server.streams." + st.name, "path is empty"});
     }
   }

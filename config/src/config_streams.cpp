@@ -1,5 +1,5 @@
-// [server.streams]: each stream is name = "path" (a file) or a table for a published stream
-// (docs/live.md).
+// [server.streams]: each stream is name = "path" (a file) or a table for a published or a
+// pulled stream (docs/live.md).
 #include <algorithm>
 #include <cctype>
 
@@ -19,48 +19,81 @@ void read_streams(Reader& r, const toml::node& n, std::vector<StreamEntry>& out)
                     "stream names use letters, digits, '.', '_' and '-' (1..64 bytes)");
     }
     if (const auto* live = path.as_table()) {
-      // [server.streams.<name>]: a published stream (docs/live.md).
+      // [server.streams.<name>]: a published or pulled stream (docs/live.md).
       StreamEntry e;
       e.name = std::string(name.str());
       bool has_source = false;
       bool has_secret = false;
-      r.section(*live, key,
-                {{"source",
-                  [&](const toml::node& v) {
-                    const auto s = r.string(v);
-                    if (!s) return;
-                    if (*s != "publish") {
-                      return r.fail(v.source(), r.current(),
-                                    "must be \"publish\" (a file is " + key +
-                                        " = \"path\"; pulling rtsp:// is not built yet), "
-                                        "got " +
-                                        core::text::quote_for_error(*s));
-                    }
-                    has_source = true;
-                  }},
-                 {"publish_secret",
-                  [&](const toml::node& v) {
-                    const auto s = r.string(v);
-                    if (!s) return;
-                    const bool url_safe = std::all_of(s->begin(), s->end(), [](char ch) {
-                      return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '-' ||
-                             ch == '_' || ch == '.' || ch == '~';
-                    });
-                    if (s->size() < kMinPublishSecret || !url_safe) {
-                      return r.fail(v.source(), r.current(),
-                                    "must be at least " + std::to_string(kMinPublishSecret) +
-                                        " characters of A-Z a-z 0-9 - _ . ~ (it goes in "
-                                        "the publisher's URL unescaped)");
-                    }
-                    e.publish_secret = *s;
-                    has_secret = true;
-                  }},
-                 {"replace", [&](const toml::node& v) {
-                    if (const auto b = r.boolean(v)) e.replace = *b;
-                  }}});
+      bool has_publish_key = false;
+      bool has_pull = false;
+      r.section(
+          *live, key,
+          {{"source",
+            [&](const toml::node& v) {
+              const auto s = r.string(v);
+              if (!s) return;
+              const bool url = s->starts_with("rtsp://") && s->size() > 7 &&
+                               s->find_first_of(" \t\r\n") == std::string::npos;
+              if (*s != "publish" && !url) {
+                return r.fail(v.source(), r.current(),
+                              "must be \"publish\" or an rtsp://host:port/path URL to "
+                              "pull (a file is " +
+                                  key + " = \"path\"), got " + core::text::quote_for_error(*s));
+              }
+              if (url) e.pull_url = *s;
+              has_source = true;
+            }},
+           {"publish_secret",
+            [&](const toml::node& v) {
+              const auto s = r.string(v);
+              if (!s) return;
+              const bool url_safe = std::all_of(s->begin(), s->end(), [](char ch) {
+                return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '-' ||
+                       ch == '_' || ch == '.' || ch == '~';
+              });
+              if (s->size() < kMinPublishSecret || !url_safe) {
+                return r.fail(v.source(), r.current(),
+                              "must be at least " + std::to_string(kMinPublishSecret) +
+                                  " characters of A-Z a-z 0-9 - _ . ~ (it goes in "
+                                  "the publisher's URL unescaped)");
+              }
+              e.publish_secret = *s;
+              has_secret = true;
+            }},
+           {"replace",
+            [&](const toml::node& v) {
+              if (const auto b = r.boolean(v)) e.replace = *b;
+              has_publish_key = true;
+            }},
+           {"pull", [&](const toml::node& v) {
+              const auto s = r.string(v);
+              if (!s) return;
+              if (*s != "always" && *s != "on-demand") {
+                return r.fail(
+                    v.source(), r.current(),
+                    "must be \"always\" or \"on-demand\", got " + core::text::quote_for_error(*s));
+              }
+              e.pull_always = *s == "always";
+              has_pull = true;
+            }}});
       if (r.failed()) return;
       if (!has_source) {
-        return r.fail(path.source(), key_text(key), "a stream table needs source = \"publish\"");
+        return r.fail(path.source(), key_text(key),
+                      "a stream table needs source = \"publish\" or source = \"rtsp://...\"");
+      }
+      if (!e.pull_url.empty()) {
+        // A pulled stream (docs/live.md "Pull"): nobody publishes it.
+        if (has_secret || has_publish_key) {
+          return r.fail(path.source(), key_text(key),
+                        "a pulled stream (source = \"rtsp://...\") takes no publish_secret or "
+                        "replace");
+        }
+        out.push_back(std::move(e));
+        continue;
+      }
+      if (has_pull) {
+        return r.fail(path.source(), key_text(key),
+                      "pull is for a pulled stream (source = \"rtsp://...\")");
       }
       if (!has_secret) {
         return r.fail(path.source(), key_text(key),

@@ -97,6 +97,14 @@ void Depacketizer::flush() {
   emit();
 }
 
+void Depacketizer::reset() {
+  buffer_.clear();
+  have_unit_ = false;
+  damaged_ = false;
+  in_fragment_ = false;
+  have_sequence_ = false;
+}
+
 void Depacketizer::push(std::uint16_t sequence, std::uint32_t rtp_timestamp, bool marker,
                         std::span<const std::uint8_t> payload) {
   ++stats_.packets;

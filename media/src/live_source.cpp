@@ -89,7 +89,7 @@ struct LiveSource::Writer {
   Pending pending;
   // Counters the writer keeps (copied into stats_ at each publication).
   std::uint64_t packets = 0, access_units = 0, damaged = 0, malformed = 0, waiting = 0,
-                oversized = 0, resets = 0, forced = 0;
+                oversized = 0, resets = 0, forced = 0, restarts = 0;
   bool ended = false;
 };
 
@@ -139,7 +139,10 @@ void LiveSource::Writer::on_access_unit(const AccessUnit& au) {
       ++waiting;
       return;
     }
-    origin = unwrapped - resume_us * static_cast<std::int64_t>(clock_rate) / 1'000'000;
+    // Rounded up to a whole tick, so that the IDR is at or after resume_us (rounded down, it
+    // would start a µs early and the next IDR would miss the block duration by as much).
+    const auto clock = static_cast<std::int64_t>(clock_rate);
+    origin = unwrapped - (resume_us * clock + 999'999) / 1'000'000;
     have_origin = true;
   }
   const std::int64_t pts_us = to_us(unwrapped - origin);
@@ -352,6 +355,22 @@ void LiveSource::end(std::uint64_t now_us) {
   stats_.ended = true;
 }
 
+void LiveSource::restart(std::uint64_t now_us) {
+  std::lock_guard write(write_mutex_);
+  Writer& w = *writer_;
+  if (w.ended) return;
+  ++w.restarts;
+  w.arrival_us = now_us;
+  w.depacketizer.reset();  // the old stream's last picture is incomplete: it goes
+  w.cut(w.pending.max_pts_us + 1);
+  w.have_timestamp = false;
+  w.have_origin = false;
+  w.need_key = true;
+  w.resume_us = w.last_end_us;
+  std::lock_guard lock(mutex_);
+  sync_counters();
+}
+
 void LiveSource::sync_counters() {
   const Writer& w = *writer_;
   stats_.packets = w.packets;
@@ -362,6 +381,7 @@ void LiveSource::sync_counters() {
   stats_.oversized = w.oversized;
   stats_.timestamp_resets = w.resets;
   stats_.forced_cuts = w.forced;
+  stats_.restarts = w.restarts;
 }
 
 void LiveSource::publish(std::shared_ptr<Entry> entry) {

@@ -187,6 +187,7 @@ void ClientSession::start() {
       [this](const core::Status& why) { on_connection_closed(why); });
   if (!c) return fail({SessionStep::kConnect, 0, c.error().message});
   rtsp_ = std::move(c.value());
+  if (options_.interleaved && handlers_.on_frame) rtsp_->set_on_frame(handlers_.on_frame);
   ++in_flight_;  // the connect itself
   waiting_for_ = "the TCP connection";
   if (options_.request_timeout_ms > 0) deadline_->start(options_.request_timeout_ms);
@@ -269,6 +270,7 @@ void ClientSession::on_describe(const RtspResponse& response) {
 
 void ClientSession::setup(std::size_t i) {
   if (i == tracks_.size()) return play();
+  if (options_.interleaved) return setup_interleaved(i);
   if (!handlers_.client_ports) {
     return fail({SessionStep::kSetup, 0, "ports: no client_ports handler"});
   }
@@ -289,11 +291,35 @@ void ClientSession::setup(std::size_t i) {
           [this, i](const RtspResponse& r) { on_setup(i, r); });
 }
 
+void ClientSession::setup_interleaved(std::size_t i) {
+  if (i >= 127) return fail({SessionStep::kSetup, 0, "too many tracks for interleaved channels"});
+  SessionTrack& t = tracks_[i];
+  TransportSpec spec;
+  spec.protocol = t.key ? "RTP/SAVP/TCP" : "RTP/AVP/TCP";
+  spec.lower = LowerTransport::kTcp;
+  spec.interleaved =
+      ChannelPair{static_cast<std::uint8_t>(2 * i), static_cast<std::uint8_t>(2 * i + 1)};
+  RtspHeaders h;
+  h.set("Transport", format_transport(spec));
+  if (options_.feedback) h.set(std::string(kFeedbackHeader), "1");
+  request(RtspMethod::kSetup, t.control_url, h, SessionStep::kSetup,
+          [this, i](const RtspResponse& r) { on_setup(i, r); });
+}
+
 void ClientSession::on_setup(std::size_t i, const RtspResponse& response) {
   const auto value = response.headers.get("Transport");
   if (!value) return fail({SessionStep::kSetup, 0, "reply without Transport"});
   auto specs = parse_transport(*value);
   if (!specs) return fail({SessionStep::kSetup, 0, "reply Transport: " + specs.error().message});
+  if (options_.interleaved) {
+    // The server may pick other channels than we asked for (§12.39): its choice holds.
+    if (specs->empty() || !specs->front().interleaved) {
+      return fail({SessionStep::kSetup, 0, "reply without interleaved channels"});
+    }
+    tracks_[i].channels = specs->front().interleaved;
+    tracks_[i].ssrc = specs->front().ssrc;
+    return setup(i + 1);
+  }
   if (specs->empty() || !specs->front().server_port) {
     return fail({SessionStep::kSetup, 0, "reply without server_port"});
   }

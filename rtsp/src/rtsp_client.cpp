@@ -165,7 +165,13 @@ void RtspClient::on_parse_error(const rtsp::RtspParseError& error) {
 void RtspClient::on_data(std::span<const std::uint8_t> data) {
   std::weak_ptr<bool> alive = alive_;
   for (auto ev = parser_.feed(data); ev != rtsp::RtspParseEvent::kNeedMore; ev = parser_.next()) {
-    if (ev == rtsp::RtspParseEvent::kInterleaved) continue;
+    if (ev == rtsp::RtspParseEvent::kInterleaved) {
+      if (!on_frame_) continue;
+      const rtsp::InterleavedFrame& f = parser_.interleaved();
+      on_frame_(f.channel, f.payload);  // may destroy this
+      if (alive.expired() || !closed_why_.empty()) return;
+      continue;
+    }
     if (ev == rtsp::RtspParseEvent::kError) {
       const bool fatal = parser_.error().fatal;
       on_parse_error(parser_.error());

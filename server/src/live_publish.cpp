@@ -30,9 +30,13 @@ std::string_view fmtp_param(std::string_view fmtp, std::string_view name) {
 core::Result<Announced> read_announce(std::string_view text) {
   auto sdp = rtsp::parse_sdp(text);
   if (!sdp) return core::make_error("SDP: " + sdp.error().message);
+  return read_live_sdp(*sdp);
+}
+
+core::Result<Announced> read_live_sdp(const rtsp::SdpSession& sdp) {
   Announced out;
   bool have_video = false;
-  for (const rtsp::SdpMedia& m : sdp->media) {
+  for (const rtsp::SdpMedia& m : sdp.media) {
     PublishedTrack t;
     t.control = m.control;
     t.payload_type = m.payload_type;

@@ -24,6 +24,7 @@
 #include "predrop/core/result.hpp"
 #include "predrop/media/live_source.hpp"
 #include "predrop/net/socket_address.hpp"
+#include "predrop/rtsp/sdp.hpp"
 #include "predrop/server/live_point.hpp"
 
 namespace predrop::server::detail {
@@ -48,6 +49,9 @@ struct Announced {
 /// Reads an ANNOUNCE body: every m= section becomes a track; the first H.264 video section
 /// (packetization-mode 0 or 1) is the one served. An error says why (no H.264, malformed).
 core::Result<Announced> read_announce(std::string_view sdp);
+/// The same rules for an SDP already parsed (a pulled upstream's DESCRIBE answer,
+/// predrop/server/live_pull.hpp): what a pulled stream may carry is what a publisher may send.
+core::Result<Announced> read_live_sdp(const rtsp::SdpSession& sdp);
 
 /// The value of `secret=` in the URL's query, if any. FFmpeg sends its SETUP for
 /// "rtsp://h/live?secret=s" as "rtsp://h/live?secret=s/streamid=0": the value ends at '&', '/'

@@ -21,6 +21,7 @@
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/server/block_trace_csv.hpp"
 #include "predrop/server/control_api.hpp"
+#include "predrop/server/live_pull.hpp"
 #include "predrop/server/metrics_endpoint.hpp"
 #include "predrop/server/server_setup.hpp"
 #include "predrop/server/status_page.hpp"
@@ -83,6 +84,7 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
     core::log(core::LogLevel::kDebug, "block", "%s", server::BlockTraceCsv::format(t).c_str());
   };
   const std::size_t workers = server::resolve_workers(config.server.workers);
+  const std::vector<server::StreamDefinition> streams = options->streams;  // shared points
   server::StreamWorkers srv(loop, std::move(options.value()), workers, on_block);
   try {
     srv.start();
@@ -90,6 +92,10 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
     core::log(core::LogLevel::kError, "server", "cannot start: %s", e.what());
     return 1;
   }
+  // Pulled streams (docs/live.md "Pull") are played from the main loop into their live points.
+  const net::MonotonicClock clock;
+  std::vector<std::unique_ptr<server::LivePull>> pulls =
+      server::start_pulls(loop, clock, srv.callback_guard(), streams);
   server::ControlBackend control;  // outlives the endpoint that calls into it
   server::WhepBackend whep;        // so does this
   std::unique_ptr<server::MetricsEndpoint> metrics;
@@ -103,12 +109,15 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
     }
     try {
       metrics = std::make_unique<server::MetricsEndpoint>(
-          loop, *addr, [&srv, &metrics, &trace, &trace_mutex] {
+          loop, *addr, [&srv, &metrics, &trace, &trace_mutex, &pulls] {
             // Each worker copies its counters and sessions on its own thread (a short wait on
             // the main loop, off the packet path); the sum is rendered here.
             const std::vector<server::ServerSnapshot> snaps = srv.snapshots();
+            std::vector<server::PullStatus> pulled;
+            for (const auto& p : pulls)
+              pulled.push_back(p->status());
             std::lock_guard lock(trace_mutex);
-            return server::render_metrics(snaps, {metrics.get(), trace.get()});
+            return server::render_metrics(snaps, {metrics.get(), trace.get(), pulled});
           });
       core::log(core::LogLevel::kInfo, "server", "metrics at http://%s/metrics",
                 metrics->address().to_string().c_str());
@@ -217,6 +226,7 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
   net::SignalWatcher signals(loop, {SIGINT, SIGTERM}, [&](int signum) {
     core::log(core::LogLevel::kInfo, "server", "signal %d (%s): shutting down", signum,
               signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    guard.run(server::CallbackKind::kTimer, [&] { pulls.clear(); });
     guard.run(server::CallbackKind::kTimer, [&] { srv.stop(); });
     guard.run(server::CallbackKind::kTimer, [&] { metrics.reset(); });
     flush_trace();
@@ -243,6 +253,7 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
   trace_flush.start(1000, 1000);
   trace_flush.keep_loop_alive(false);
   loop.run();
+  pulls.clear();
   srv.stop();
   metrics.reset();
   flush_trace();

@@ -179,6 +179,7 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
     counter("predrop_trace_rows_lost_total", "Block trace rows lost to failed writes.",
             t.rows_lost);
   }
+  if (!more.pulls.empty()) out += render_pull_metrics(more.pulls);
   if (more.endpoint != nullptr) {
     const MetricsEndpointStats& m = more.endpoint->stats();
     counter("predrop_metrics_connections_refused_total",

@@ -190,7 +190,12 @@ MethodOutcome RtspMethods::describe(Request& q) {
   if (found.error) return std::move(*found.error);
   const StreamDefinition& stream = *found.stream;
   const auto source = stream.current_source();
-  if (!source) return refuse(404, q.req.cseq, "nobody publishes '" + stream.name + "' now");
+  if (!source) {
+    return refuse(404, q.req.cseq,
+                  stream.live && stream.live->settings().pull
+                      ? "'" + stream.name + "' is pulled, and its upstream has not answered yet"
+                      : "nobody publishes '" + stream.name + "' now");
+  }
   std::optional<wire::SrtpKeyMaterial> key;
   bool fresh = false;
   if (options_.srtp) {
@@ -414,9 +419,11 @@ MethodOutcome RtspMethods::announce(Request& q) {
   StreamLookup found = requested_stream(q);
   if (found.error) return std::move(*found.error);
   const StreamDefinition& stream = *found.stream;
-  if (!stream.live) {
+  if (!stream.live || stream.live->settings().pull) {
     ++stats_.publishes_refused;
-    MethodOutcome e = refuse(405, cseq, "stream '" + stream.name + "' is not published here");
+    MethodOutcome e = refuse(405, cseq,
+                             "stream '" + stream.name + "' is not published here" +
+                                 (stream.live ? " (it is pulled from upstream)" : ""));
     e.response.headers.set("Allow", std::string(kPublic));
     return e;
   }

@@ -6,6 +6,7 @@
 
 #include "predrop/core/log.hpp"
 #include "predrop/media/media_file.hpp"
+#include "predrop/rtsp/client_session.hpp"
 
 namespace predrop::server {
 
@@ -196,6 +197,22 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
   }
   o.block_attribute += ";payload=" + std::to_string(po.max_payload);
   for (const auto& s : c.server.streams) {
+    if (!s.pull_url.empty()) {
+      // A pulled stream (docs/live.md "Pull"): the same point a publisher would claim.
+      if (auto where = rtsp::server_address_of(s.pull_url); !where) {
+        return core::make_error("stream '" + s.name + "': source: " + where.error().message);
+      }
+      LivePointSettings live;
+      live.replace = true;  // the puller's own new source (new upstream parameters) replaces
+      live.source.max_payload = po.max_payload;
+      live.source.block_us = static_cast<std::int64_t>(block_us);
+      PullSettings pull;
+      pull.url = s.pull_url;
+      pull.always = s.pull_always;
+      live.pull = pull;
+      o.streams.push_back(StreamDefinition{s.name, std::make_shared<LivePoint>(std::move(live))});
+      continue;
+    }
     if (s.publish) {
       // A published stream (docs/live.md): blocks of the configured duration, cut at key frames.
       LivePointSettings live;

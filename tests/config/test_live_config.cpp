@@ -1,6 +1,6 @@
-// [server.streams.<name>] source = "publish": a published stream (config/src/config.cpp,
-// configs/README.md, docs/live.md), beside file streams; its secret and replace, and clear
-// errors for what is missing or wrong.
+// [server.streams.<name>] source = "publish": a published stream, or source = "rtsp://...": a
+// pulled one (config/src/config.cpp, configs/README.md, docs/live.md), beside file streams; the
+// secret, replace and pull, and clear errors for what is missing or wrong.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -38,6 +38,20 @@ TEST(LiveConfig, APublishedStreamBesideAFile) {
   EXPECT_FALSE(plain->server.streams[0].replace) << "a second publisher is refused by default";
 }
 
+TEST(LiveConfig, APulledStreamOnDemandByDefault) {
+  const auto r = parse_config(with_live("source = \"rtsp://10.0.0.1:8554/cam\"\n"), "test.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const StreamEntry& live = r->server.streams[0];
+  EXPECT_EQ(live.pull_url, "rtsp://10.0.0.1:8554/cam");
+  EXPECT_FALSE(live.pull_always);
+  EXPECT_FALSE(live.publish);
+  EXPECT_TRUE(live.path.empty());
+  const auto always = parse_config(
+      with_live("source = \"rtsp://10.0.0.1:8554/cam\"\npull = \"always\"\n"), "test.toml");
+  ASSERT_TRUE(always.ok()) << always.error().message;
+  EXPECT_TRUE(always->server.streams[0].pull_always);
+}
+
 TEST(LiveConfig, MistakesAreClearErrors) {
   expect_error(with_live("publish_secret = \"0123456789abcdef\"\n"),
                {"server.streams.live", "source = \"publish\""});
@@ -48,7 +62,14 @@ TEST(LiveConfig, MistakesAreClearErrors) {
                {"server.streams.live.publish_secret", "unescaped"});
   expect_error(
       with_live("source = \"rtsp://camera/stream\"\npublish_secret = \"0123456789abcdef\"\n"),
-      {"server.streams.live.source", "not built yet"});
+      {"server.streams.live", "takes no publish_secret"});
+  expect_error(with_live("source = \"http://camera/stream\"\n"),
+               {"server.streams.live.source", "rtsp://host:port/path"});
+  expect_error(with_live("source = \"rtsp://10.0.0.1/cam\"\npull = \"sometimes\"\n"),
+               {"server.streams.live.pull", "\"always\" or \"on-demand\""});
+  expect_error(with_live("source = \"publish\"\npublish_secret = \"0123456789abcdef\"\n"
+                         "pull = \"always\"\n"),
+               {"server.streams.live", "pull is for a pulled stream"});
   expect_error(
       with_live("source = \"publish\"\npublish_secret = \"0123456789abcdef\"\nreplace = 1\n"),
       {"server.streams.live.replace", "boolean"});

@@ -48,6 +48,7 @@ struct Publisher {
   media::LiveSource& src;
   std::uint16_t seq = 100;
   std::size_t next = 0;
+  std::uint32_t base = kTimestampBase;
   void until(std::size_t to) {
     const auto& file = *sample();
     const auto packets = file.packets();
@@ -56,7 +57,7 @@ struct Publisher {
       if (p.stream != *file.video_stream()) continue;
       const auto& b = file.blocks()[file.frames()[p.frame].block];
       const auto arrival = static_cast<std::uint64_t>(b.start_us + p.send_offset_us);
-      src.push_video(seq++, kTimestampBase + p.rtp_timestamp, p.marker, file.payload(p), arrival);
+      src.push_video(seq++, base + p.rtp_timestamp, p.marker, file.payload(p), arrival);
     }
   }
   void all() { until(sample()->packets().size()); }
@@ -199,6 +200,41 @@ TEST(LiveSource, GarbageAndJumpingTimestampsAreCountedNeverACrash) {
     media::SourceBlock b;
     if (src.read(s, b) != media::BlockState::kReady) continue;
     EXPECT_LE(b.packets.size(), 200u);
+  }
+}
+
+TEST(LiveSource, ARestartedRtpStreamContinuesTheTimelineAtItsFirstKeyFrame) {
+  media::LiveSourceOptions o;
+  o.ring_blocks = 64;
+  media::LiveSource src(spec(), o);
+  const auto& file = *sample();
+  Publisher first{src};
+  first.until(file.blocks()[2].first_packet + file.blocks()[2].packet_count / 2);  // mid-block
+  const auto before = src.stats().blocks;
+  src.restart(5'000'000);
+  EXPECT_EQ(src.stats().blocks, before + 1) << "the block in progress is published";
+  // The upstream again from its start, as a new RTP stream: its sequence numbers "behind" the
+  // old ones (a depacketizer that remembered them would drop everything as late) and its clock
+  // 3 s behind (too small a jump for the timestamp check to see).
+  Publisher second{src};
+  second.seq = static_cast<std::uint16_t>(first.seq - 30000);
+  second.base = kTimestampBase - 3 * 90000;
+  second.all();
+  src.end(30'000'000);
+  const auto st = src.stats();
+  EXPECT_EQ(st.restarts, 1u);
+  EXPECT_EQ(st.malformed, 0u);
+  EXPECT_EQ(st.blocks, before + 1 + file.blocks().size());
+  EXPECT_EQ(st.key_blocks, st.blocks);
+  std::uint64_t last_end = 0;
+  for (std::uint64_t s = 0; s < st.blocks; ++s) {
+    media::SourceBlock b;
+    ASSERT_EQ(src.read(s, b), media::BlockState::kReady) << s;
+    EXPECT_GE(b.start_us, last_end) << "block " << s << " goes back on the timeline";
+    if (s == before + 1) {
+      EXPECT_LE(b.start_us, last_end + 11) << "the new stream starts where it ended (a tick)";
+    }
+    last_end = b.start_us + static_cast<std::uint64_t>(b.duration_us);
   }
 }
 

@@ -228,6 +228,10 @@ class FakeServer {
     listener_.reset();
   }
   void hang_up() { conn_.reset(); }
+  /// Writes raw bytes on the connection (interleaved frames).
+  void send(const std::string& bytes) {
+    if (conn_) (void)conn_->write(bytes);
+  }
 
   std::vector<RtspRequest> requests;
   bool client_hung_up = false;
@@ -497,6 +501,41 @@ TEST(ClientSession, ARefusedPauseFailsThatStepAndAPausedSessionTearsDown) {
   EXPECT_EQ(done, 1);
   EXPECT_EQ(again.server->requests.back().method, RtspMethod::kTeardown);
   again.finish();
+}
+
+TEST(ClientSession, InterleavedSetsUpChannelsAndDeliversFrames) {
+  std::string url;
+  Harness run([&](const RtspRequest& r) { return happy(url, r); });
+  url = run.options.url;
+  run.options.interleaved = true;
+  std::vector<std::pair<int, std::string>> frames;
+  run.handlers.on_frame = [&](std::uint8_t channel, std::span<const std::uint8_t> payload) {
+    frames.emplace_back(channel, std::string(payload.begin(), payload.end()));
+    if (frames.size() == 2) run.end();
+  };
+  run.handlers.on_playing = [&] {
+    ++run.playing;
+    // Two frames, the second split across writes, with nothing between them.
+    run.server->send(
+        std::string("$\x00\x00\x03"
+                    "abc$\x03\x00\x04"
+                    "wx",
+                    13));
+    run.server->send("yz");
+  };
+  run.go();
+  ASSERT_EQ(run.playing, 1);
+  EXPECT_TRUE(run.ports_asked.empty()) << "no UDP ports for an interleaved session";
+  const auto& q = run.server->requests;
+  ASSERT_EQ(q.size(), 4u);
+  EXPECT_EQ(q[1].headers.get("Transport").value_or(""), "RTP/SAVP/TCP;unicast;interleaved=0-1");
+  EXPECT_EQ(q[2].headers.get("Transport").value_or(""), "RTP/SAVP/TCP;unicast;interleaved=2-3");
+  const auto& t = run.session->tracks();
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].channels, (ChannelPair{0, 1}));
+  EXPECT_EQ(t[1].channels, (ChannelPair{2, 3}));
+  EXPECT_EQ(frames, (std::vector<std::pair<int, std::string>>{{0, "abc"}, {3, "wxyz"}}));
+  run.finish();
 }
 
 TEST(ClientSession, OnDescribedChoosesTracksAndOrder) {

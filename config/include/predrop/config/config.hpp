@@ -55,6 +55,9 @@ struct StreamEntry {
   bool publish = false;
   std::string publish_secret;  ///< What a publisher must send (?secret=); >= 16 characters.
   bool replace = false;        ///< A second publisher replaces the first (else it gets 455).
+  /// source = "rtsp://host:port/path": a pulled stream (docs/live.md "Pull"); `path` is empty.
+  std::string pull_url;
+  bool pull_always = false;  ///< pull = "always" (else "on-demand": from the first viewer on).
   bool operator==(const StreamEntry&) const = default;
 };
 

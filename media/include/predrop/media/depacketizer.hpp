@@ -57,6 +57,9 @@ class Depacketizer {
             std::span<const std::uint8_t> payload);
   /// Emits the unit in progress, if any (end of stream or of a block).
   void flush();
+  /// Drops the unit in progress and forgets the sequence numbers: the next packet starts a new
+  /// RTP stream (a relay that reconnected to its upstream; its numbering starts anywhere).
+  void reset();
   const DepacketizerStats& stats() const { return stats_; }
 
  protected:

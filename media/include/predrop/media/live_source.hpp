@@ -73,6 +73,7 @@ struct LiveSourceStats {
   std::uint64_t waiting_for_key = 0;  ///< Pictures dropped before the first IDR (or after a reset).
   std::uint64_t oversized = 0;        ///< Pictures that would not fit a block: dropped.
   std::uint64_t timestamp_resets = 0;  ///< Timestamp went back or jumped: cut restarted at an IDR.
+  std::uint64_t restarts = 0;          ///< restart() calls (a pulled stream's reconnections).
   std::uint64_t blocks = 0;            ///< Blocks published.
   std::uint64_t key_blocks = 0;        ///< Of them, starting with an IDR (join points).
   std::uint64_t forced_cuts = 0;       ///< Cut without a key frame (long GOP or packet bound).
@@ -103,6 +104,13 @@ class LiveSource final : public BlockSource {
                   std::span<const std::uint8_t> payload, std::uint64_t arrival_us);
   /// The publisher is gone: the block in progress is published as it is, then kEnded.
   void end(std::uint64_t now_us);
+  /// The writer's RTP stream starts over (a pulled stream reconnected to its upstream, whose
+  /// sequence numbers and timestamps start anywhere; docs/live.md "Pull"): the block in progress
+  /// is published as it is, the picture in progress is dropped, and the next IDR continues the
+  /// timeline where the last block ended (readers waiting meanwhile resume from it; their
+  /// schedule re-anchors on a late block). Published blocks stay readable. Counted in
+  /// LiveSourceStats::restarts.
+  void restart(std::uint64_t now_us);
 
   LiveSourceStats stats() const;
   const LiveSourceOptions& options() const { return options_; }

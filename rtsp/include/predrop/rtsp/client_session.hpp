@@ -18,6 +18,9 @@
 //
 // The session does not open sockets: the owner gives the client ports of each track (it owns
 // the UDP endpoints and their receive paths; a benchmark may point the server at sink sockets).
+// With ClientSessionOptions::interleaved the media comes over the RTSP connection instead
+// (RTP/AVP/TCP, §10.12): track k is set up on channels 2k and 2k+1, and every "$" frame goes to
+// Handlers::on_frame (a relay pulling a stream from another server, server/src/live_pull.hpp).
 //
 // Threading: loop thread. Errors: as values. A failure is reported once through on_failed with
 // the step, the RTSP status of a refusal and a detail text; the connection is then closed and the
@@ -84,9 +87,10 @@ struct SessionTrack {
   wire::RtpExtensionIds extensions;  ///< Ids of the stage and abs-send-time extensions (0: none).
 
   // Set by SETUP.
-  PortPair client_port;               ///< What we asked for.
-  PortPair server_port;               ///< Where the server sends from (and takes RTCP).
-  std::optional<std::uint32_t> ssrc;  ///< The SSRC the server announced, if any.
+  PortPair client_port;                 ///< What we asked for.
+  PortPair server_port;                 ///< Where the server sends from (and takes RTCP).
+  std::optional<ChannelPair> channels;  ///< Interleaved: the channels the server confirmed.
+  std::optional<std::uint32_t> ssrc;    ///< The SSRC the server announced, if any.
 
   // Set by PLAY when the server sent RTP-Info for this track.
   std::optional<std::uint16_t> rtp_info_seq;      ///< First sequence number after PLAY.
@@ -145,6 +149,9 @@ struct ClientSessionOptions {
   std::uint64_t keepalive_interval_ms = 0;
   std::uint64_t request_timeout_ms =
       0;  ///< Connect or request unanswered this long fails; 0: wait.
+  /// Media interleaved on the RTSP connection (RTP/AVP/TCP;interleaved=2k-2k+1 for the k-th
+  /// track set up) instead of UDP; client_ports is then not asked.
+  bool interleaved = false;
 };
 
 /// An RTSP play session. Construct, start(), run the loop.
@@ -163,6 +170,9 @@ class ClientSession {
     std::function<void()> on_playing;
     /// The session failed (once); it is closed by now.
     std::function<void(const SessionError& error)> on_failed;
+    /// With `interleaved`: one "$" frame (its channel; the payload is valid during the call).
+    /// May destroy the session.
+    RtspClient::OnFrame on_frame;
   };
 
   /// A session that does nothing until start().
@@ -228,6 +238,7 @@ class ClientSession {
   void describe();
   void on_describe(const RtspResponse& response);
   void setup(std::size_t i);
+  void setup_interleaved(std::size_t i);
   void on_setup(std::size_t i, const RtspResponse& response);
   void play();
   void on_play(const RtspResponse& response);

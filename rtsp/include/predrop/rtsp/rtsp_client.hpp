@@ -8,7 +8,8 @@
 // the oldest request still waiting (a server answers in request order, RFC 2326 §9.1). A
 // response whose framing is lost (bad Content-Length, oversize) fails every waiting request and
 // drops the connection (on_closed then reports why). Requests the server sends (e.g.
-// SET_PARAMETER) and interleaved frames are skipped.
+// SET_PARAMETER) are skipped; interleaved frames ("$", RFC 2326 §10.12) go to the on_frame
+// handler when one is set (a session whose media comes over the connection), else are skipped.
 //
 // Threading: loop thread. Callbacks may destroy the client. No exception leaves the client into
 // the event loop: one thrown while handling the connection's events (by the client or by a
@@ -18,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "predrop/core/result.hpp"
@@ -38,6 +40,8 @@ class RtspClient {
   /// The connection went down by itself (ok() for an orderly close by the server) or was dropped
   /// by the client (an error: lost framing, internal error). Never after close().
   using OnClosed = std::function<void(const core::Status& why)>;
+  /// One interleaved frame: its channel and payload (valid during the call only).
+  using OnFrame = std::function<void(std::uint8_t channel, std::span<const std::uint8_t> payload)>;
 
   /// Starts connecting; `on_connected` reports the outcome.
   static core::Result<std::unique_ptr<RtspClient>> connect(net::EventLoop& loop,
@@ -53,6 +57,8 @@ class RtspClient {
   /// written (connection closed), `on_response` gets the error before send() returns.
   void send(rtsp::RtspMethod method, const std::string& url, const rtsp::RtspHeaders& headers,
             OnResponse on_response);
+  /// Where interleaved frames go from now on (empty: skipped). The handler may destroy the client.
+  void set_on_frame(OnFrame on_frame) { on_frame_ = std::move(on_frame); }
   /// The session id the server assigned (from the first response with a Session header).
   const std::string& session() const { return session_; }
   /// The session timeout the server announced, seconds (60 if none).
@@ -79,6 +85,7 @@ class RtspClient {
   std::uint32_t timeout_s_ = 60;
   std::string closed_why_;  // set once the connection is closed: what a later send() reports
   OnClosed on_closed_;
+  OnFrame on_frame_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // tells callbacks we still exist
 };
 

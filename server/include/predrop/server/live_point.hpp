@@ -4,7 +4,8 @@
 // media::LiveSource that viewers' sessions read (captured at their SETUP, so that a viewer keeps
 // reading the source it joined until that source ends). A second publisher is refused, or, with
 // `replace`, takes the point over: the first one's source ends (its viewers get an RTCP BYE) and
-// its connection is closed at its next packet.
+// its connection is closed at its next packet. A pulled stream (live_pull.hpp) has the same
+// point, claimed by its puller instead of a publisher.
 //
 // Threading: shared by every worker of the process (the publisher's connection is on one of
 // them, viewers on any): every member is safe to call from any thread.
@@ -12,20 +13,37 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "predrop/media/live_source.hpp"
+#include "predrop/server/pull_backoff.hpp"
 
 namespace predrop::server {
 
+/// How a pulled stream is pulled (docs/live.md "Pull").
+struct PullSettings {
+  std::string url;      ///< rtsp://host:port/path of the upstream (host: an IP literal).
+  bool always = false;  ///< Pull from start-up on; else from the first viewer on (on-demand).
+  /// On-demand: the pull stops this long after the last viewer left.
+  std::uint64_t linger_us = 10'000'000;
+  /// Playing, but no RTP for this long: the upstream is taken for gone.
+  std::uint64_t stall_us = 5'000'000;
+  /// An RTSP request (or the TCP connect) unanswered this long fails the attempt.
+  std::uint64_t request_timeout_ms = 5000;
+  BackoffOptions backoff;
+};
+
 /// How a published stream is configured.
 struct LivePointSettings {
-  /// The publish secret (publishers send it as `?secret=` in the URL); never empty.
+  /// The publish secret (publishers send it as `?secret=` in the URL); empty for a pulled one.
   std::string secret;
   /// A second publisher replaces the first (else it is refused with 455).
   bool replace = false;
   /// How the source cuts and keeps its blocks.
   media::LiveSourceOptions source;
+  /// Set for a pulled stream: nobody may publish it (ANNOUNCE gets 405).
+  std::optional<PullSettings> pull;
 };
 
 /// A published stream's point of publication (see the file comment).
@@ -70,6 +88,14 @@ class LivePoint {
       owner_.store(0, std::memory_order_release);
     }
     if (old) old->end(now_us);
+  }
+
+  /// References to the current source besides the point's own: each viewer's session holds
+  /// one from its SETUP to its end, and the writer (a puller) its own. Approximate while other
+  /// threads take or drop one; a pull polls it to know whether anyone watches.
+  long references() const {
+    std::lock_guard lock(mutex_);
+    return source_ ? source_.use_count() - 1 : 0;
   }
 
   /// Whether publisher `token` still holds the point (lock-free: asked per packet).

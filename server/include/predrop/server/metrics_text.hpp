@@ -14,6 +14,7 @@
 #include "predrop/chain/stage_transmitter.hpp"
 #include "predrop/server/block_trace_csv.hpp"
 #include "predrop/server/callback_guard.hpp"
+#include "predrop/server/live_pull.hpp"
 #include "predrop/server/metrics_endpoint.hpp"
 #include "predrop/server/server_options.hpp"
 #include "predrop/server/stream_server.hpp"
@@ -59,6 +60,8 @@ void add_stats(ServerStats& a, const ServerStats& b);
 struct MetricsSources {
   const MetricsEndpoint* endpoint = nullptr;
   const BlockTraceCsv* trace = nullptr;
+  /// The pulled streams (docs/live.md "Pull"), per stream.
+  std::span<const PullStatus> pulls;
 };
 
 /// Prometheus text exposition of the server's and its sessions' state.

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# A pulled stream end to end (docs/live.md "Pull", issue 23 item 2), with real ffmpeg on both
+# ends and two predrop-servers, an origin and an edge:
+#   ffmpeg -re -f rtsp ──publish──▶ origin predrop ──RTSP/TCP pull──▶ edge predrop ──▶ ffmpeg viewer
+#   - the edge's stream is source = "rtsp://origin/live" (pull = "on-demand"): before any viewer
+#     it has only DESCRIBEd the origin; a viewer's SETUP starts the pull;
+#   - the ffmpeg viewer on the edge (RTSP/TCP) decodes pictures bit-exact with the clip (R = 0);
+#   - the origin is killed (SIGKILL) mid-stream and started again on the same port, and the
+#     clip published again: the edge logs and counts the failures (refused while it is down,
+#     404 until the publisher is back), backs off, reconnects, and the same viewer goes on
+#     decoding pictures of the second run; nothing crashes;
+#   - a second edge stream pulls "always" from a port where nobody listens: counted failures,
+#     a growing back-off, the server stays up.
+# Loopback only; nothing is timed but the hang guards.
+#   pull_relay.sh SERVER_BINARY WORKDIR
+set -euo pipefail
+server="$1"
+work="$2"
+mkdir -p "$work"
+cd "$work"
+rm -f ./*.log ./*.md5 ./*.toml ./*.txt ./*.hashes
+
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ffmpeg -nostdin -v error -f lavfi -i testsrc=size=320x240:rate=25 -t 8 -c:v libx264 -g 25 \
+  -keyint_min 25 -sc_threshold 0 -bf 2 -pix_fmt yuv420p -y clip.mp4
+ffmpeg -nostdin -v error -i clip.mp4 -f framemd5 clip.md5
+
+origin_port=$(pick_port)
+edge_port=$(pick_port)
+edge_metrics=$(pick_port)
+dead_port=$(pick_port)
+secret="test-secret-0123456789"
+cat >origin.toml <<EOF
+[server]
+mode = "stream"
+rtsp_listen = "127.0.0.1:$origin_port"
+workers = 1
+log_level = "info"
+
+[server.streams.live]
+source = "publish"
+publish_secret = "$secret"
+
+[blocks]
+duration_ms = 1000
+EOF
+cat >edge.toml <<EOF
+[server]
+mode = "stream"
+rtsp_listen = "127.0.0.1:$edge_port"
+metrics_listen = "127.0.0.1:$edge_metrics"
+workers = 2
+log_level = "info"
+
+[server.streams.relay]
+source = "rtsp://127.0.0.1:$origin_port/live"
+
+[server.streams.nowhere]
+source = "rtsp://127.0.0.1:$dead_port/none"
+pull = "always"
+
+[blocks]
+duration_ms = 1000
+EOF
+
+origin_pid=""
+edge_pid=""
+pub_pid=""
+view_pid=""
+trap 'kill "$pub_pid" "$view_pid" "$origin_pid" "$edge_pid" 2>/dev/null || true; wait' EXIT
+
+await() {  # await LOG PATTERN COUNT: until LOG has COUNT lines matching PATTERN (20 s at most)
+  for _ in $(seq 200); do
+    [[ "$(grep -c -- "$2" "$1" 2>/dev/null || true)" -ge "$3" ]] && return 0
+    sleep 0.1
+  done
+  echo "FAIL: no '$2' (x$3) in $1"; tail -20 "$1"; return 1
+}
+start_origin() {  # start_origin LOG
+  "$server" -c origin.toml 2>"$1" &
+  origin_pid=$!
+  await "$1" "serving rtsp" 1
+}
+publish() {  # publish LOG: ffmpeg sends the clip in real time to the origin
+  timeout -s INT 40 ffmpeg -nostdin -v info -re -i clip.mp4 -c copy -f rtsp \
+    -rtsp_transport tcp "rtsp://127.0.0.1:$origin_port/live?secret=$secret" >"$1" 2>&1 &
+  pub_pid=$!
+}
+metrics() { curl -sf --max-time 5 "http://127.0.0.1:$edge_metrics/metrics" >"$1" || true; }
+metric() { awk -v n="$2" '$1 == n { print $2 }' "$1"; }
+
+fail=0
+start_origin origin-1.log
+publish publisher-1.log
+await origin-1.log "'live' published" 1
+"$server" -c edge.toml 2>edge.log &
+edge_pid=$!
+await edge.log "serving rtsp" 1
+await edge.log "'relay': described" 1
+metrics metrics-idle.txt
+idle_state=$(metric metrics-idle.txt 'predrop_pull_state{stream="relay",state="idle"}')
+idle_plays=$(metric metrics-idle.txt 'predrop_pull_plays_total{stream="relay"}')
+if [[ "$idle_state" != 1 || "$idle_plays" != 0 ]]; then
+  echo "FAIL: on-demand: before any viewer the pull is not idle (state $idle_state, plays $idle_plays)"
+  fail=1
+fi
+
+# The viewer on the edge; it waits through the origin's restart.
+timeout -s INT 60 ffmpeg -nostdin -v info -rtsp_transport tcp \
+  -i "rtsp://127.0.0.1:$edge_port/relay" -map 0:v -flush_packets 1 -f framemd5 viewer.md5 >viewer.log 2>&1 &
+view_pid=$!
+await edge.log "'relay': playing" 1
+# Some pictures through the relay, then the origin dies with its publisher.
+for _ in $(seq 200); do
+  [[ -s viewer.md5 && "$(grep -vc '^#' viewer.md5)" -ge 40 ]] && break
+  sleep 0.1
+done
+before=$(grep -vc '^#' viewer.md5 || true)
+kill -9 "$origin_pid"
+wait "$origin_pid" 2>/dev/null || true
+origin_pid=""
+wait "$pub_pid" 2>/dev/null || true
+pub_pid=""
+await edge.log "'relay': .*again in" 2
+# The origin again on the same port, and the clip published again.
+start_origin origin-2.log
+publish publisher-2.log
+await origin-2.log "'live' published" 1
+await edge.log "'relay': playing" 2
+wait "$pub_pid" || true
+pub_pid=""
+# The publisher's end ends the origin's stream: the edge backs off again, the viewer waits;
+# it is stopped here.
+await edge.log "'relay': the upstream sent an RTCP BYE" 1 || true
+kill -INT "$view_pid" 2>/dev/null || true
+wait "$view_pid" 2>/dev/null || true
+view_pid=""
+metrics metrics-end.txt
+
+awk -F, '!/^#/ { gsub(/ /, "", $6); print $6 }' clip.md5 | sort -u >clip.hashes
+awk -F, '!/^#/ { gsub(/ /, "", $6); print $6 }' viewer.md5 >viewer.hashes
+frames=$(wc -l <viewer.hashes)
+foreign=$(sort -u viewer.hashes | comm -23 - clip.hashes | wc -l)  # the clip plays twice
+after=$((frames - before))
+plays=$(metric metrics-end.txt 'predrop_pull_plays_total{stream="relay"}')
+failures=$(metric metrics-end.txt 'predrop_pull_failures_total{stream="relay"}')
+dead_failures=$(metric metrics-end.txt 'predrop_pull_failures_total{stream="nowhere"}')
+dead_row=$(metric metrics-end.txt 'predrop_pull_failures_in_a_row{stream="nowhere"}')
+echo "edge viewer: $frames pictures ($before before the origin's restart, $after after)," \
+  "$foreign not the clip's; relay: plays ${plays:-?}, failures ${failures:-?};" \
+  "nowhere: failures ${dead_failures:-?} (${dead_row:-?} in a row)"
+grep "'relay'" edge.log | sed 's/^.*\] //' | head -20
+
+if [[ "$before" -lt 40 || "$after" -lt 100 ]]; then
+  echo "FAIL: the viewer did not decode pictures on both sides of the origin's restart"
+  tail -5 viewer.log; fail=1
+fi
+if [[ "$foreign" -ne 0 ]]; then
+  echo "FAIL: $foreign pictures are not bit-exact with the clip"; fail=1
+fi
+if [[ "${plays:-0}" -lt 2 || "${failures:-0}" -lt 1 ]]; then
+  echo "FAIL: the pull did not reconnect (plays ${plays:-?}, failures ${failures:-?})"; fail=1
+fi
+if [[ "${dead_failures:-0}" -lt 3 ]]; then
+  echo "FAIL: pulling from a closed port was not retried (${dead_failures:-?} failures)"; fail=1
+fi
+if ! kill -0 "$edge_pid" 2>/dev/null; then
+  echo "FAIL: the edge died"; tail -20 edge.log; fail=1
+fi
+exit $fail
