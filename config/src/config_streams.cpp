@@ -65,6 +65,24 @@ void read_streams(Reader& r, const toml::node& n, std::vector<StreamEntry>& out)
               if (const auto b = r.boolean(v)) e.replace = *b;
               has_publish_key = true;
             }},
+           {"edges",
+            [&](const toml::node& v) {
+              // An origin's edges (docs/edge.md): viewers' DESCRIBEs go there.
+              const auto* a = v.as_array();
+              if (!a || a->empty() || a->size() > kMaxEdges) {
+                return r.fail_type(v, r.current(),
+                                   "an array of 1.." + std::to_string(kMaxEdges) + " rtsp:// URLs");
+              }
+              for (const auto& item : *a) {
+                const auto* u = item.as_string();
+                if (!u || !u->get().starts_with("rtsp://") || u->get().size() <= 7 ||
+                    u->get().find_first_of(" \t\r\n") != std::string::npos) {
+                  return r.fail(item.source(), r.current(),
+                                "each edge is an rtsp://host:port/path URL");
+                }
+                e.edges.push_back(u->get());
+              }
+            }},
            {"pull", [&](const toml::node& v) {
               const auto s = r.string(v);
               if (!s) return;

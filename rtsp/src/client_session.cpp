@@ -219,16 +219,52 @@ void ClientSession::request(RtspMethod method, const std::string& url, const Rts
   waiting_for_ = std::string(to_string(method));
   if (options_.request_timeout_ms > 0) deadline_->start(options_.request_timeout_ms);
   std::weak_ptr<bool> alive = alive_;
-  rtsp_->send(method, url, headers,
+  RtspHeaders all = headers;
+  for (const auto& [name, value] : options_.headers.fields()) {
+    if (!all.contains(name)) all.set(name, value);
+  }
+  rtsp_->send(method, url, all,
               [this, alive, step, then = std::move(then)](const core::Result<RtspResponse>& r) {
                 if (alive.expired()) return;
                 if (in_flight_ > 0) --in_flight_;
                 if (in_flight_ == 0 && deadline_) deadline_->stop();
                 if (state_ == State::kClosed) return;
                 if (!r) return fail({step, 0, r.error().message});
+                if (step == SessionStep::kDescribe && is_redirect(r->status)) {
+                  if (const auto where = r->headers.get("Location")) {
+                    return redirect(std::string(*where));
+                  }
+                }
                 if (r->status != 200) return fail({step, r->status, r->reason});
                 then(*r);
               });
+}
+
+bool ClientSession::is_redirect(int status) {
+  return status == 301 || status == 302 || status == 303 || status == 307;
+}
+
+// DESCRIBE was answered with a redirect (RFC 2326 §11.3.3, e.g. an origin sending viewers to
+// its edges, docs/edge.md): the session starts again at the Location, on a new connection.
+void ClientSession::redirect(const std::string& location) {
+  if (++redirects_ > kMaxRedirects) {
+    return fail(
+        {SessionStep::kDescribe, 0,
+         "more than " + std::to_string(kMaxRedirects) + " redirects (last to " + location + ")"});
+  }
+  auto where = server_address_of(location);
+  if (!where) {
+    return fail(
+        {SessionStep::kDescribe, 0, "redirect to " + location + ": " + where.error().message});
+  }
+  options_.url = location;
+  options_.server = *where;
+  // Inside the old connection's own callback: it is closed now and freed with the session.
+  retired_ = std::move(rtsp_);
+  retired_->close();
+  in_flight_ = 0;
+  state_ = State::kIdle;
+  start();
 }
 
 void ClientSession::describe() {

@@ -101,6 +101,7 @@ void LivePull::connect(bool probe) {
   rtsp::ClientSessionOptions o;
   o.url = settings_.url;
   o.interleaved = true;
+  o.headers.set(kRelayHeader, "1");  // an origin with edges serves us instead of redirecting
   o.request_timeout_ms = settings_.request_timeout_ms;
   rtsp::ClientSession::Handlers h;
   h.on_described =

@@ -81,6 +81,7 @@ void add_stats(ServerStats& a, const ServerStats& b) {
   a.webrtc_dtls_connected += b.webrtc_dtls_connected;
   a.webrtc_dtls_failed += b.webrtc_dtls_failed;
   a.webrtc_consent_lost += b.webrtc_consent_lost;
+  a.redirects += b.redirects;
 }
 
 std::string render_metrics(const StreamServer& server, const MetricsSources& more) {
@@ -141,6 +142,8 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
           s.webrtc_dtls_failed);
   counter("predrop_webrtc_consent_lost_total", "WHEP sessions ended: no ICE consent for 30 s.",
           s.webrtc_consent_lost);
+  counter("predrop_redirects_total", "DESCRIBEs answered 302 to an edge (docs/edge.md).",
+          s.redirects);
   counter("predrop_rtsp_foreign_session_requests_total",
           "Requests naming a session set up from another address (answered 454).",
           s.session_requests_foreign);

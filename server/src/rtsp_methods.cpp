@@ -189,6 +189,15 @@ MethodOutcome RtspMethods::describe(Request& q) {
   StreamLookup found = requested_stream(q);
   if (found.error) return std::move(*found.error);
   const StreamDefinition& stream = *found.stream;
+  if (stream.live && !q.req.headers.contains(kRelayHeader)) {
+    // An origin with edges (docs/edge.md): viewers go to an edge, round robin.
+    if (std::string edge = stream.live->next_edge(); !edge.empty()) {
+      ++stats_.redirects;
+      MethodOutcome o = refuse(302, q.req.cseq, "served by an edge: " + edge);
+      o.response.headers.set("Location", edge);
+      return o;
+    }
+  }
   const auto source = stream.current_source();
   if (!source) {
     return refuse(404, q.req.cseq,

@@ -210,6 +210,7 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
       pull.url = s.pull_url;
       pull.always = s.pull_always;
       live.pull = pull;
+      live.edges = s.edges;
       o.streams.push_back(StreamDefinition{s.name, std::make_shared<LivePoint>(std::move(live))});
       continue;
     }
@@ -218,6 +219,7 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
       LivePointSettings live;
       live.secret = s.publish_secret;
       live.replace = s.replace;
+      live.edges = s.edges;
       live.source.max_payload = po.max_payload;
       live.source.block_us = static_cast<std::int64_t>(block_us);
       o.streams.push_back(StreamDefinition{s.name, std::make_shared<LivePoint>(std::move(live))});

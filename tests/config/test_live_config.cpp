@@ -52,6 +52,20 @@ TEST(LiveConfig, APulledStreamOnDemandByDefault) {
   EXPECT_TRUE(always->server.streams[0].pull_always);
 }
 
+TEST(LiveConfig, AnOriginListsItsEdges) {
+  const auto r = parse_config(
+      with_live("source = \"publish\"\npublish_secret = \"0123456789abcdef\"\n"
+                "edges = [\"rtsp://198.18.2.2:8554/live\", \"rtsp://198.18.3.2:8554/live\"]\n"),
+      "test.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->server.streams[0].edges, (std::vector<std::string>{"rtsp://198.18.2.2:8554/live",
+                                                                  "rtsp://198.18.3.2:8554/live"}));
+  expect_error(with_live("source = \"rtsp://10.0.0.1/x\"\nedges = []\n"),
+               {"server.streams.live.edges", "1..64"});
+  expect_error(with_live("source = \"rtsp://10.0.0.1/x\"\nedges = [\"http://e/x\"]\n"),
+               {"server.streams.live.edges", "rtsp://host:port/path"});
+}
+
 TEST(LiveConfig, MistakesAreClearErrors) {
   expect_error(with_live("publish_secret = \"0123456789abcdef\"\n"),
                {"server.streams.live", "source = \"publish\""});

@@ -503,6 +503,52 @@ TEST(ClientSession, ARefusedPauseFailsThatStepAndAPausedSessionTearsDown) {
   again.finish();
 }
 
+TEST(ClientSession, FollowsADescribeRedirectToAnotherServer) {
+  net::EventLoop* loop_of_run = nullptr;
+  std::string edge_url;
+  std::unique_ptr<FakeServer> edge;
+  std::string origin_url;
+  Harness run([&](const RtspRequest& r) -> Action {
+    EXPECT_EQ(r.method, RtspMethod::kDescribe) << "only DESCRIBE goes to the origin";
+    EXPECT_EQ(r.headers.get("X-Test").value_or(""), "yes");
+    RtspResponse moved = make_response(302, r.cseq);
+    moved.headers.set("Location", edge_url);
+    return {moved, false};
+  });
+  loop_of_run = &run.loop;
+  edge = std::make_unique<FakeServer>(*loop_of_run,
+                                      [&](const RtspRequest& r) { return happy(edge_url, r); });
+  edge_url = edge->url();
+  run.options.headers.set("X-Test", "yes");
+  run.go();
+  ASSERT_EQ(run.playing, 1) << (run.failed ? run.failed->message() : "");
+  EXPECT_EQ(run.server->requests.size(), 1u);
+  ASSERT_EQ(edge->requests.size(), 4u);
+  EXPECT_EQ(edge->requests[0].url, edge_url);
+  EXPECT_EQ(edge->requests[1].url, edge_url + "/trackID=0");
+  EXPECT_EQ(edge->requests[3].url, edge_url) << "PLAY goes to the new URL";
+  EXPECT_EQ(run.session->server(), edge->address());
+  run.session.reset();
+  edge->shut();
+  run.finish();
+}
+
+TEST(ClientSession, ARedirectLoopEnds) {
+  std::string url;
+  Harness run([&](const RtspRequest& r) -> Action {
+    RtspResponse moved = make_response(302, r.cseq);
+    moved.headers.set("Location", url);
+    return {moved, false};
+  });
+  url = run.options.url;
+  run.go();
+  ASSERT_TRUE(run.failed.has_value());
+  EXPECT_EQ(run.failed->step, SessionStep::kDescribe);
+  EXPECT_NE(run.failed->detail.find("more than 4 redirects"), std::string::npos);
+  EXPECT_EQ(run.server->requests.size(), 5u);
+  run.finish();
+}
+
 TEST(ClientSession, InterleavedSetsUpChannelsAndDeliversFrames) {
   std::string url;
   Harness run([&](const RtspRequest& r) { return happy(url, r); });

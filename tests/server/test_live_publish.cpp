@@ -102,11 +102,12 @@ struct Bed {
   std::unique_ptr<server::StreamServer> srv;
   static constexpr std::string_view kSecret = "0123456789abcdef";
 
-  explicit Bed(bool replace = false) {
+  explicit Bed(bool replace = false, std::vector<std::string> edges = {}) {
     auto o = test::loopback_options();
     server::LivePointSettings live;
     live.secret = std::string(kSecret);
     live.replace = replace;
+    live.edges = std::move(edges);
     o.streams.push_back(
         server::StreamDefinition{"live", std::make_shared<server::LivePoint>(live)});
     srv = std::make_unique<server::StreamServer>(loop, o);
@@ -265,6 +266,29 @@ TEST(LivePublish, WithReplaceASecondPublisherTakesOver) {
   EXPECT_EQ(b.srv->stats().publishers_replaced, 1u);
   b.send_video(second, 0, 10);
   EXPECT_TRUE(b.srv->connection_open(second));
+}
+
+TEST(LivePublish, AnOriginWithEdgesRedirectsViewersRoundRobinAndServesRelays) {
+  Bed b(false, {"rtsp://198.18.2.2:8554/live", "rtsp://198.18.3.2:8554/live"});
+  const auto publisher = b.connect(42000);
+  b.publish(publisher);  // ANNOUNCE is never redirected
+  std::vector<std::string> went;
+  for (int i = 0; i < 3; ++i) {
+    const auto viewer = b.connect(static_cast<std::uint16_t>(42100 + i));
+    const auto r = b.ask(viewer, test::request_text("DESCRIBE", Bed::url(), 2));
+    ASSERT_EQ(r.status, 302);
+    went.push_back(std::string(r.headers.get("Location").value_or("")));
+  }
+  EXPECT_EQ(went,
+            (std::vector<std::string>{"rtsp://198.18.2.2:8554/live", "rtsp://198.18.3.2:8554/live",
+                                      "rtsp://198.18.2.2:8554/live"}));
+  EXPECT_EQ(b.srv->stats().redirects, 3u);
+  // An edge pulling the stream says so and is served.
+  const auto edge = b.connect(42200);
+  const auto r = b.ask(edge, test::request_text("DESCRIBE", Bed::url(), 2,
+                                                std::string(server::kRelayHeader) + ": 1\r\n"));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(b.srv->stats().redirects, 3u);
 }
 
 }  // namespace

@@ -58,8 +58,13 @@ struct StreamEntry {
   /// source = "rtsp://host:port/path": a pulled stream (docs/live.md "Pull"); `path` is empty.
   std::string pull_url;
   bool pull_always = false;  ///< pull = "always" (else "on-demand": from the first viewer on).
+  /// edges = ["rtsp://...", ...]: viewers' DESCRIBEs are redirected there (docs/edge.md).
+  std::vector<std::string> edges;
   bool operator==(const StreamEntry&) const = default;
 };
+
+/// Most edges one stream may list.
+inline constexpr std::size_t kMaxEdges = 64;
 
 /// Shortest publish_secret accepted.
 inline constexpr std::size_t kMinPublishSecret = 16;

@@ -2,7 +2,8 @@
 // The client side of one RTSP 1.0 play session (RFC 2326 §10), written once for every predrop
 // client -- the measuring client, the load tester's light clients and the egress benchmark:
 //
-//   connect -> DESCRIBE (Accept: application/sdp) -> parse the SDP (RFC 4566) -> SETUP each
+//   connect -> DESCRIBE (Accept: application/sdp; a 3xx with Location is followed, up to
+//   kMaxRedirects times) -> parse the SDP (RFC 4566) -> SETUP each
 //   chosen track over unicast UDP (client_port, optional X-Predrop-Feedback: 1) -> PLAY
 //   (Range: npt=0.000-) -> GET_PARAMETER every max(5 s, session timeout / 2) -> TEARDOWN.
 //
@@ -149,6 +150,8 @@ struct ClientSessionOptions {
   std::uint64_t keepalive_interval_ms = 0;
   std::uint64_t request_timeout_ms =
       0;  ///< Connect or request unanswered this long fails; 0: wait.
+  /// Added to every request (unless the request sets the same header).
+  RtspHeaders headers;
   /// Media interleaved on the RTSP connection (RTP/AVP/TCP;interleaved=2k-2k+1 for the k-th
   /// track set up) instead of UDP; client_ports is then not asked.
   bool interleaved = false;
@@ -157,6 +160,10 @@ struct ClientSessionOptions {
 /// An RTSP play session. Construct, start(), run the loop.
 class ClientSession {
  public:
+  /// DESCRIBE answered 301, 302, 303 or 307 with a Location is followed this often at most
+  /// (on a new connection to the Location, which is then the session's URL).
+  static constexpr int kMaxRedirects = 4;
+
   /// Upward events (loop thread); each may destroy the session.
   struct Handlers {
     /// DESCRIBE answered: choose the tracks to set up (indices into `d.tracks`, set up in that
@@ -239,6 +246,8 @@ class ClientSession {
   void on_describe(const RtspResponse& response);
   void setup(std::size_t i);
   void setup_interleaved(std::size_t i);
+  static bool is_redirect(int status);
+  void redirect(const std::string& location);
   void on_setup(std::size_t i, const RtspResponse& response);
   void play();
   void on_play(const RtspResponse& response);
@@ -252,6 +261,8 @@ class ClientSession {
   State state_ = State::kIdle;
   net::SocketAddress server_;
   std::unique_ptr<RtspClient> rtsp_;
+  std::unique_ptr<RtspClient> retired_;  // a connection left by a redirect (closed)
+  int redirects_ = 0;
   std::unique_ptr<net::Timer> deadline_;
   std::unique_ptr<net::Timer> keepalive_;
   std::size_t in_flight_ = 0;       // connect + requests awaiting an answer

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "predrop/media/live_source.hpp"
 #include "predrop/server/pull_backoff.hpp"
@@ -44,7 +45,13 @@ struct LivePointSettings {
   media::LiveSourceOptions source;
   /// Set for a pulled stream: nobody may publish it (ANNOUNCE gets 405).
   std::optional<PullSettings> pull;
+  /// Edges that serve this stream (docs/edge.md): a viewer's DESCRIBE is answered 302 with
+  /// the next of these URLs in turn; a request with kRelayHeader (an edge pulling) is served.
+  std::vector<std::string> edges;
 };
+
+/// The request header by which a relay (an edge's pull) asks to be served, not redirected.
+inline constexpr const char* kRelayHeader = "X-Predrop-Relay";
 
 /// A published stream's point of publication (see the file comment).
 class LivePoint {
@@ -98,6 +105,13 @@ class LivePoint {
     return source_ ? source_.use_count() - 1 : 0;
   }
 
+  /// The edge the next redirected viewer goes to (round robin); "" without edges.
+  std::string next_edge() {
+    if (settings_.edges.empty()) return {};
+    const std::uint64_t n = next_edge_.fetch_add(1, std::memory_order_relaxed);
+    return settings_.edges[n % settings_.edges.size()];
+  }
+
   /// Whether publisher `token` still holds the point (lock-free: asked per packet).
   bool owns(std::uint64_t token) const { return owner_.load(std::memory_order_acquire) == token; }
 
@@ -112,6 +126,7 @@ class LivePoint {
   mutable std::mutex mutex_;
   std::shared_ptr<media::LiveSource> source_;
   std::atomic<std::uint64_t> owner_{0};
+  std::atomic<std::uint64_t> next_edge_{0};
 };
 
 }  // namespace predrop::server
