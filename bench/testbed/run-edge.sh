@@ -167,6 +167,7 @@ if command -v gnuplot >/dev/null; then
   gnuplot <<GP 2>/dev/null
 set terminal pngcairo size 900,600 font 'sans,9'
 set output '$out/edge.png'
+set termoption noenhanced
 set datafile separator ','
 set multiplot layout 2,1 title 'origin -> edge: two viewers of one edge, $rate bottleneck to one of them from ${open_s} s'
 set grid
