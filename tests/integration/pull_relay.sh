@@ -4,7 +4,8 @@
 #   ffmpeg -re -f rtsp ──publish──▶ origin predrop ──RTSP/TCP pull──▶ edge predrop ──▶ ffmpeg viewer
 #   - the edge's stream is source = "rtsp://origin/live" (pull = "on-demand"): before any viewer
 #     it has only DESCRIBEd the origin; a viewer's SETUP starts the pull;
-#   - the ffmpeg viewer on the edge (RTSP/TCP) decodes pictures bit-exact with the clip (R = 0);
+#   - the origin lists the edge (edges = [...]): the ffmpeg viewer asks the origin, is redirected
+#     (302) to the edge and decodes pictures bit-exact with the clip (RTSP/TCP, R = 0);
 #   - the origin is killed (SIGKILL) mid-stream and started again on the same port, and the
 #     clip published again: the edge logs and counts the failures (refused while it is down,
 #     404 until the publisher is back), backs off, reconnects, and the same viewer goes on
@@ -14,6 +15,7 @@
 # Loopback only; nothing is timed but the hang guards.
 #   pull_relay.sh SERVER_BINARY WORKDIR
 set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 server="$1"
 work="$2"
 mkdir -p "$work"
@@ -21,7 +23,7 @@ cd "$work"
 rm -f ./*.log ./*.md5 ./*.toml ./*.txt ./*.hashes
 
 # shellcheck source=lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$here/lib.sh"
 
 ffmpeg -nostdin -v error -f lavfi -i testsrc=size=320x240:rate=25 -t 8 -c:v libx264 -g 25 \
   -keyint_min 25 -sc_threshold 0 -bf 2 -pix_fmt yuv420p -y clip.mp4
@@ -31,17 +33,20 @@ origin_port=$(pick_port)
 edge_port=$(pick_port)
 edge_metrics=$(pick_port)
 dead_port=$(pick_port)
+origin_metrics=$(pick_port)
 secret="test-secret-0123456789"
 cat >origin.toml <<EOF
 [server]
 mode = "stream"
 rtsp_listen = "127.0.0.1:$origin_port"
+metrics_listen = "127.0.0.1:$origin_metrics"
 workers = 1
 log_level = "info"
 
 [server.streams.live]
 source = "publish"
 publish_secret = "$secret"
+edges = ["rtsp://127.0.0.1:$edge_port/relay"]
 
 [blocks]
 duration_ms = 1000
@@ -107,9 +112,10 @@ if [[ "$idle_state" != 1 || "$idle_plays" != 0 ]]; then
   fail=1
 fi
 
-# The viewer on the edge; it waits through the origin's restart.
+# The viewer asks the origin, which redirects it (302) to the edge; the edge's own pull is
+# served (X-Predrop-Relay). The viewer waits through the origin's restart.
 timeout -s INT 60 ffmpeg -nostdin -v info -rtsp_transport tcp \
-  -i "rtsp://127.0.0.1:$edge_port/relay" -map 0:v -flush_packets 1 -f framemd5 viewer.md5 >viewer.log 2>&1 &
+  -i "rtsp://127.0.0.1:$origin_port/live" -map 0:v -flush_packets 1 -f framemd5 viewer.md5 >viewer.log 2>&1 &
 view_pid=$!
 await edge.log "'relay': playing" 1
 # Some pictures through the relay, then the origin dies with its publisher.
@@ -118,6 +124,8 @@ for _ in $(seq 200); do
   sleep 0.1
 done
 before=$(grep -vc '^#' viewer.md5 || true)
+redirects=$(curl -sf --max-time 5 "http://127.0.0.1:$origin_metrics/metrics" |
+  awk '$1 == "predrop_redirects_total" { print $2 }')
 kill -9 "$origin_pid"
 wait "$origin_pid" 2>/dev/null || true
 origin_pid=""
@@ -148,11 +156,14 @@ plays=$(metric metrics-end.txt 'predrop_pull_plays_total{stream="relay"}')
 failures=$(metric metrics-end.txt 'predrop_pull_failures_total{stream="relay"}')
 dead_failures=$(metric metrics-end.txt 'predrop_pull_failures_total{stream="nowhere"}')
 dead_row=$(metric metrics-end.txt 'predrop_pull_failures_in_a_row{stream="nowhere"}')
-echo "edge viewer: $frames pictures ($before before the origin's restart, $after after)," \
+echo "origin: ${redirects:-?} viewer(s) redirected to the edge; edge viewer: $frames pictures ($before before the origin's restart, $after after)," \
   "$foreign not the clip's; relay: plays ${plays:-?}, failures ${failures:-?};" \
   "nowhere: failures ${dead_failures:-?} (${dead_row:-?} in a row)"
 grep "'relay'" edge.log | sed 's/^.*\] //' | head -20
 
+if [[ "${redirects:-0}" -lt 1 ]]; then
+  echo "FAIL: the origin redirected nobody (predrop_redirects_total ${redirects:-?})"; fail=1
+fi
 if [[ "$before" -lt 40 || "$after" -lt 100 ]]; then
   echo "FAIL: the viewer did not decode pictures on both sides of the origin's restart"
   tail -5 viewer.log; fail=1
