@@ -11,9 +11,10 @@
 #   <tag>-vw  198.18.3.2   unconstrained viewer (no tbf on its path)
 #
 # Each viewer is a predrop-client with PDFB reports: its own session on the edge, its own
-# controller. The bottleneck is open for the first OPEN_S seconds, then RATE. Writes DIR/
-# {origin,edge}.{toml,log}, trace.csv (the edge's per-block trace), client-{constrained,open}.csv,
-# summary.txt and edge.png (R and PSNR per block of both viewers), and prints the summary.
+# controller. The bottleneck is open for the first 5 s, then RATE. Writes DIR/
+# {origin,edge}.{toml,log}, trace.csv (the edge's per-block trace) and edge-{constrained,open}.csv
+# (its sessions: stage, R, reported PSNR, loss), client-*.{csv,log}, summary.txt and edge.png
+# (R and PSNR per block of both viewers), and prints the summary.
 #
 #   PREDROP_BIN=build/release bench/testbed/run-edge.sh [--out DIR] [--blocks N] [--rate RATE]
 #
@@ -147,18 +148,26 @@ wait "$c1" "$c2"
 
 redirects=$(ip netns exec "$org_ns" curl -sf --max-time 5 "http://$org_ip:9465/metrics" |
   awk '$1 == "predrop_redirects_total" { print $2 }')
-summary() {  # summary NAME CSV: mean R and PSNR over the blocks after the bottleneck came
-  awk -F, -v name="$1" -v skip="$open_s" 'NR > 1 && $1 >= skip + 2 {
-      n++; r += $2; p += $4; if ($4 < pmin || n == 1) pmin = $4; d += $7; s += $6 + $7 }
-    END { if (n == 0) { print name ": no blocks"; exit }
-          printf "%-12s blocks %3d  R mean %.3f  PSNR mean %.2f dB  min %.2f dB  pre-discarded %.1f %%\n",
-                 name, n, r / n, p / n, pmin, 100 * d / (s > 0 ? s : 1) }' "$2"
+# The edge's trace, one file per session in the order they started (the constrained viewer
+# first): stage, R, P (the PSNR the viewer reported), network loss. (The measuring client's own
+# "rate" column compares with its reference file's blocks, which for a live stream are not the
+# edge's blocks: R comes from the server's trace.)
+awk -F, 'NR > 1 { if (!($1 in n)) { n[$1] = ++k }
+  print $2 "," $4 "," $10 "," $13 > (dir "/session-" n[$1] ".csv") }' dir="$out" "$out/trace.csv"
+[[ -s "$out/session-1.csv" ]] && mv "$out/session-1.csv" "$out/edge-constrained.csv"
+[[ -s "$out/session-2.csv" ]] && mv "$out/session-2.csv" "$out/edge-open.csv"
+summary() {  # summary NAME CSV: means over the stages after the bottleneck came (+2 s)
+  awk -F, -v name="$1" -v skip="$open_s" '$1 >= skip + 2 && $3 > 0 {
+      n++; r += $2; p += $3; l += $4; if ($3 < pmin || n == 1) pmin = $3 }
+    END { if (n == 0) { print name ": no reported blocks"; exit }
+          printf "%-12s blocks %3d  R mean %.3f  PSNR mean %.2f dB  min %.2f dB  network loss %.1f %%\n",
+                 name, n, r / n, p / n, pmin, 100 * l / n }' "$2"
 }
 {
   echo "origin -> edge on the bed: bottleneck $rate between the edge and the constrained viewer" \
-    "from t = ${open_s} s (blocks after ${open_s} + 2 s counted), both redirected by the origin"
-  summary constrained "$out/client-constrained.csv"
-  summary open "$out/client-open.csv"
+    "from t = ${open_s} s (blocks from ${open_s} + 2 s on), both viewers redirected by the origin"
+  summary constrained "$out/edge-constrained.csv"
+  summary open "$out/edge-open.csv"
   echo "origin: ${redirects:-?} viewer(s) redirected (predrop_redirects_total);" \
     "edge: $(grep -c "'relay': playing" "$out/edge.log") pull(s) playing"
 } | tee "$out/summary.txt"
@@ -174,13 +183,13 @@ set grid
 set key top right
 set ylabel 'R'
 set yrange [0:0.6]
-plot '$out/client-constrained.csv' every ::1 using 1:2 with steps lw 2 title 'constrained viewer', \
-     '$out/client-open.csv' every ::1 using 1:2 with steps lw 2 title 'unconstrained viewer'
+plot '$out/edge-constrained.csv' using 1:2 with steps lw 2 title 'constrained viewer', \
+     '$out/edge-open.csv' using 1:2 with steps lw 2 title 'unconstrained viewer'
 set ylabel 'PSNR dB'
 set yrange [10:62]
-set xlabel 'block'
-plot '$out/client-constrained.csv' every ::1 using 1:4 with linespoints pt 7 ps 0.4 title 'constrained viewer', \
-     '$out/client-open.csv' every ::1 using 1:4 with linespoints pt 7 ps 0.4 title 'unconstrained viewer'
+set xlabel 'stage (block of the session)'
+plot '$out/edge-constrained.csv' using 1:(\$3 > 0 ? \$3 : 1/0) with linespoints pt 7 ps 0.4 title 'constrained viewer', \
+     '$out/edge-open.csv' using 1:(\$3 > 0 ? \$3 : 1/0) with linespoints pt 7 ps 0.4 title 'unconstrained viewer'
 unset multiplot
 GP
 fi

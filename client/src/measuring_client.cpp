@@ -473,7 +473,10 @@ struct MeasuringClient::Impl {
       auto n =
           chain::encode_feedback(buf, reporter_ssrc, fb, feedback_out ? &*feedback_out : nullptr);
       if (n) {
-        auto to = net::SocketAddress::from_ip(server_addr.ip_string(), negotiated.server_port.rtcp);
+        // The session's server: after a DESCRIBE redirect (an origin's edge, docs/edge.md) it
+        // is no longer the one the URL named.
+        auto to =
+            net::SocketAddress::from_ip(session->server().ip_string(), negotiated.server_port.rtcp);
         if (to) video.rtcp->send(std::span<const std::uint8_t>(buf, *n), *to);
       }
     }
