@@ -128,8 +128,10 @@ bool LivePull::on_described(const rtsp::SessionDescription& d, std::vector<std::
     return false;
   }
   std::size_t video = 0;
-  while (!announced->tracks[video].video)
-    ++video;  // read_live_sdp found one
+  // read_live_sdp found one video track.
+  while (!announced->tracks[video].video) {
+    ++video;
+  }
   const rtsp::SessionTrack& track = d.tracks.at(video);
   if (!source_ || !same_video(spec_, announced->video)) {
     if (source_) {
