@@ -117,6 +117,8 @@ pull = "always"
 [blocks]
 duration_ms = 1000
 TOML
+# The edge's viewers are steered by the bed's capacity policy (its [control] and [discard]).
+cat "$here/policies/capacity.toml" >>"$out/edge.toml"
 
 await() {  # await FILE PATTERN: up to 20 s
   for _ in $(seq 200); do
@@ -154,8 +156,16 @@ redirects=$(ip netns exec "$org_ns" curl -sf --max-time 5 "http://$org_ip:9465/m
 # edge's blocks: R comes from the server's trace.)
 awk -F, 'NR > 1 { if (!($1 in n)) { n[$1] = ++k }
   print $2 "," $4 "," $10 "," $13 > (dir "/session-" n[$1] ".csv") }' dir="$out" "$out/trace.csv"
-[[ -s "$out/session-1.csv" ]] && mv "$out/session-1.csv" "$out/edge-constrained.csv"
-[[ -s "$out/session-2.csv" ]] && mv "$out/session-2.csv" "$out/edge-open.csv"
+# The constrained viewer is the one whose session discarded or lost more (the sessions' start order in
+# the trace is not the viewers').
+loss_of() { awk -F, '{ l += $2 + $4 } END { print l + 0 }' "$1"; }  # R + loss
+if [[ -s "$out/session-1.csv" && -s "$out/session-2.csv" ]]; then
+  if awk -v a="$(loss_of "$out/session-1.csv")" -v b="$(loss_of "$out/session-2.csv")" 'BEGIN { exit !(a >= b) }'; then
+    mv "$out/session-1.csv" "$out/edge-constrained.csv"; mv "$out/session-2.csv" "$out/edge-open.csv"
+  else
+    mv "$out/session-2.csv" "$out/edge-constrained.csv"; mv "$out/session-1.csv" "$out/edge-open.csv"
+  fi
+fi
 summary() {  # summary NAME CSV: means over the stages after the bottleneck came (+2 s)
   awk -F, -v name="$1" -v skip="$open_s" '$1 >= skip + 2 && $3 > 0 {
       n++; r += $2; p += $3; l += $4; if ($3 < pmin || n == 1) pmin = $3 }
