@@ -211,7 +211,7 @@ struct ServerStats {
   std::uint64_t webrtc_dtls_connected = 0;  ///< Handshakes completed (sessions started).
   std::uint64_t webrtc_dtls_failed = 0;     ///< Handshakes failed (wrong fingerprint among them).
   std::uint64_t webrtc_consent_lost = 0;    ///< Sessions ended: no valid check for 30 s.
-  std::uint64_t redirects = 0;  ///< DESCRIBEs answered 302 to an edge (docs/edge.md).
+  std::uint64_t redirects = 0;              ///< DESCRIBEs answered 302 to an edge (docs/edge.md).
 };
 
 }  // namespace predrop::server
