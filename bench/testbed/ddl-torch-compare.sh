@@ -26,10 +26,14 @@
 # DDP's all-reduce through a Python comm hook that notes its start and end), so that the
 # comm p50/p99 columns hold gloo's all-reduce time. ddl_tail_table.py aggregates the repeats.
 #
+# --world N runs N ranks (run-ddl-torch.sh --world: one tbf per rank), --relays K shards the
+# relay runs over K relay processes; the regime's name then ends in +wN resp. +rK (e.g.
+# 4mbit+bursts+w4+r2-relay-capacity-model-1).
+#
 # Needs PREDROP_BIN and PREDROP_DDL_CAPI (see run-ddl-torch.sh).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-out=build/ddl-torch-bed rate=4mbit stages=150 target=0.65 deadline=400 owd=0 seed=1
+out=build/ddl-torch-bed rate=4mbit stages=150 target=0.65 deadline=400 owd=0 seed=1 world=2 relays=1
 export DDL_TORCH_RANK_ARGS="${DDL_TORCH_RANK_ARGS---final-sync 1 --final-test-subset 10000 --idle-close-ms 30 --eval-every 10}"
 while (($#)); do
   case "$1" in
@@ -40,6 +44,8 @@ while (($#)); do
     --deadline) deadline="$2"; shift 2 ;;
     --owd) owd="$2"; shift 2 ;;
     --seed) seed="$2"; shift 2 ;;
+    --world) world="$2"; shift 2 ;;
+    --relays) relays="$2"; shift 2 ;;
     *) echo "ddl-torch-compare: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -64,10 +70,12 @@ for run in "${runs[@]}"; do
   rep="${rep:-1}" profile="${profile:-steady}"
   name="$r"
   [[ "$profile" != steady ]] && name="$r+$profile"
+  ((world != 2)) && name+="+w$world"
+  [[ "$backend" == relay ]] && ((relays > 1)) && name+="+r$relays"
   dir="$out/$name-$backend-$policy-$fill-$rep"
   args=(--out "$dir" --rate "$r" --backend "$backend" --stages "$stages" --target-acc "$target"
         --profile "$profile" --seed "$seed" --owd "$owd"
-        --profile-args "${DDL_TORCH_PROFILE_ARGS:-}")
+        --profile-args "${DDL_TORCH_PROFILE_ARGS:-}" --world "$world" --relays "$relays")
   # fill "gradient": gradient averaging with zero fill (the R = 0 reference).
   [[ "$fill" == gradient ]] && fill=zero
   [[ "$policy" != - ]] && args+=(--policy "$policy" --fill "$fill" --deadline "$deadline")

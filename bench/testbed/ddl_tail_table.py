@@ -5,13 +5,14 @@ bench/README.md "Tail-latency regimes"): rank 1's stage and time at the target a
 p50 / p99 (stages 10.. without an evaluation), communication time p50 / p99 (the hook's first
 bucket to the last all-reduce's completion: gloo's all-reduce with --timeline 1, the relay's
 stage), the fraction of the model's chunks that did not come back (pre-discard R plus lost or
-late) and of those lost in flight or late; times and accuracies as mean (range) over the
+late) and of those lost in flight or late, the bytes through the bottleneck tbf(s); times and accuracies as mean (range) over the
 repeats, the percentiles as means of the runs' percentiles; each against the gloo row of the
 same regime.
 
     ddl_tail_table.py RUNS_DIR [RUNS_DIR...] [--rank 1] [--csv runs.csv]
 
-A run directory is RATE[+PROFILE]-BACKEND-POLICY-FILL-REP; a run whose rank failed or never
+A run directory is RATE[+PROFILE][+wN][+rK]-BACKEND-POLICY-FILL-REP (N ranks, K sharded relays;
+a +rK regime's speed-up is against gloo's rows of the regime without +rK); a run whose rank failed or never
 reached the target counts in "failed" and not in the means.
 """
 import argparse
@@ -19,6 +20,7 @@ import collections
 import csv
 import json
 import os
+import re
 import sys
 
 ARMS = [
@@ -56,6 +58,19 @@ def run_stats(d, rank):
         if x.get("chunks"):
             miss.append(1 - int(x["received"]) / int(x["chunks"]))
             lost.append(int(x["lost"]) / int(x["chunks"]))
+    # Bytes through the bottleneck(s): every tbf in qdisc.txt below the open rate (run-ddl-torch.sh
+    # writes r1's, then each rank's port tbf at --world > 2), cross traffic included.
+    mb = None
+    p = os.path.join(d, "qdisc.txt")
+    if os.path.exists(p):
+        mb, rate = 0.0, None
+        for line in open(p):
+            m = re.search(r"tbf .* rate (\S+)", line)
+            if m:
+                rate = m.group(1)
+            m = re.search(r"Sent (\d+) bytes", line)
+            if m and rate and rate != "200Mbit":
+                mb += int(m.group(1)) / 1e6
     load = ""
     p = os.path.join(d, "load.txt")
     if os.path.exists(p):
@@ -65,7 +80,7 @@ def run_stats(d, rank):
             "itm": sum(it) / len(it) if it else None, "it50": pct(it, 0.5),
             "it99": pct(it, 0.99), "c50": pct(comm, 0.5),
             "c99": pct(comm, 0.99), "miss": sum(miss) / len(miss) if miss else 0.0,
-            "lost": sum(lost) / len(lost) if lost else 0.0, "load": load}
+            "lost": sum(lost) / len(lost) if lost else 0.0, "load": load, "mb": mb}
 
 
 def spread(v, fmt, scale=1.0):
@@ -110,10 +125,12 @@ def main():
     print("| regime | arm | runs | stage at target | s to target | x gloo | final acc | "
           "vs gloo, points | iteration ms mean (x gloo) | iteration ms p50 / p99 | "
           "comm ms p50 / p99 (P99/P50) | data missing % "
-          "(lost/late %) | failed | load avg |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "(lost/late %) | bottleneck MB | failed | load avg |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for regime in sorted({k[0] for k in groups}):
-        gl = [r for r in groups.get((regime, ARMS[0][0]), []) if r["t"] is not None]
+        # Sharded relays (+rK, ddl-torch-compare.sh --relays) compare with gloo's regime.
+        base = re.sub(r"\+r\d+$", "", regime)
+        gl = [r for r in groups.get((base, ARMS[0][0]), []) if r["t"] is not None]
         gt, ga = mean([r["t"] for r in gl]), mean([r["acc"] for r in gl])
         for key, label in ARMS:
             runs = groups.get((regime, key))
@@ -137,7 +154,8 @@ def main():
             print(f"| {regime} | {label} | {len(runs)} | {stages} | "
                   f"{spread([r['t'] for r in ok], '.1f')} | "
                   f"{speed} | {spread([r['acc'] for r in ok], '.4f')} | {delta} | {its} | {com} | "
-                  f"{miss} | {len(runs) - len(ok)} | {loads} |")
+                  f"{miss} | {spread([r['mb'] for r in ok], '.1f')} | {len(runs) - len(ok)} | "
+                  f"{loads} |")
     return 0
 
 

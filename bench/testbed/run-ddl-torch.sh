@@ -19,6 +19,26 @@
 #                                                each direction: the bed's delay line)
 #                    [--profile steady|bursts|tcpshort|straggler] [--seed N]
 #                    [--profile-args "..."]     (a tail-latency regime, below)
+#                    [--world N]                (ranks, default 2; below)
+#                    [--relays K]               (relay processes the gradient is sharded
+#                                                over, default 1; below)
+#
+# Four ranks and more (--world N > 2; issue 26 item 2): rank 0 and the relay stay in the sender
+# namespace, rank i (1..N-1) is in receiver namespace i-1 behind ITS OWN bottleneck: a tbf at
+# RATE on the switch port toward it (p<i-1>), the router's r1 left open (BED_OPEN_RATE). So
+# every rank's downlink is shaped alike whether it comes from the relay (through the router) or
+# from a neighbour of gloo's ring (rank to rank through the switch, which the one tbf on r1 would
+# not see). The delay line (--owd) sits in the router: ring hops between receiver namespaces
+# bypass it, so use --owd 0 to compare gloo and the relay at N > 2. Every rank runs with one
+# torch thread (OMP_NUM_THREADS=1, torch.set_num_threads(1)). bursts: one burst source per rank
+# behind a bottleneck, toward that rank, seed+i; tcpshort: toward rank 1 only; straggler: rank
+# 1's port tbf.
+#
+# Sharded relays (--relays K > 1; issue 26 item 6): K relay processes in the sender namespace
+# on ports 9300.. with one job key (the first relay's, handed to the others through
+# PREDROP_DDL_KEY); each rank splits its flat gradient into K contiguous slices, slice k through
+# relay k with its own controllers (RelayState(relay=[...]), docs/ddl-torch.md "Sharded
+# relays"). Relay k's files are relay<k>.log/.out/-trace.csv for k > 0.
 #
 # Tail-latency regimes (issue 26 item 1; bench/README.md "Tail-latency regimes"), started once
 # both ranks are spawned and ended with the bed; the schedule depends on --seed only, so every arm
@@ -49,7 +69,7 @@ repo="$(cd "$here/../.." && pwd)"
 source "$here/bed.sh"
 
 out="" rate="" backend="" policy="history" fixed_rate=0 stages=300 target=0.7 fill=zero
-deadline=400 pacing=paced rmax=0.5 owd=0 profile=steady seed=1 profile_args=""
+deadline=400 pacing=paced rmax=0.5 owd=0 profile=steady seed=1 profile_args="" world=2 relays=1
 while (($#)); do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -67,6 +87,8 @@ while (($#)); do
     --profile) profile="$2"; shift 2 ;;
     --seed) seed="$2"; shift 2 ;;
     --profile-args) profile_args="$2"; shift 2 ;;
+    --world) world="$2"; shift 2 ;;
+    --relays) relays="$2"; shift 2 ;;
     *) echo "run-ddl-torch: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -74,6 +96,7 @@ done
   echo "usage: $0 --out DIR --rate RATE --backend gloo|relay [--policy P] [--stages S]" >&2
   exit 2
 }
+((world >= 2 && relays >= 1)) || { echo "run-ddl-torch: --world >= 2, --relays >= 1" >&2; exit 2; }
 case "$profile" in
   steady | bursts | tcpshort | straggler) ;;
   *) echo "run-ddl-torch: unknown profile $profile" >&2; exit 2 ;;
@@ -83,13 +106,22 @@ lib="$(readlink -f "${PREDROP_DDL_CAPI:?set PREDROP_DDL_CAPI}")"
 py=/usr/bin/python3
 mkdir -p "$out"
 out="$(readlink -f "$out")"
-rm -f "$out"/*.csv "$out"/*.log "$out"/*.out "$out"/params-*.pt "$out"/profile.*
+rm -f "$out"/*.csv "$out"/*.log "$out"/*.out "$out"/params-*.pt "$out"/profile.* "$out"/job*.toml
 relay_port=9300
 gloo_port=29500
 
 exec 9>"${BED_LOCK:-/tmp/predrop-testbed.lock}"
 flock 9
-BED_OWD_MS="$owd" bed_up "$rate" || exit 1
+if ((world == 2)); then
+  BED_OWD_MS="$owd" bed_up "$rate" || exit 1
+else
+  # One bottleneck per rank: a tbf on each switch port, the router's r1 open.
+  BED_OWD_MS="$owd" bed_up "$BED_OPEN_RATE" "$((world - 1))" || exit 1
+  for ((i = 0; i < world - 1; i++)); do
+    tc -n "$BED_SW" qdisc add dev "p$i" root tbf rate "$rate" burst "$BED_TBF_BURST" \
+      latency "$BED_TBF_LATENCY" || exit 1
+  done
+fi
 
 key=""
 relay_fill=$fill feedback=0 average=gradient discard=priority
@@ -97,35 +129,52 @@ if [[ "$fill" == feedback ]]; then relay_fill=zero feedback=1; fi
 # Parameters have no "importance" (the priority rule would leave out the same small-valued chunks
 # at every stage): model averaging discards a random subset.
 if [[ "$fill" == model ]]; then relay_fill=own average=model discard=random; fi
-if [[ "$backend" == relay ]]; then
+# Starts relay K (port relay_port + K; files relay.* for K = 0, relay<K>.* after) with the job
+# key in $key (empty: the relay makes one) and waits until it listens; sets key.
+start_relay() {
+  local k="$1" tag="" rpid kenv=(-u PREDROP_DDL_KEY)
+  ((k > 0)) && tag="$k"
   PYTHONPATH="$repo/python" "$py" -c "
 import sys; from predrop import relay
-sys.stdout.write(relay.job_config(2, listen='$BED_SND_IP:$relay_port', policy='$policy',
-    fixed_rate=$fixed_rate, rmax=max($rmax, $fixed_rate), missing_fill='$relay_fill',
-    trace_csv='$out/relay-trace.csv', discard='$discard', pacing='$pacing',
+sys.stdout.write(relay.job_config($world, listen='$BED_SND_IP:$((relay_port + k))',
+    policy='$policy', fixed_rate=$fixed_rate, rmax=max($rmax, $fixed_rate),
+    missing_fill='$relay_fill', trace_csv='$out/relay$tag-trace.csv', discard='$discard',
+    pacing='$pacing',
     stage_deadline_ms='$deadline' if '$deadline' == 'adaptive' else int('$deadline')))" \
-    >"$out/job.toml"
-  bed_spawn snd env -u PREDROP_DDL_KEY "$bin/predrop-server" -c "$out/job.toml" \
-    >"$out/relay.out" 2>"$out/relay.log"
-  relay_pid=$BED_LAST_PID
+    >"$out/job$tag.toml"
+  [[ -n "$key" ]] && kenv=("PREDROP_DDL_KEY=$key")
+  bed_spawn snd env "${kenv[@]}" "$bin/predrop-server" -c "$out/job$tag.toml" \
+    >"$out/relay$tag.out" 2>"$out/relay$tag.log"
+  rpid=$BED_LAST_PID
   for _ in $(seq 1 300); do
-    key=$(sed -n 's/^PREDROP_DDL_KEY=//p' "$out/relay.out" 2>/dev/null | head -1)
-    [[ -n "$key" ]] && grep -q 'listening on' "$out/relay.log" && break
-    kill -0 "$relay_pid" 2>/dev/null || { echo "run-ddl-torch: the relay exited" >&2; exit 1; }
+    if [[ -z "$key" ]]; then
+      key=$(sed -n 's/^PREDROP_DDL_KEY=//p' "$out/relay$tag.out" 2>/dev/null | head -1)
+    fi
+    [[ -n "$key" ]] && grep -q 'listening on' "$out/relay$tag.log" && return 0
+    kill -0 "$rpid" 2>/dev/null || { echo "run-ddl-torch: relay $k exited" >&2; return 1; }
     sleep 0.1
+  done
+  echo "run-ddl-torch: relay $k did not start" >&2
+  return 1
+}
+relay_list=""
+if [[ "$backend" == relay ]]; then
+  for ((k = 0; k < relays; k++)); do
+    start_relay "$k" || exit 1
+    relay_list+="${relay_list:+,}$BED_SND_IP:$((relay_port + k))"
   done
   [[ -n "$key" ]] || { echo "run-ddl-torch: no job key from the relay" >&2; exit 1; }
 fi
 
-common=(--world 2 --backend "$backend" --gloo-addr "$BED_SND_IP" --gloo-port "$gloo_port"
-        --relay "$BED_SND_IP:$relay_port" --stages "$stages" --target-acc "$target"
+common=(--world "$world" --backend "$backend" --gloo-addr "$BED_SND_IP" --gloo-port "$gloo_port"
+        --relay "${relay_list:-$BED_SND_IP:$relay_port}" --stages "$stages" --target-acc "$target"
         --out "$out" --eval-every 25 --feedback "$feedback" --average "$average")
 # More fmnist_job options for both ranks, e.g. "--final-sync 1 --final-test-subset 10000".
 read -r -a extra <<<"${DDL_TORCH_RANK_ARGS:-}"
 common+=("${extra[@]}")
 pids=()
-for r in 0 1; do
-  if ((r == 0)); then where=snd ifname=s0; else where=rcv ifname=c0; fi
+for ((r = 0; r < world; r++)); do
+  if ((r == 0)); then where=snd ifname=s0; else where="rcv$((r - 1))" ifname=c0; fi
   bed_spawn "$where" env PYTHONPATH="$repo/python" PREDROP_DDL_CAPI="$lib" PREDROP_DDL_KEY="$key" \
     GLOO_SOCKET_IFNAME="$ifname" OMP_NUM_THREADS=1 "$py" -m predrop.fmnist_job --rank "$r" \
     "${common[@]}" >"$out/rank-$r.out" 2>"$out/rank-$r.log"
@@ -135,9 +184,13 @@ read -r -a pargs <<<"$profile_args"
 tail_py="$here/tail_traffic.py"
 case "$profile" in
   bursts)
-    bed_spawn rcv "$py" "$tail_py" sink --listen "$BED_RCV_IP" --port 5301
-    bed_spawn snd "$py" "$tail_py" bursts --dst "$BED_RCV_IP" --port 5301 --seed "$seed" \
-      --log "$out/profile.log" "${pargs[@]}"
+    for ((i = 0; i < world - 1; i++)); do
+      log="$out/profile.log"
+      ((i > 0)) && log="$out/profile-$i.log"
+      bed_spawn "rcv$i" "$py" "$tail_py" sink --listen "$(bed_rcv_ip "$i")" --port 5301
+      bed_spawn snd "$py" "$tail_py" bursts --dst "$(bed_rcv_ip "$i")" --port 5301 \
+        --seed "$((seed + i))" --log "$log" "${pargs[@]}"
+    done
     ;;
   tcpshort)
     bed_spawn rcv "$py" "$here/tcp_short.py" sink --listen "$BED_RCV_IP" --port 5302 --seconds 3600
@@ -147,15 +200,20 @@ case "$profile" in
     ;;
   straggler)
     low=$(awk -v r="$rate" 'BEGIN { n = r + 0; u = substr(r, length(n "") + 1); printf "%g%s", n / 10, u }')
-    bed_spawn rtr "$py" "$tail_py" straggler --dev r1 --normal "$rate" --low "$low" \
+    where=rtr dev=r1
+    ((world > 2)) && where=sw dev=p0
+    bed_spawn "$where" "$py" "$tail_py" straggler --dev "$dev" --normal "$rate" --low "$low" \
       --burst "$BED_TBF_BURST" --latency "$BED_TBF_LATENCY" --seed "$seed" \
       --log "$out/profile.log" "${pargs[@]}"
     ;;
 esac
 status=0
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done
-echo "profile $profile seed $seed owd ${owd}ms rate $rate args ${profile_args:-none}" >"$out/profile.txt"
+echo "profile $profile seed $seed owd ${owd}ms rate $rate args ${profile_args:-none} world $world relays $relays" >"$out/profile.txt"
 tc -s -n "$BED_RTR" qdisc show dev r1 >"$out/qdisc.txt" 2>&1
+for ((i = 0; i < world - 1 && world > 2; i++)); do
+  tc -s -n "$BED_SW" qdisc show dev "p$i" >>"$out/qdisc.txt" 2>&1
+done
 bed_down
 grep -h '^SUMMARY' "$out"/rank-*.out
 exit $status
