@@ -260,8 +260,8 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
 def main():
     """One rank as its own process (for ranks on several hosts or namespaces):
     python3 -m predrop.fmnist_job --rank R --world N --gloo-addr HOST --gloo-port P
-    [--backend relay --relay HOST:PORT] ..., or under torchrun without --rank / --world / the
-    gloo address (torchrun ... -m predrop.fmnist_job --relay HOST:PORT ...); the job key comes
+    [--backend relay --relay HOST:PORT[,HOST:PORT...]] (several: sharded relays) ..., or under
+    torchrun without --rank / --world / the gloo address (torchrun ... -m predrop.fmnist_job --relay HOST:PORT ...); the job key comes
     from PREDROP_DDL_KEY. Prints the summary as one JSON line and exits 0, or 3 after a relay
     error."""
     import argparse

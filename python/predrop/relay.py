@@ -89,25 +89,30 @@ class Relay:
             return f.read()
 
 
-def start(out_dir, workers, server=None, timeout=10.0, **config):
-    """Writes out_dir/job.toml and starts the relay; returns a Relay once it listens."""
+def start(out_dir, workers, server=None, timeout=10.0, key=None, name="relay", **config):
+    """Writes out_dir/<name>.toml and starts the relay; returns a Relay once it listens.
+    ``key``: the job key to use (PREDROP_DDL_KEY of the relay: sharded relays share one);
+    default: the relay makes a fresh one. Its output goes to out_dir/<name>.log and .out."""
     os.makedirs(out_dir, exist_ok=True)
-    cfg = os.path.join(out_dir, "job.toml")
+    cfg = os.path.join(out_dir, "job.toml" if name == "relay" else f"{name}.toml")
     with open(cfg, "w") as f:
         f.write(job_config(workers, **config))
-    log_path = os.path.join(out_dir, "relay.log")
-    out_path = os.path.join(out_dir, "relay.out")
+    log_path = os.path.join(out_dir, f"{name}.log")
+    out_path = os.path.join(out_dir, f"{name}.out")
     env = dict(os.environ)
     env.pop("PREDROP_DDL_KEY", None)
+    if key:
+        env["PREDROP_DDL_KEY"] = key
     with open(out_path, "w") as out, open(log_path, "w") as err:
         proc = subprocess.Popen([server or find_server(), "-c", cfg], stdout=out, stderr=err,
                                 env=env)
     deadline = time.monotonic() + timeout
-    key = address = None
+    address = None
+    given = key
     while time.monotonic() < deadline:
         with open(out_path, errors="replace") as f:
             m = re.search(r"^PREDROP_DDL_KEY=(.*)$", f.read(), re.M)
-            key = m.group(1) if m else None
+            key = m.group(1) if m else given
         with open(log_path, errors="replace") as f:
             m = re.search(r"listening on ([0-9.]+:[0-9]+)", f.read())
             address = m.group(1) if m else None

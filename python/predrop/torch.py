@@ -31,12 +31,21 @@ models follows DDP's trajectory; a chunk that is missing stays at the rank's own
 pulled back to the mean the next time it arrives, so ranks behind a lossy path do not drift
 apart (docs/ddl-torch.md "Missing chunks").
 
+Sharded relays (``relay=["10.0.0.1:9300", "10.0.0.2:9300"]`` or ``"a:9300,b:9300"``): the flat
+gradient is split into as many contiguous slices as there are relays (element ranges of
+near-equal size), slice k joins relay k as a job of its own (its own plan, deadline, controllers
+and pre-discard), and the stage closes when every slice's stage has closed. So no single relay
+carries every rank's whole gradient. Every relay must run the same job (workers, chunk size,
+missing-chunk fill); ``key`` is one key for all of them or a list, one per relay.
+docs/ddl-torch.md "Sharded relays".
+
 A failure (relay gone during a stage, removed, BYE) completes the futures with a RuntimeError,
 which ``loss.backward()`` raises; every later stage fails at once with the same reason.
 """
 
 import collections
 import ctypes
+import threading
 import time
 
 import torch
@@ -48,6 +57,54 @@ RelayError = capi.RelayError
 
 def _grad_elements(model):
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def relay_list(relay):
+    """The relay addresses of ``relay``: one "host:port", a comma-separated list, or a list."""
+    items = relay.split(",") if isinstance(relay, str) else list(relay)
+    items = [a.strip() for a in items if a and a.strip()]
+    if not items:
+        raise ValueError("no relay address given")
+    return items
+
+
+def shard_bounds(elements, shards):
+    """[lo, hi) of each of ``shards`` contiguous slices of ``elements`` (sizes differ by <= 1)."""
+    return [(k * elements // shards, (k + 1) * elements // shards) for k in range(shards)]
+
+
+# How the slices' stage rows combine into the stage's row: counts add up, times take the
+# slowest slice (the stage is as late as its last slice), starts the earliest.
+_SUM = ("received", "announced", "lost", "filled", "partial", "chunks")
+_MAX = ("close_reason", "deadline_us", "reception_period_us", "stage_us", "uplink_sent_us",
+        "pdsc_us", "last_chunk_us", "closed_us")
+_MIN = ("contributors", "submit_us", "begin_us", "first_chunk_us")
+
+
+class _Info:
+    """A closed stage's info, copied off the C struct (valid only during the callback) and
+    combined over the slices of sharded relays."""
+
+    def __init__(self, infos):
+        first = infos[0]
+        self.stage = first.stage
+        bad = [i for i in infos if i.status != 0]
+        self.status = bad[0].status if bad else 0
+        self.error = bad[0].error if bad else None
+        for k in _SUM:
+            setattr(self, k, sum(getattr(i, k) for i in infos))
+        for k in _MAX:
+            setattr(self, k, max(getattr(i, k) for i in infos))
+        for k in _MIN:
+            vals = [getattr(i, k) for i in infos if getattr(i, k)]
+            setattr(self, k, min(vals) if vals else 0)
+        self.complete = [i.received == i.chunks for i in infos]
+
+
+class _Copy:
+    def __init__(self, info):
+        for name, _ in capi.StageInfo._fields_:
+            setattr(self, name, getattr(info, name))
 
 
 class RelayState:
@@ -90,16 +147,42 @@ class RelayState:
         self._prev_loss = None
         self._hook_us = 0        # the open stage's first bucket reached the hook
         self.error = None
-        self._peer = capi.Peer(relay, n, self._on_stage, key=key, rank=rank,
-                               model_seed=model_seed, bind=bind,
-                               join_timeout_ms=join_timeout_ms,
-                               start_timeout_ms=start_timeout_ms,
-                               relay_silence_ms=relay_silence_ms, library=library,
-                               stages=stages, idle_close_ms=idle_close_ms)
+        relays = relay_list(relay)
+        keys = list(key) if isinstance(key, (list, tuple)) else [key] * len(relays)
+        if len(keys) != len(relays):
+            raise ValueError(f"{len(keys)} keys for {len(relays)} relays")
+        if len(relays) > n:
+            raise ValueError(f"{len(relays)} relays for {n} gradient elements")
+        self.relays = relays
+        self.shards = shard_bounds(n, len(relays))
+        self._lock = threading.Lock()
+        self._closed_infos = [None] * len(relays)  # the open stage's closed slices
+        self._peers = []
+        try:
+            for k, (addr, (lo, hi)) in enumerate(zip(relays, self.shards)):
+                self._peers.append(capi.Peer(
+                    addr, hi - lo, lambda info, k=k: self._on_shard_stage(k, info),
+                    key=keys[k], rank=rank, model_seed=model_seed, bind=bind,
+                    join_timeout_ms=join_timeout_ms, start_timeout_ms=start_timeout_ms,
+                    relay_silence_ms=relay_silence_ms, library=library, stages=stages,
+                    idle_close_ms=idle_close_ms))
+        except RelayError:
+            for p in self._peers:
+                p.close()
+            raise
+        self._peer = self._peers[0]
+        self._peer_stage = [None] * len(relays)  # each relay's id of the last closed stage
         self.job = self._peer.job
+        if any(p.job.fill_own != self.job.fill_own or p.job.workers != self.job.workers
+               for p in self._peers):
+            for p in self._peers:
+                p.close()
+            raise RelayError("predrop relay: the sharded relays run different jobs (workers or "
+                             "missing_chunk_fill differ)")
         self.error_feedback = bool(error_feedback)
         if self.error_feedback and self.job.fill_own:
-            self._peer.close()
+            for p in self._peers:
+                p.close()
             raise RelayError("predrop relay: error_feedback needs the job's missing chunks filled "
                              "with zeros (missing_chunk_fill = \"zero\"), not \"own\"")
         # The residual: gradient submitted whose average did not come back, per element.
@@ -108,6 +191,18 @@ class RelayState:
         self.residual_norm = 0.0
 
     # ---- the transport's thread ----
+
+    def _on_shard_stage(self, k, info):
+        # Each relay's peer calls back on its own thread; the last slice to close the stage
+        # completes it.
+        copy = _Copy(info)
+        with self._lock:
+            self._peer_stage[k] = copy.stage
+            self._closed_infos[k] = copy
+            if any(i is None for i in self._closed_infos):
+                return
+            infos, self._closed_infos = self._closed_infos, [None] * len(self._peers)
+            self._on_stage(_Info(infos))
 
     def _on_stage(self, info):
         callback_us = time.monotonic_ns() // 1000
@@ -151,17 +246,11 @@ class RelayState:
     def _apply_model(self, info):
         # The average replaces the parameters where it arrived; where a chunk is missing the
         # rank keeps its own (under own fill the peer already wrote them; under zero fill the
-        # chunk is all zeros in the average).
-        if info.received != info.chunks and not self.job.fill_own:
-            ce = self.job.chunk_elements
-            n = self.elements
-            full = (n // ce) * ce
-            avg, own = self._avg, self._flat
-            missing = avg[:full].view(-1, ce).eq(0).all(dim=1, keepdim=True)
-            avg[:full].view(-1, ce).copy_(torch.where(missing, own[:full].view(-1, ce),
-                                                      avg[:full].view(-1, ce)))
-            if full < n and bool(avg[full:].eq(0).all()):
-                avg[full:] = own[full:]
+        # chunk is all zeros in the average). Chunks are counted from each slice's start.
+        if not self.job.fill_own:
+            for (lo, hi), complete in zip(self.shards, info.complete):
+                if not complete:
+                    self._keep_own(lo, hi)
         off = 0
         with torch.no_grad():
             for p in self._params:
@@ -169,23 +258,36 @@ class RelayState:
                 p.copy_(self._avg[off:off + k].view_as(p))
                 off += k
 
+    def _keep_own(self, lo, hi):
+        ce = self.job.chunk_elements
+        full = ((hi - lo) // ce) * ce
+        avg, own = self._avg[lo:hi], self._flat[lo:hi]
+        missing = avg[:full].view(-1, ce).eq(0).all(dim=1, keepdim=True)
+        avg[:full].view(-1, ce).copy_(torch.where(missing, own[:full].view(-1, ce),
+                                                  avg[:full].view(-1, ce)))
+        if full < hi - lo and bool(avg[full:].eq(0).all()):
+            avg[full:] = own[full:]
+
     def _feed_back(self, info):
         # Under zero fill a chunk that did not come back is all zeros in the average; one that
         # came back all zeros carries no update either. Its part of what this rank sent stays
         # in the residual; every other chunk's residual was delivered.
-        if info.received == info.chunks:
+        if all(info.complete):
             self._residual.zero_()
             self.residual_norm = 0.0
             return
         ce = self.job.chunk_elements
-        n = self.elements
-        full = (n // ce) * ce
-        avg, sent, res = self._avg, self._sent, self._residual
-        missing = avg[:full].view(-1, ce).eq(0).all(dim=1, keepdim=True)
-        res[:full].view(-1, ce).copy_(sent[:full].view(-1, ce) * missing)
-        if full < n:
-            res[full:] = sent[full:] if bool(avg[full:].eq(0).all()) else 0.0
-        self.residual_norm = float(res.norm())
+        for (lo, hi), complete in zip(self.shards, info.complete):
+            avg, sent, res = self._avg[lo:hi], self._sent[lo:hi], self._residual[lo:hi]
+            if complete:
+                res.zero_()
+                continue
+            full = ((hi - lo) // ce) * ce
+            missing = avg[:full].view(-1, ce).eq(0).all(dim=1, keepdim=True)
+            res[:full].view(-1, ce).copy_(sent[:full].view(-1, ce) * missing)
+            if full < hi - lo:
+                res[full:] = sent[full:] if bool(avg[full:].eq(0).all()) else 0.0
+        self.residual_norm = float(self._residual.norm())
 
     # ---- the autograd thread (the hook) ----
 
@@ -236,8 +338,12 @@ class RelayState:
             self._flat.add_(self._residual)
             self._sent.copy_(self._flat)
         try:
-            self._peer.submit(ctypes.c_void_p(self._flat.data_ptr()),
-                              ctypes.c_void_p(self._avg.data_ptr()), self.elements)
+            if self.error:
+                raise RelayError(self.error)
+            size = self._flat.element_size()
+            for peer, (lo, hi) in zip(self._peers, self.shards):
+                peer.submit(ctypes.c_void_p(self._flat.data_ptr() + lo * size),
+                            ctypes.c_void_p(self._avg.data_ptr() + lo * size), hi - lo)
         except RelayError as e:
             self._inflight = []
             self.error = f"predrop relay: {e}"
@@ -252,7 +358,10 @@ class RelayState:
         s = self.last_stage if stage is None else stage
         if s is None:
             return
-        self._peer.report(s, performance)
+        # Each relay numbers its own stages (the same ids where the relays started together).
+        for peer, last in zip(self._peers, self._peer_stage):
+            if last is not None:
+                peer.report(last + (s - self.last_stage), performance)
         self._reported = s
 
     def report_loss(self, loss):
@@ -270,8 +379,9 @@ class RelayState:
         return self.stages[-1] if self.stages else None
 
     def close(self):
-        """Leaves the job (BYE). Idempotent."""
-        self._peer.close()
+        """Leaves the job (BYE), at every relay. Idempotent."""
+        for p in self._peers:
+            p.close()
 
 
 def average_models(model, group=None):
