@@ -5,15 +5,15 @@ bench/README.md "Tail-latency regimes"): rank 1's stage and time at the target a
 p50 / p99 (stages 10.. without an evaluation), communication time p50 / p99 (the hook's first
 bucket to the last all-reduce's completion: gloo's all-reduce with --timeline 1, the relay's
 stage), the fraction of the model's chunks that did not come back (pre-discard R plus lost or
-late) and of those lost in flight or late, the bytes through the bottleneck tbf(s); times and accuracies as mean (range) over the
-repeats, the percentiles as means of the runs' percentiles; each against the gloo row of the
+late) and of those lost in flight or late, the bytes through the bottleneck tbf(s); times and
+accuracies as mean (range) over the repeats, the percentiles as means of the runs' percentiles; each against the gloo row of the
 same regime.
 
     ddl_tail_table.py RUNS_DIR [RUNS_DIR...] [--rank 1] [--csv runs.csv]
 
 A run directory is RATE[+PROFILE][+wN][+rK]-BACKEND-POLICY-FILL-REP (N ranks, K sharded relays;
-a +rK regime's speed-up is against gloo's rows of the regime without +rK); a run whose rank failed or never
-reached the target counts in "failed" and not in the means.
+a +rK regime's speed-up is against gloo's rows of the regime without +rK); a run whose rank
+failed or never reached the target counts in "failed" and not in the means.
 """
 import argparse
 import collections

@@ -261,8 +261,8 @@ def main():
     """One rank as its own process (for ranks on several hosts or namespaces):
     python3 -m predrop.fmnist_job --rank R --world N --gloo-addr HOST --gloo-port P
     [--backend relay --relay HOST:PORT[,HOST:PORT...]] (several: sharded relays) ..., or under
-    torchrun without --rank / --world / the gloo address (torchrun ... -m predrop.fmnist_job --relay HOST:PORT ...); the job key comes
-    from PREDROP_DDL_KEY. Prints the summary as one JSON line and exits 0, or 3 after a relay
+    torchrun without --rank / --world / the gloo address (torchrun ... -m predrop.fmnist_job
+    --relay HOST:PORT ...); the job key comes from PREDROP_DDL_KEY. Prints the summary as one JSON line and exits 0, or 3 after a relay
     error."""
     import argparse
     import json

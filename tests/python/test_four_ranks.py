@@ -1,7 +1,7 @@
 """Four ranks through one relay on loopback (issue 26 item 2), functional only: every rank
 completes the job's stages without error (fixed R = 0.25 with random discard, so the relay's
-pre-discard acts on four peers), the relay ran a job of four workers, all four joined and chunks arrived, and
-the ranks learn something (test accuracy above chance, 0.1, by a margin: > 0.3 after 40 stages).
+pre-discard acts on four peers), the relay ran a job of four workers, all four joined and chunks
+arrived, and the ranks learn something (test accuracy above chance, 0.1, by a margin: > 0.3 after 40 stages).
 No timing is checked."""
 
 import re
