@@ -75,7 +75,8 @@ DEFAULTS = dict(backend="relay", stages=200, batch=32, lr=0.05, momentum=0.9, se
                 relay_silence_ms=5000,
                 join_timeout_ms=10000, print_rows=True, library=None, target_acc=None,
                 feedback=False, average="gradient", save_params=False, final_sync=False,
-                sync_every=0, final_test_subset=0, idle_close_ms=0, timeline=False)
+                sync_every=0, final_test_subset=0, idle_close_ms=0, timeline=False,
+                on_relay_loss="fail", rejoin_every_s=1.0)
 
 
 def run_rank(rank, world, cfg, queue=None, progress=None):
@@ -109,7 +110,9 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
                               model_seed=c["seed"], relay_silence_ms=c["relay_silence_ms"],
                               join_timeout_ms=c["join_timeout_ms"], library=c["library"],
                               error_feedback=c["feedback"], average=c["average"],
-                              stages=c["stages"], idle_close_ms=c["idle_close_ms"])
+                              stages=c["stages"], idle_close_ms=c["idle_close_ms"],
+                              on_relay_loss=c["on_relay_loss"],
+                              rejoin_every_s=c["rejoin_every_s"])
         ddp.register_comm_hook(state, pt.relay_hook)
     timed = None
     if c["backend"] == "gloo" and c["timeline"]:
@@ -233,7 +236,7 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
                 progress[s].set()
             if rank == 0 and c["print_rows"] and (acc is not None or s % 10 == 0):
                 close = {0: "complete", 1: "deadline", 2: "forced", 3: "ended",
-                         4: "idle"}.get(row.get("close_reason"), "-")
+                         4: "idle", 5: "local"}.get(row.get("close_reason"), "-")
                 print(f"{s:>6} {row.get('R', 0):>6.3f} {row.get('L_ms', 0):>7.2f} "
                       f"{row['loss']:>7.4f} {pl:>7.4f} {row['P']:>8.4f} "
                       f"{'' if acc is None else f'{acc:.4f}':>6} {row.get('filled', 0):>5} "
@@ -241,6 +244,9 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
     finally:
         summary["wall_s"] = time.monotonic() - t0
         summary["eval_s"] = eval_s
+        if state and state.on_relay_loss == "local":
+            summary.update(local_stages=state.local_stages, rejoins=state.rejoins,
+                           lost_reason=state.lost_reason, rejoin_error=state.rejoin_error)
         if fcsv:
             fcsv.close()
         if state:

@@ -40,7 +40,14 @@ missing-chunk fill); ``key`` is one key for all of them or a list, one per relay
 docs/ddl-torch.md "Sharded relays".
 
 A failure (relay gone during a stage, removed, BYE) completes the futures with a RuntimeError,
-which ``loss.backward()`` raises; every later stage fails at once with the same reason.
+which ``loss.backward()`` raises; every later stage fails at once with the same reason
+(``on_relay_loss="fail"``, the default). With ``on_relay_loss="local"`` the rank continues
+alone instead: the failed stage and every later one complete at once with the rank's own values
+(its own gradient; under model averaging its own parameters stay), and a background thread
+joins the same relay address(es) anew every ``rejoin_every_s``; once a relay restarted there and
+every rank has rejoined (a new job), the next stage goes through it again. A rejoin that fails
+(no answer: not running, another key; refused: its reason) is kept in ``rejoin_error`` and tried
+again. docs/ddl-torch.md "Failures".
 """
 
 import collections
@@ -119,12 +126,16 @@ class RelayState:
     of waiting for a relay whose other ranks have left. ``idle_close_ms``: once a chunk of the
     stage's average came, nothing more for this long closes the stage before the deadline (the
     rest was lost on the way; ``close_reason`` 4); 0: wait for the deadline.
+    ``on_relay_loss``: "fail" (a lost relay fails the stage) or "local" (continue alone and
+    rejoin; ``close_reason`` 5 marks a stage completed locally).
     """
 
     def __init__(self, model, relay, key=None, rank=-1, model_seed=1, bind=None,
                  join_timeout_ms=10000, start_timeout_ms=60000, relay_silence_ms=5000,
                  history=1000, library=None, error_feedback=False, average="gradient",
-                 stages=0, idle_close_ms=0):
+                 stages=0, idle_close_ms=0, on_relay_loss="fail", rejoin_every_s=1.0):
+        if on_relay_loss not in ("fail", "local"):
+            raise ValueError(f"on_relay_loss must be 'fail' or 'local', not {on_relay_loss!r}")
         if average not in ("gradient", "model"):
             raise ValueError(f"average must be 'gradient' or 'model', not {average!r}")
         if average == "model" and isinstance(model, int):
@@ -157,19 +168,22 @@ class RelayState:
         self.shards = shard_bounds(n, len(relays))
         self._lock = threading.Lock()
         self._closed_infos = [None] * len(relays)  # the open stage's closed slices
-        self._peers = []
-        try:
-            for k, (addr, (lo, hi)) in enumerate(zip(relays, self.shards)):
-                self._peers.append(capi.Peer(
-                    addr, hi - lo, lambda info, k=k: self._on_shard_stage(k, info),
-                    key=keys[k], rank=rank, model_seed=model_seed, bind=bind,
-                    join_timeout_ms=join_timeout_ms, start_timeout_ms=start_timeout_ms,
-                    relay_silence_ms=relay_silence_ms, library=library, stages=stages,
-                    idle_close_ms=idle_close_ms))
-        except RelayError:
-            for p in self._peers:
-                p.close()
-            raise
+        self.on_relay_loss = on_relay_loss
+        self.rejoin_every_s = rejoin_every_s
+        self.local = False          # the relay was lost: stages complete with own values
+        self.local_stages = 0
+        self.rejoins = 0
+        self.lost_reason = None     # why the relay was lost (the failed stage's error)
+        self.rejoin_error = None    # the last rejoin attempt's failure
+        self._gen = 0               # callbacks of peers of an earlier generation are ignored
+        self._new_peers = None      # peers of a rejoin, taken at the next submit
+        self._rejoin_thread = None
+        self._closing = threading.Event()
+        self._peer_kw = dict(keys=keys, rank=rank, model_seed=model_seed, bind=bind,
+                             join_timeout_ms=join_timeout_ms, start_timeout_ms=start_timeout_ms,
+                             relay_silence_ms=relay_silence_ms, library=library,
+                             idle_close_ms=idle_close_ms)
+        self._peers = self._open_peers(0, stages)
         self._peer = self._peers[0]
         self._peer_stage = [None] * len(relays)  # each relay's id of the last closed stage
         self.job = self._peer.job
@@ -190,13 +204,31 @@ class RelayState:
         self._sent = torch.empty(n, dtype=torch.float32) if self.error_feedback else None
         self.residual_norm = 0.0
 
+    def _open_peers(self, gen, stages):
+        # One peer per relay; each blocks until its job starts. Raises RelayError.
+        kw = dict(self._peer_kw)
+        keys = kw.pop("keys")
+        peers = []
+        try:
+            for k, (addr, (lo, hi)) in enumerate(zip(self.relays, self.shards)):
+                peers.append(capi.Peer(
+                    addr, hi - lo, lambda info, k=k, g=gen: self._on_shard_stage(g, k, info),
+                    key=keys[k], stages=stages, **kw))
+        except RelayError:
+            for p in peers:
+                p.close()
+            raise
+        return peers
+
     # ---- the transport's thread ----
 
-    def _on_shard_stage(self, k, info):
+    def _on_shard_stage(self, gen, k, info):
         # Each relay's peer calls back on its own thread; the last slice to close the stage
         # completes it.
         copy = _Copy(info)
         with self._lock:
+            if gen != self._gen:
+                return  # a peer left behind by a lost relay
             self._peer_stage[k] = copy.stage
             self._closed_infos[k] = copy
             if any(i is None for i in self._closed_infos):
@@ -238,10 +270,85 @@ class RelayState:
             row["done_us"] = time.monotonic_ns() // 1000
         else:
             why = info.error.decode(errors="replace") if info.error else "failed"
-            self.error = f"predrop relay: stage {info.stage} failed: {why}"
+            reason = f"predrop relay: stage {info.stage} failed: {why}"
+            if self.on_relay_loss == "local":
+                self._go_local(reason)
+                self._complete_locally(pending)
+                return
+            self.error = reason
             err = RelayError(self.error)
             for _, _, fut in pending:
                 fut.set_exception(err)
+
+    # ---- continuing without the relay (on_relay_loss="local") ----
+
+    def _go_local(self, reason):
+        # Under self._lock, or before any peer thread can call back.
+        if self.local:
+            return
+        self.local = True
+        self.lost_reason = reason
+        self._gen += 1
+        import sys
+        print(f"{reason}; continuing locally, rejoining every {self.rejoin_every_s:g} s",
+              file=sys.stderr, flush=True)
+        self._rejoin_thread = threading.Thread(target=self._rejoin_loop, args=(self._gen,),
+                                               name="predrop-rejoin", daemon=True)
+        self._rejoin_thread.start()
+
+    def _complete_locally(self, pending):
+        # The rank's own values: its gradient (gradient averaging: this rank's update alone),
+        # or under model averaging its local gradient with its parameters left as they are.
+        row = {"stage": -1, "ok": False, "local": True, "close_reason": 5, "R": 0.0,
+               "L_ms": 0.0, "deadline_ms": 0.0, "stage_ms": 0.0, "received": "",
+               "announced": "", "lost": "", "filled": "", "partial": "", "contributors": "",
+               "chunks": "", "hook_us": self._hook_us}
+        self.local_stages += 1
+        if self.error_feedback:
+            self._residual.zero_()  # what was sent is applied here, in full
+            self.residual_norm = 0.0
+        self.stages.append(row)
+        src = self._local if self.average == "model" else self._flat
+        for off, cnt, fut in pending:
+            fut.set_result(src[off:off + cnt].clone())
+        row["done_us"] = time.monotonic_ns() // 1000
+
+    def _rejoin_loop(self, gen):
+        with self._lock:
+            old = self._peers
+        for p in old:
+            p.close()  # not on a peer's own thread: this one
+        while not self._closing.wait(self.rejoin_every_s):
+            try:
+                peers = self._open_peers(gen, 0)
+            except RelayError as e:
+                self.rejoin_error = str(e)
+                continue
+            with self._lock:
+                if self._closing.is_set() or gen != self._gen:
+                    for p in peers:
+                        p.close()
+                    return
+                self._new_peers = peers
+                self.rejoin_error = None
+            return
+
+    def _take_rejoined(self):
+        with self._lock:
+            peers, self._new_peers = self._new_peers, None
+            if not peers:
+                return
+            self._peers = peers
+            self._peer = peers[0]
+            self._peer_stage = [None] * len(peers)
+            self._closed_infos = [None] * len(peers)
+            self.last_stage = None
+            self._reported = None
+            self.local = False
+            self.rejoins += 1
+        import sys
+        print(f"predrop relay: rejoined {','.join(self.relays)} after {self.local_stages} local "
+              "stages", file=sys.stderr, flush=True)
 
     def _apply_model(self, info):
         # The average replaces the parameters where it arrived; where a chunk is missing the
@@ -323,6 +430,8 @@ class RelayState:
             for _, _, fut in pending:
                 fut.set_exception(err)
             return
+        if self.local:
+            self._take_rejoined()
         self._inflight = pending
         if self.average == "model":
             # This stage's gradient stays local (the optimiser steps with it); the parameters
@@ -337,6 +446,10 @@ class RelayState:
         if self.error_feedback:
             self._flat.add_(self._residual)
             self._sent.copy_(self._flat)
+        if self.local:
+            self._inflight = []
+            self._complete_locally(pending)
+            return
         try:
             if self.error:
                 raise RelayError(self.error)
@@ -345,6 +458,12 @@ class RelayState:
                 peer.submit(ctypes.c_void_p(self._flat.data_ptr() + lo * size),
                             ctypes.c_void_p(self._avg.data_ptr() + lo * size), hi - lo)
         except RelayError as e:
+            if self.on_relay_loss == "local":
+                with self._lock:
+                    self._inflight = []
+                    self._go_local(f"predrop relay: {e}")
+                self._complete_locally(pending)
+                return
             self._inflight = []
             self.error = f"predrop relay: {e}"
             err = RelayError(self.error)
@@ -356,12 +475,17 @@ class RelayState:
     def report(self, performance, stage=None):
         """P (loss reduction) of ``stage`` (default: the last closed one) to the relay."""
         s = self.last_stage if stage is None else stage
-        if s is None:
+        if s is None or self.local:
             return
         # Each relay numbers its own stages (the same ids where the relays started together).
-        for peer, last in zip(self._peers, self._peer_stage):
-            if last is not None:
-                peer.report(last + (s - self.last_stage), performance)
+        try:
+            for peer, last in zip(self._peers, self._peer_stage):
+                if last is not None:
+                    peer.report(last + (s - self.last_stage), performance)
+        except RelayError:
+            if self.on_relay_loss != "local":
+                raise
+            # The relay was lost meanwhile: the next stage continues locally.
         self._reported = s
 
     def report_loss(self, loss):
@@ -380,7 +504,11 @@ class RelayState:
 
     def close(self):
         """Leaves the job (BYE), at every relay. Idempotent."""
-        for p in self._peers:
+        self._closing.set()
+        with self._lock:
+            peers = list(self._peers) + list(self._new_peers or [])
+            self._new_peers = None
+        for p in peers:
             p.close()
 
 
