@@ -135,6 +135,27 @@ bool CapacityPolicy::on_alert(const StageAlert& a) {
   return true;
 }
 
+void CapacityPolicy::on_resume(double idle_us) {
+  (void)idle_us;
+  // Nothing was sent while paused: whatever queue the last reports read has drained, and the
+  // stages planned before the pause were congested or not on a path that has moved on. The
+  // estimate itself stays (the share the session had is the best guess of the share it will get
+  // back); the first blocks after the resume read the path as it is now, overuse or clean, as
+  // at an onset. Kept on purpose: the mode (a TCP flow that was there is most likely still
+  // there) and the dispersion rate (the bottleneck's own rate does not depend on who uses it).
+  last_queue_us_ = 0.0;
+  last_stand_us_ = 0.0;
+  last_end_high_ = false;
+  predicted_queue_us_ = 0.0;
+  congested_ = false;
+  clean_run_ = 0;
+  stuck_run_ = 0;
+  missing_run_ = 0;
+  alert_stage_ = UINT32_MAX;
+  alert_queue_us_ = 0.0;
+  if (last_duration_us_ > 0.0) rate_ = plan(last_block_bytes_, last_duration_us_);
+}
+
 std::optional<PacingLimit> CapacityPolicy::pacing() const {
   if (mode_ == Mode::kOpen || capacity_ <= 0.0 || params_.pacing_gain <= 0.0) return std::nullopt;
   return PacingLimit{params_.pacing_gain * std::fmax(capacity_, block_floor_rate_),

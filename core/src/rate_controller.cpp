@@ -23,6 +23,8 @@ std::string_view to_string(DecisionKind kind) {
       return "stale";
     case DecisionKind::kMissing:
       return "missing";
+    case DecisionKind::kPaused:
+      return "paused";
   }
   return "unknown";
 }

@@ -173,7 +173,7 @@ class StreamServer::Impl final : public detail::RtspConnectionListener,
         if (start_session(*entry, now)) entry->session->play(now);
         break;
       case MethodOutcome::Action::kPause:
-        if (entry->session) entry->session->pause();
+        if (entry->session) entry->session->pause(now);
         break;
       case MethodOutcome::Action::kTeardown:
         remove_session(entry->id);

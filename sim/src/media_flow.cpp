@@ -82,10 +82,16 @@ std::span<const std::uint64_t> MediaFlow::discard_curve(const ClipBlock& b, std:
 void MediaFlow::begin_stage() {
   SimTime now = net_.events().now();
   if (config_.pause_from_us >= 0 && now >= config_.pause_from_us && now < config_.pause_until_us) {
-    // Paused: the next block starts when PLAY comes.
+    // Paused: the next block starts when PLAY comes, and the policy hears how long it was idle
+    // (as the server's StreamSession::play tells it). The pause falls between two blocks here,
+    // so no block is cut by it (on the server the block in flight is, and its report is kept
+    // from the policy).
     stage_open_ = false;
     next_start_us_ = config_.pause_until_us;
-    net_.events().at(next_start_us_, [this] { begin_stage(); });
+    net_.events().at(next_start_us_, [this] {
+      controller_->on_resume(static_cast<double>(config_.pause_until_us - config_.pause_from_us));
+      begin_stage();
+    });
     return;
   }
   if (now >= config_.stop_us) {

@@ -254,6 +254,24 @@ TEST(CapacityPolicy, AlertsAreIgnoredBesideAStandingQueueAndAfterCompeteMode) {
   EXPECT_TRUE(f.policy.on_alert(StageAlert{100, 90'000, per_us(0.3e6)}));
 }
 
+// A PAUSE (RFC 8867 §5.8): after it the queue the last reports read has drained; the estimate
+// (the share the session had) is the guess for the blocks after the resume.
+TEST(CapacityPolicy, AfterAPauseTheOldQueueIsNotGivenBackButTheEstimateStays) {
+  Feed paused;
+  Feed playing;
+  for (Feed* f : {&paused, &playing}) {
+    (void)f->report(per_us(0.8e6), 0.2, 0.0, 0.0, 0.0);          // onset
+    (void)f->report(per_us(0.7e6), 0.0, 100'000, 120'000, 0.0);  // a queue stood through it
+  }
+  paused.policy.on_resume(20e6);
+  EXPECT_EQ(paused.policy.capacity_estimate(), playing.policy.capacity_estimate());
+  EXPECT_EQ(paused.policy.predicted_queue_us(), 0.0);
+  EXPECT_GT(playing.policy.predicted_queue_us(), 100'000.0);
+  EXPECT_LT(paused.policy.rate(), playing.policy.rate()) << "no queue of 20 s ago to give back";
+  EXPECT_GT(paused.policy.rate(), 0.0) << "the estimate still limits the block";
+  EXPECT_EQ(paused.policy.mode(), CapacityPolicy::Mode::kDelay);
+}
+
 TEST(CapacityPolicy, MissingReportsBackOffFromTheSecondInARow) {
   Feed f;
   (void)f.report(per_us(0.8e6), 0.2, 0.0, 0.0, 0.0);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fake_clock.hpp"
@@ -48,6 +49,7 @@ struct Row {
   double rate;
   double next_rate;
   std::size_t packets, discarded, sent;
+  std::string_view reason;
 };
 
 class StreamE2E : public ::testing::Test {
@@ -68,7 +70,7 @@ class StreamE2E : public ::testing::Test {
     o.block_attribute = "duration_us=1000000;payload=1200";
     server::StreamServer srv(loop_, clock_, o, [this](const server::BlockTrace& t) {
       rows_.push_back(Row{t.stage, t.reported, t.report, t.decision, t.rate, t.next_rate, t.packets,
-                          t.discarded, t.sent});
+                          t.discarded, t.sent, t.reason});
     });
     srv.start();
     client::ClientOptions co;
@@ -193,6 +195,32 @@ TEST_F(StreamE2E, APausedSessionResumesWhereItStoppedAndReportsEveryBlock) {
   for (std::uint32_t s = 3; s < kStages; ++s) {
     EXPECT_EQ(blocks_[s].received, blocks_[s].sent) << "block " << s;
     EXPECT_EQ(blocks_[s].network_loss, 0.0) << "block " << s;
+  }
+  EXPECT_TRUE(loop_.close().ok());
+}
+
+// The block in flight at the PAUSE arrives cut short (what came before it); its report reads
+// like heavy network loss. The server knows it paused that stage and keeps the report from the
+// policy: on this path, which has no bottleneck, `capacity` stays at R = 0 after the resume
+// (fed the cut block, it took the received rate as the path's and discarded from then on).
+TEST_F(StreamE2E, TheBlockAPauseCutIsNoReadingOfThePath) {
+  pause_ = {2'500, 3'000};
+  run({}, "capacity");
+  ASSERT_TRUE(status_.has_value());
+  ASSERT_TRUE(status_->ok()) << status_->error().message;
+  ASSERT_EQ(rows_.size(), kStages);
+  std::size_t paused = 0;
+  for (const Row& r : rows_) {
+    if (r.decision != core::DecisionKind::kPaused) continue;
+    ++paused;
+    EXPECT_EQ(r.stage, 2u) << "the block 2.0-3.0 s was in flight at 2.5 s";
+    EXPECT_LT(r.report.packets_received, r.report.packets_announced) << "cut short";
+    EXPECT_NE(r.reason.find("PAUSE"), std::string_view::npos);
+  }
+  EXPECT_EQ(paused, 1u);
+  for (const Row& r : rows_) {
+    EXPECT_EQ(r.rate, 0.0) << "stage " << r.stage << ": " << r.reason;
+    EXPECT_EQ(r.next_rate, 0.0) << "stage " << r.stage << ": " << r.reason;
   }
   EXPECT_TRUE(loop_.close().ok());
 }

@@ -138,7 +138,7 @@ TEST(SessionSources, ASessionThatFellBehindRejoinsAtAKeyFrame) {
   s->play(b.clock.now_us());
   b.run(*s, 1'050'000);
   ASSERT_EQ(s->block_sequence(), 1u);
-  s->pause();
+  s->pause(b.clock.now_us());
   for (int i = 0; i < 6; ++i)
     src->publish();  // blocks 1 .. 6: the ring keeps 4, 5, 6
   s->play(b.clock.now_us());

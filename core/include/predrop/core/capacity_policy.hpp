@@ -88,6 +88,7 @@ class CapacityPolicy final : public RateController {
   std::optional<double> rate_for_rest(const StageProgress& progress) override;
   std::optional<PacingLimit> pacing() const override;
   bool on_alert(const StageAlert& alert) override;
+  void on_resume(double idle_us) override;
 
   /// Estimated rate this session can send, in link bytes per µs (0 before any sample).
   double capacity_estimate() const { return capacity_; }

@@ -29,6 +29,8 @@ enum class DecisionKind : std::uint8_t {
   kAdapt,     ///< An improved policy changed or held R for a reason of its own (see reason).
   kStale,     ///< Report for a stage at or before the last one handled: ignored.
   kMissing,   ///< A stage's report never came: handled per policy (the exact rule keeps R).
+  kPaused,    ///< The stage was cut by a pause (RTSP PAUSE): its report is no reading of the
+              ///< path and the sender did not feed it to the policy (R unchanged).
 };
 
 /// Text name of a decision kind, for logs and CSV traces.
@@ -167,6 +169,10 @@ class RateController {
     (void)alert;
     return false;
   }
+  /// The sender resumes after sending nothing for `idle_us` (RTSP PAUSE, then PLAY). What the
+  /// policy read of the path before the pause is that old: other flows may have taken the share
+  /// it had, and its queue has long drained. The default keeps everything.
+  virtual void on_resume(double idle_us) { (void)idle_us; }
   /// How the sender should pace this peer's packets beyond the media's own schedule, or nothing
   /// for no limit. A policy that knows the path's rate paces a key frame out over time instead
   /// of queueing it at the bottleneck.

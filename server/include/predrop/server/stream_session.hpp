@@ -110,6 +110,8 @@ struct SessionStats {
   std::uint64_t reports = 0;
   std::uint64_t reports_rejected = 0;
   std::uint64_t reports_missing = 0;
+  /// Reports (or time-outs) of stages a PAUSE cut short: not fed to the policy (kPaused).
+  std::uint64_t reports_paused = 0;
   std::uint64_t replans = 0;      ///< Blocks in flight whose rest was planned anew after a report.
   std::uint64_t rtcp_errors = 0;  ///< SRTCP failures and malformed RTCP.
   std::uint64_t rtcp_protect_errors = 0;  ///< SR/BYE that SRTCP failed to protect (not sent).
@@ -153,8 +155,10 @@ class StreamSession {
 
   /// Starts (or resumes) sending at monotonic time `now_us`.
   void play(std::uint64_t now_us);
-  /// Stops sending until play() again.
-  void pause();
+  /// Stops sending at `now_us` until play() again. The stage in flight is cut: what its
+  /// receiver reports of it is the pause, not the path, and does not reach the policy; play()
+  /// tells the policy how long the session was idle (core::RateController::on_resume).
+  void pause(std::uint64_t now_us);
   /// Prefetch hints for a pacer that knows which sessions it visits next, in three steps a
   /// session or so apart, each reading only what the step before brought in: the session's hot
   /// fields; what they point to (transmitter, track maps, the oldest report record); what the
@@ -214,6 +218,7 @@ class StreamSession {
     std::uint32_t block = 0;         ///< The media block the stage sent.
     std::uint64_t bytes_before = 0;  ///< Link bytes the session sent before the stage began.
     double rest_rate = 0;            ///< R its packets not sent yet go with.
+    bool paused = false;             ///< A PAUSE came while it was in flight.
   };
 
   // Reads block sequence_ of the source (see the file comment); true when it is here.
@@ -236,6 +241,8 @@ class StreamSession {
   std::size_t send_rtcp(std::uint64_t now_us, bool bye);
   // A stage declared missing (deadline passed, or its slot needed again).
   void report_missing(const chain::StageRecord& r);
+  // The report (or time-out) of a stage a PAUSE cut: traced as kPaused, not fed to the policy.
+  void skip_paused(const chain::StageRecord& r, const core::StageReport& report, bool reported);
   void emit(const chain::StageRecord& r, bool reported, const core::StageReport& report,
             const core::Decision& d);
 
@@ -243,6 +250,7 @@ class StreamSession {
   // lines: with a thousand sessions per worker a session is cold each time the pacer comes back
   // to it, and every further line is another miss per packet (bench/perf/README.md).
   bool playing_ = false;
+  std::uint64_t paused_at_us_ = 0;  // when pause() stopped a playing session (0: not paused)
   bool finished_ = false;
   bool bye_sent_ = false;
   bool end_bye_sent_ = false;  // the BYE at the end of the media (the session lives on)
