@@ -63,7 +63,7 @@ def run_stats(d, rank):
     mb = None
     p = os.path.join(d, "qdisc.txt")
     if os.path.exists(p):
-        mb, rate = 0.0, None
+        mb, rate, shaped = 0.0, None, False
         for line in open(p):
             m = re.search(r"tbf .* rate (\S+)", line)
             if m:
@@ -71,6 +71,8 @@ def run_stats(d, rank):
             m = re.search(r"Sent (\d+) bytes", line)
             if m and rate and rate != "200Mbit":
                 mb += int(m.group(1)) / 1e6
+                shaped = True
+        mb = mb if shaped else None  # no bottleneck (every tbf open)
     load = ""
     p = os.path.join(d, "load.txt")
     if os.path.exists(p):
