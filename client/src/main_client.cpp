@@ -20,7 +20,8 @@ namespace {
 int run(int argc, char** argv) {
   CLI::App app{
       "predrop-client: plays rtsp://HOST:PORT/NAME from a predrop server, decodes it, and reports "
-      "per block the reception period and the PSNR against --reference (SRTCP PDFB)."};
+      "per block the reception period and the PSNR against --reference (SRTCP PDFB); an "
+      "audio-only stream gets the PSNR of its PCM."};
   client::ClientOptions o;
   std::vector<std::string> impairments;
   std::string csv_path;
@@ -30,7 +31,8 @@ int run(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingFile);
   app.add_option("-n,--blocks", o.max_blocks, "Stop after this many blocks (default: stream end)");
-  app.add_option("--psnr-cap", o.psnr_cap_db, "PSNR of identical pictures, dB (default 60)");
+  app.add_option("--psnr-cap", o.psnr_cap_db,
+                 "PSNR of identical pictures or samples, dB (default 60)");
   app.add_flag("!--no-feedback", o.feedback, "Do not send PDFB reports (behave like a player)");
   app.add_option("--save", o.save_video,
                  "Write the received video here (H.264/H.265 Annex B; VP8 frames back to back)");

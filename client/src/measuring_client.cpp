@@ -11,6 +11,7 @@
 #include "predrop/chain/feedback.hpp"
 #include "predrop/chain/stage_receiver.hpp"
 #include "predrop/core/log.hpp"
+#include "predrop/media/audio_scorer.hpp"
 #include "predrop/media/depacketizer.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/media/psnr.hpp"
@@ -113,6 +114,10 @@ struct MeasuringClient::Impl {
   std::vector<Track> tracks;  // every track of the SDP, all set up, in SDP order
   std::size_t video_track = SIZE_MAX;
   media::Codec video_codec = media::Codec::kH264;
+  // An audio-only stream is scored on its audio (media::AudioScorer); with video, on the video.
+  std::size_t audio_track = SIZE_MAX;
+  // The track whose packets are scored and whose RTCP carries the feedback.
+  std::size_t scored_track = SIZE_MAX;
   std::optional<wire::SrtpSuite> suite;
   wire::SrtpKeyMaterial key;
   std::optional<net::SrtpSession> feedback_out;
@@ -124,6 +129,7 @@ struct MeasuringClient::Impl {
   std::unique_ptr<media::ShownFrameScorer> scorer;
   std::unique_ptr<media::VideoDecoder> decoder;
   std::unique_ptr<media::Depacketizer> depacketizer;
+  std::unique_ptr<media::AudioScorer> audio_scorer;
   std::unique_ptr<chain::StageReceiver> receiver;
   std::FILE* save = nullptr;
 
@@ -168,6 +174,13 @@ struct MeasuringClient::Impl {
           (unsigned long long)ds.access_units, (unsigned long long)vs.frames,
           (unsigned long long)vs.corrupt_frames, (unsigned long long)vs.rejected,
           scorer ? scorer->late() : 0);
+    }
+    if (audio_scorer) {
+      const auto& as = audio_scorer->stats();
+      core::log(core::LogLevel::kInfo, "client",
+                "audio: %llu packets, %llu unmatched; %llu frames scored, %llu missing",
+                (unsigned long long)as.packets, (unsigned long long)as.unmatched,
+                (unsigned long long)as.frames, (unsigned long long)as.missing_frames);
     }
     poll_timer.reset();
     for (auto& t : tracks) {
@@ -262,15 +275,25 @@ struct MeasuringClient::Impl {
         video_codec = *codec;
         video_track = tracks.size();
       }
+      if (t.media.kind == "audio" && audio_track == SIZE_MAX &&
+          media::audio_codec_from_rtpmap(t.media.rtpmap)) {
+        audio_track = tracks.size();
+      }
       tracks.emplace_back();
     }
-    if (video_track == SIZE_MAX) return core::make_error("the stream has no video track");
+    if (video_track == SIZE_MAX && audio_track == SIZE_MAX) {
+      return core::make_error(
+          "the stream has no video track and no audio track of a codec "
+          "this client scores (AAC, Opus, L16, L24)");
+    }
+    scored_track = video_track != SIZE_MAX ? video_track : audio_track;
     if (ext_ids.stage == 0) {
       return core::make_error("the server announces no urn:predrop:stage extension");
     }
     auto media_file = media::MediaFile::open(options.reference, packetize);
     if (!media_file) return core::make_error("reference: " + media_file.error().message);
     reference_media = std::move(media_file.value());
+    if (video_track == SIZE_MAX) return prepare_audio();
     auto ref = media::ReferenceDecoder::open(options.reference);
     if (!ref) return core::make_error("reference: " + ref.error().message);
     reference = std::move(ref.value());
@@ -290,6 +313,20 @@ struct MeasuringClient::Impl {
       save = std::fopen(options.save_video.c_str(), "wb");
       if (save == nullptr) return core::make_error("cannot write " + options.save_video);
     }
+    return prepare_receiver();
+  }
+
+  core::Status prepare_audio() {
+    if (!reference_media->audio_stream()) {
+      return core::make_error("reference: no audio stream to score the audio-only stream with");
+    }
+    auto made = media::AudioScorer::create(reference_media);
+    if (!made) return core::make_error("reference: " + made.error().message);
+    audio_scorer = std::move(made.value());
+    return prepare_receiver();
+  }
+
+  core::Status prepare_receiver() {
     chain::ReceiverConfig rc;
     rc.extension_ids = ext_ids;
     if (!options.impairments.empty()) {
@@ -358,21 +395,23 @@ struct MeasuringClient::Impl {
 
   void on_playing() {
     const auto& negotiated = session->tracks();
-    bool video_base_from_rtp_info = false;
+    bool base_from_rtp_info = false;
     for (std::size_t i = 0; i < tracks.size() && i < negotiated.size(); ++i) {
       Track& t = tracks[i];
       if (negotiated[i].rtp_info_rtptime && !t.have_base) {
         t.rtp_base = *negotiated[i].rtp_info_rtptime;
         t.have_base = true;
-        video_base_from_rtp_info = video_base_from_rtp_info || i == video_track;
+        base_from_rtp_info = base_from_rtp_info || i == scored_track;
       }
     }
-    if (video_base_from_rtp_info) {
+    if (base_from_rtp_info) {
       // RTP-Info's rtptime belongs to the first block's start; media time 0 is earlier by it.
       const auto& first = reference_media->blocks().front();
-      const auto clock = reference_media->streams()[*reference_media->video_stream()].clock_rate;
-      tracks[video_track].rtp_base -= static_cast<std::uint32_t>(
-          static_cast<std::uint64_t>(std::max<std::int64_t>(0, first.start_us)) * clock /
+      const auto stream =
+          audio_scorer ? *reference_media->audio_stream() : *reference_media->video_stream();
+      const auto rate = reference_media->streams()[stream].clock_rate;
+      tracks[scored_track].rtp_base -= static_cast<std::uint32_t>(
+          static_cast<std::uint64_t>(std::max<std::int64_t>(0, first.start_us)) * rate /
           1'000'000);
     }
     playing = true;
@@ -405,18 +444,25 @@ struct MeasuringClient::Impl {
   }
 
   void on_rtp(const wire::RtpPacketView& v) {
-    Track& video = tracks[video_track];
-    if (v.header.payload_type != session->tracks()[video_track].payload_type) return;
-    if (!video.have_base) {
-      // Media may overtake the PLAY response. The first video packet the server sends is the
-      // SPS of the first keyframe (never discarded), so its timestamp anchors media time.
+    Track& track = tracks[scored_track];
+    if (v.header.payload_type != session->tracks()[scored_track].payload_type) return;
+    const std::uint8_t stream =
+        audio_scorer ? *reference_media->audio_stream() : *reference_media->video_stream();
+    if (!track.have_base) {
+      // Media may overtake the PLAY response. The first packet of the stream the server sends
+      // is never discarded (video: the SPS of the first keyframe; audio: every packet), so its
+      // timestamp anchors media time.
       for (const auto& p : reference_media->packets()) {
-        if (p.stream == *reference_media->video_stream()) {
-          video.rtp_base = v.header.timestamp - p.rtp_timestamp;
+        if (p.stream == stream) {
+          track.rtp_base = v.header.timestamp - p.rtp_timestamp;
           break;
         }
       }
-      video.have_base = true;
+      track.have_base = true;
+    }
+    if (audio_scorer) {
+      audio_scorer->push(v.header.timestamp - track.rtp_base, v.payload);
+      return;
     }
     depacketizer->push(v.header.sequence, v.header.timestamp, v.header.marker, v.payload);
   }
@@ -430,6 +476,15 @@ struct MeasuringClient::Impl {
   }
 
   void on_stage(const core::StageMeasurement& m) {
+    if (audio_scorer) {
+      // Audio is scored as soon as its stage closes: every packet of it arrived or never will.
+      const auto blocks = reference_media->blocks();
+      if (m.stage >= blocks.size()) return;  // beyond the reference (a looping server)
+      const auto psnr = audio_scorer->psnr(m.stage, options.psnr_cap_db);
+      report(m, blocks[m.stage], psnr ? *psnr : std::nan(""));
+      if (options.max_blocks != 0 && summary.blocks >= options.max_blocks) finish(core::Ok{});
+      return;
+    }
     if (m.stage + 1 == reference_media->blocks().size()) {
       // The last block: no later picture will push its held-back frames out of the decoder.
       depacketizer->flush();
@@ -442,7 +497,7 @@ struct MeasuringClient::Impl {
 
   // Reports every pending block whose pictures are all scored (or whose wait is over).
   void settle(std::uint64_t now) {
-    while (!pending.empty() && !done) {
+    while (!pending.empty() && !done && scorer) {
       const PendingBlock& p = pending.front();
       const auto blocks = reference_media->blocks();
       if (p.m.stage >= blocks.size()) {
@@ -464,8 +519,8 @@ struct MeasuringClient::Impl {
   }
 
   void report(const core::StageMeasurement& m, const media::Block& b, double psnr) {
-    const Track& video = tracks[video_track];
-    const rtsp::SessionTrack& negotiated = session->tracks()[video_track];
+    const Track& scored = tracks[scored_track];
+    const rtsp::SessionTrack& negotiated = session->tracks()[scored_track];
     if (options.feedback) {
       auto fb =
           chain::make_feedback(m, psnr, wire::PdfbMetric::kPsnrDb, negotiated.ssrc.value_or(0));
@@ -477,7 +532,7 @@ struct MeasuringClient::Impl {
         // is no longer the one the URL named.
         auto to =
             net::SocketAddress::from_ip(session->server().ip_string(), negotiated.server_port.rtcp);
-        if (to) video.rtcp->send(std::span<const std::uint8_t>(buf, *n), *to);
+        if (to) scored.rtcp->send(std::span<const std::uint8_t>(buf, *n), *to);
       }
     }
     BlockResult r;
@@ -513,8 +568,8 @@ struct MeasuringClient::Impl {
     if (!session->playing()) return;  // paused (or pausing, resuming): no media is expected
     if (now > last_media_us + options.end_after_idle_ms * 1000ull) {
       // The stream is over: close the last stage, drain the decoder, score what is left.
-      depacketizer->flush();
-      decoder->flush();
+      if (depacketizer) depacketizer->flush();
+      if (decoder) decoder->flush();
       receiver->flush();
       for (auto& p : pending) {
         p.deadline_us = 0;

@@ -57,6 +57,12 @@ std::optional<Codec> codec_of(AVCodecID id) {
       return Codec::kAac;
     case AV_CODEC_ID_OPUS:
       return Codec::kOpus;
+    case AV_CODEC_ID_PCM_S16LE:
+    case AV_CODEC_ID_PCM_S16BE:
+      return Codec::kL16;
+    case AV_CODEC_ID_PCM_S24LE:
+    case AV_CODEC_ID_PCM_S24BE:
+      return Codec::kL24;
     default:
       return std::nullopt;
   }

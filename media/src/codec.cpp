@@ -26,19 +26,41 @@ std::string_view codec_name(Codec codec) {
       return "AAC";
     case Codec::kOpus:
       return "Opus";
+    case Codec::kL16:
+      return "L16";
+    case Codec::kL24:
+      return "L24";
   }
   return "?";
 }
 
-std::optional<Codec> video_codec_from_rtpmap(std::string_view encoding) {
+namespace {
+
+std::string encoding_name(std::string_view encoding) {
   std::string name(encoding.substr(0, encoding.find('/')));
   for (char& c : name) {
     c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   }
+  return name;
+}
+
+}  // namespace
+
+std::optional<Codec> video_codec_from_rtpmap(std::string_view encoding) {
+  const std::string name = encoding_name(encoding);
   if (name == "H264") return Codec::kH264;
   if (name == "H265") return Codec::kH265;
   if (name == "VP8") return Codec::kVp8;
   if (name == "VP9") return Codec::kVp9;
+  return std::nullopt;
+}
+
+std::optional<Codec> audio_codec_from_rtpmap(std::string_view encoding) {
+  const std::string name = encoding_name(encoding);
+  if (name == "MPEG4-GENERIC") return Codec::kAac;
+  if (name == "OPUS") return Codec::kOpus;
+  if (name == "L16") return Codec::kL16;
+  if (name == "L24") return Codec::kL24;
   return std::nullopt;
 }
 
@@ -57,6 +79,8 @@ std::unique_ptr<VideoPacketizer> make_video_packetizer(Codec codec, std::size_t 
       return std::make_unique<Vp9Packetizer>(max_payload, std::move(warn));
     case Codec::kAac:
     case Codec::kOpus:
+    case Codec::kL16:
+    case Codec::kL24:
       break;
   }
   return nullptr;

@@ -158,6 +158,8 @@ std::unique_ptr<Depacketizer> make_depacketizer(Codec codec, Depacketizer::Callb
       return std::make_unique<Vp9Depacketizer>(std::move(on_unit));
     case Codec::kAac:
     case Codec::kOpus:
+    case Codec::kL16:
+    case Codec::kL24:
       break;
   }
   return nullptr;

@@ -17,6 +17,7 @@
 #include "block_cutter.hpp"
 #include "importance.hpp"
 #include "opus_packetizer.hpp"
+#include "predrop/media/pcm.hpp"
 #include "staging.hpp"
 #include "video_packetizer.hpp"
 
@@ -55,6 +56,12 @@ std::optional<std::uint32_t> MediaFile::block_for_display(std::uint32_t display_
 
 namespace {
 constexpr std::size_t kMaxWarningTexts = 16;
+
+// The audio codecs served: their codec_of() is an audio Codec.
+bool supported_audio(AVCodecID id) {
+  const auto codec = detail::codec_of(id);
+  return codec && !is_video(*codec);
+}
 }  // namespace
 
 class MediaFileBuilder {
@@ -81,6 +88,7 @@ class MediaFileBuilder {
   void read_packets();
   void add_video(const AVPacket& packet);
   void add_audio(const AVPacket& packet);
+  void add_pcm(const AVPacket& packet, std::int64_t pts);
   std::optional<std::int64_t> packet_pts(const AVPacket& packet, int track);
   StagedFrame start_frame(std::int64_t pts, const AVPacket& packet, const AVStream* st,
                           std::uint32_t clock, std::uint8_t stream);
@@ -98,6 +106,9 @@ class MediaFileBuilder {
   std::unique_ptr<detail::VideoPacketizer> video_packetizer_;
   detail::AacPacketizer aac_;
   detail::OpusPacketizer opus_;
+  PcmFormat pcm_;
+  bool pcm_little_endian_ = false;
+  std::vector<std::uint8_t> pcm_scratch_;  // one packet's samples in network order
 
   int video_index_ = -1;  // in the demuxer
   int audio_index_ = -1;
@@ -172,13 +183,13 @@ core::Status MediaFileBuilder::select_streams() {
   for (unsigned i = 0; i < format_->nb_streams; ++i) {
     const AVCodecParameters* par = format_->streams[i]->codecpar;
     if (par->codec_type != AVMEDIA_TYPE_AUDIO) continue;
-    if (par->codec_id == AV_CODEC_ID_AAC || par->codec_id == AV_CODEC_ID_OPUS) {
+    if (supported_audio(par->codec_id)) {
       audio_index_ = static_cast<int>(i);
       break;
     }
     if (audio_index_ == -1) {
       const std::string text = std::string("audio codec ") + avcodec_get_name(par->codec_id) +
-                               " is not supported (AAC or Opus); stream ignored";
+                               " is not supported (AAC, Opus, PCM s16/s24); stream ignored";
       warn(text);
       file_.skipped_.push_back(text);
       audio_index_ = -2;  // warned once
@@ -190,7 +201,8 @@ core::Status MediaFileBuilder::select_streams() {
     if (!video.unsupported.empty())
       return core::make_error("'" + path_ + "': " + video.unsupported);
     return core::make_error("'" + path_ +
-                            "': no H.264, H.265, VP8 or VP9 video and no AAC or Opus audio stream");
+                            "': no H.264, H.265, VP8 or VP9 video and no AAC, Opus or PCM audio "
+                            "stream");
   }
 
   // Stream order in MediaFile: video first.
@@ -216,15 +228,26 @@ core::Status MediaFileBuilder::select_streams() {
     const AVCodecParameters* par = st->codecpar;
     StreamInfo info;
     info.kind = MediaKind::kAudio;
-    info.codec = par->codec_id == AV_CODEC_ID_AAC ? Codec::kAac : Codec::kOpus;
+    info.codec = *detail::codec_of(par->codec_id);
     info.payload_type = options_.audio_payload_type;
     info.channels = static_cast<std::uint16_t>(std::max(1, par->ch_layout.nb_channels));
-    // RFC 7587 §4.1: Opus always uses a 48 kHz RTP clock; RFC 3640 uses the sampling rate.
+    // RFC 7587 §4.1: Opus always uses a 48 kHz RTP clock; RFC 3640 and RFC 3551 §4.5.11 (L16,
+    // L24 by RFC 3190 §4) use the sampling rate.
     info.clock_rate = info.codec == Codec::kOpus
                           ? 48000
                           : static_cast<std::uint32_t>(std::max(1, par->sample_rate));
     file_.audio_stream_ = static_cast<std::uint8_t>(file_.streams_.size());
     file_.streams_.push_back(info);
+    if (is_pcm(info.codec)) {
+      pcm_.sample_bytes = info.codec == Codec::kL16 ? 2 : 3;
+      pcm_.channels = info.channels;
+      pcm_.sample_rate = info.clock_rate;
+      pcm_little_endian_ =
+          par->codec_id == AV_CODEC_ID_PCM_S16LE || par->codec_id == AV_CODEC_ID_PCM_S24LE;
+      if (pcm_frames_per_packet(pcm_, options_.max_payload) == 0) {
+        return core::make_error("'" + path_ + "': one PCM sample frame exceeds max_payload");
+      }
+    }
     if (info.codec == Codec::kAac && par->extradata_size >= 2) {
       aac_.configure(Bytes(par->extradata, static_cast<std::size_t>(par->extradata_size)));
     }
@@ -333,12 +356,44 @@ void MediaFileBuilder::add_audio(const AVPacket& packet) {
   const StreamInfo& info = file_.streams_[*file_.audio_stream_];
   const Bytes au(packet.data, static_cast<std::size_t>(std::max(0, packet.size)));
   if (au.empty()) return;
+  if (is_pcm(info.codec)) return add_pcm(packet, *pts);
   StagedFrame f = start_frame(*pts, packet, st, info.clock_rate, *file_.audio_stream_);
   f.frame.type = FrameType::kAudio;
   const bool staged = info.codec == Codec::kAac ? aac_.add(au, sink_) : opus_.add(au, sink_);
   if (!staged) return;
   finish_frame(f);
   audio_.push_back(f);
+}
+
+// PCM: the demuxer's packets (WAV: about 4 KiB) are cut into RTP packets of whole sample frames,
+// each its own frame with the timestamp of its first sample (RFC 3551 §4.5.11: the clock counts
+// sample frames), swapped to network order here, once.
+void MediaFileBuilder::add_pcm(const AVPacket& packet, std::int64_t pts) {
+  const AVStream* st = format_->streams[audio_index_];
+  pcm_scratch_.clear();
+  pcm_to_network_order(Bytes(packet.data, static_cast<std::size_t>(packet.size)), pcm_.sample_bytes,
+                       pcm_little_endian_, pcm_scratch_);
+  if (pcm_scratch_.size() % pcm_.frame_bytes() != 0) {
+    warn("PCM packet of " + std::to_string(packet.size) + " bytes ends inside a sample frame");
+  }
+  const std::int64_t rate = pcm_.sample_rate;
+  const std::uint32_t per_packet =
+      static_cast<std::uint32_t>(pcm_frames_per_packet(pcm_, options_.max_payload));
+  const StagedFrame first = start_frame(pts, packet, st, pcm_.sample_rate, *file_.audio_stream_);
+  packetize_pcm(pcm_scratch_, pcm_.frame_bytes(), per_packet, [&](Bytes body, std::size_t at) {
+    const auto frames = static_cast<std::int64_t>(body.size() / pcm_.frame_bytes());
+    const auto offset = static_cast<std::int64_t>(at);
+    StagedFrame f = first;
+    f.pts = pts + av_rescale_q(offset, AVRational{1, static_cast<int>(rate)}, st->time_base);
+    f.frame.pts_us = first.frame.pts_us + offset * 1'000'000 / rate;
+    f.frame.duration_us = frames * 1'000'000 / rate;
+    f.frame.rtp_timestamp = first.frame.rtp_timestamp + static_cast<std::uint32_t>(offset);
+    f.frame.type = FrameType::kAudio;
+    f.first_staged = sink_.count();
+    sink_.add({}, body, false, false);
+    finish_frame(f);
+    audio_.push_back(f);
+  });
 }
 
 void MediaFileBuilder::finish_stream_info() {
@@ -360,6 +415,12 @@ void MediaFileBuilder::finish_stream_info() {
           "profile-level-id=1;mode=AAC-hbr;sizelength=13;indexlength=3;indexdeltalength=3; "
           "config=" +
           detail::hex_upper(aac_.config());
+    } else if (is_pcm(info.codec)) {
+      // FFmpeg's sdp.c layout; it uses the static payload types 10/11 (RFC 3551 Table 4) for
+      // 44.1 kHz stereo/mono L16 and writes no rtpmap for them; we always announce the
+      // configured dynamic type with an rtpmap, which every RTP receiver reads.
+      info.encoding = std::string(codec_name(info.codec)) + "/" + std::to_string(info.clock_rate) +
+                      "/" + std::to_string(info.channels);
     } else {
       info.encoding = "opus/48000/2";  // RFC 7587 §7: always 2 channels in the rtpmap
       info.fmtp = info.channels == 2 ? "sprop-stereo=1" : "";
@@ -477,8 +538,7 @@ core::Result<std::string> ffmpeg_reference_sdp(const std::string& path) {
   int audio = -1;
   for (unsigned i = 0; i < in->nb_streams && audio < 0; ++i) {
     const AVCodecParameters* par = in->streams[i]->codecpar;
-    if (par->codec_type == AVMEDIA_TYPE_AUDIO &&
-        (par->codec_id == AV_CODEC_ID_AAC || par->codec_id == AV_CODEC_ID_OPUS)) {
+    if (par->codec_type == AVMEDIA_TYPE_AUDIO && supported_audio(par->codec_id)) {
       audio = static_cast<int>(i);
     }
   }
@@ -497,6 +557,12 @@ core::Result<std::string> ffmpeg_reference_sdp(const std::string& path) {
     if (!st) return core::make_error("cannot create an RTP muxer stream");
     if (int err = avcodec_parameters_copy(st->codecpar, in->streams[index]->codecpar); err < 0) {
       return core::make_error("cannot copy codec parameters: " + detail::av_error_text(err));
+    }
+    // Little-endian PCM goes out in network order, as `ffmpeg -c:a pcm_s16be -f rtp` sends it.
+    if (st->codecpar->codec_id == AV_CODEC_ID_PCM_S16LE) {
+      st->codecpar->codec_id = AV_CODEC_ID_PCM_S16BE;
+    } else if (st->codecpar->codec_id == AV_CODEC_ID_PCM_S24LE) {
+      st->codecpar->codec_id = AV_CODEC_ID_PCM_S24BE;
     }
     contexts.push_back(raw);
   }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -30,14 +31,22 @@ std::string make_clip(const std::string& name, const std::string& args) {
 }
 
 // Every rtpmap/fmtp line of ours is in the SDP FFmpeg's RTP muxer writes for the same file.
+// av_sdp_create numbers the dynamic payload types from 96 in stream order, so an audio-only
+// file's audio is its 96 where ours is the configured audio type (97): compared as FFmpeg's.
 void expect_sdp_like_ffmpeg(const MediaFile& file, const std::string& path) {
   auto reference = ffmpeg_reference_sdp(path);
   ASSERT_TRUE(reference) << reference.error().message;
+  int ffmpeg_pt = 96;
   for (const StreamInfo& s : file.streams()) {
     std::istringstream lines(s.sdp_attributes());
     std::string line;
+    const std::string ours = ":" + std::to_string(s.payload_type) + " ";
+    const std::string theirs = ":" + std::to_string(ffmpeg_pt++) + " ";
     while (std::getline(lines, line)) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (const auto at = line.find(ours); at != std::string::npos) {
+        line.replace(at, ours.size(), theirs);
+      }
       EXPECT_NE(reference->find(line + "\r\n"), std::string::npos)
           << line << "\nnot in FFmpeg's SDP:\n"
           << *reference;
@@ -110,7 +119,9 @@ TEST(Codecs, H265TemporalSubLayersGoFirstAndParameterSetsNever) {
       ++upper_layer;
       EXPECT_LE(f.importance, kImportanceDisposableMax);
     }
-    if (f.reference && f.type != FrameType::kKey) EXPECT_GE(f.importance, kImportanceReferenceMin);
+    if (f.reference && f.type != FrameType::kKey) {
+      EXPECT_GE(f.importance, kImportanceReferenceMin);
+    }
   }
   EXPECT_GE(keys, 2u);
   EXPECT_GE(upper_layer, 20u) << "x265 made no TemporalId 1 sub-layer non-reference pictures";
@@ -187,6 +198,82 @@ TEST(Codecs, Vp9NonReferenceFramesAreDisposableAndKeyFramesKept) {
                                 "-g 30 -error-resilient 1 -deadline realtime -cpu-used 8 "
                                 "-ts-parameters ts_layering_mode=2:ts_target_bitrate=300,500",
                                 Codec::kVp9, "VP9/90000", "libvpx-vp9");
+}
+
+// Linear PCM (RFC 3551 L16, RFC 3190 L24) from `args`: the rtpmap FFmpeg writes, packets of whole
+// sample frames under the limit with contiguous timestamps, audio never discarded, and the
+// payloads together are the file's samples in network order (what `ffmpeg -f s16be` writes).
+void expect_pcm(const std::string& name, const std::string& args, const std::string& encoding,
+                Codec codec, const std::string& raw_format, std::size_t frame_bytes) {
+  const auto path = make_clip(name, args);
+  PacketizeOptions options;
+  options.max_payload = 1000;
+  auto opened = MediaFile::open(path, options);
+  ASSERT_TRUE(opened) << opened.error().message;
+  const MediaFile& file = **opened;
+  ASSERT_EQ(file.streams().size(), 1u);
+  EXPECT_EQ(file.streams()[0].codec, codec);
+  EXPECT_EQ(file.streams()[0].encoding, encoding);
+  EXPECT_TRUE(file.streams()[0].fmtp.empty());
+  expect_sdp_like_ffmpeg(file, path);
+  std::vector<std::uint8_t> sent;
+  std::optional<std::uint32_t> next_ts;
+  for (const RtpPacket& p : file.packets()) {
+    const auto payload = file.payload(p);
+    EXPECT_LE(payload.size(), options.max_payload);
+    EXPECT_EQ(payload.size() % frame_bytes, 0u);
+    EXPECT_EQ(p.importance, kImportanceNever);
+    if (next_ts) {
+      EXPECT_EQ(p.rtp_timestamp, *next_ts);
+    }
+    next_ts = p.rtp_timestamp + static_cast<std::uint32_t>(payload.size() / frame_bytes);
+    sent.insert(sent.end(), payload.begin(), payload.end());
+  }
+  EXPECT_GE(file.blocks().size(), 2u);
+  const auto raw = test::scratch_dir() / (name + ".raw");
+  std::string out;
+  ASSERT_EQ(test::run(test::kFfmpeg + " -nostdin -loglevel error -y -i " + path + " -f " +
+                          raw_format + " " + raw.string(),
+                      &out),
+            0)
+      << out;
+  const auto want = test::read_file(raw);
+  EXPECT_EQ(sent.size(), want.size());
+  EXPECT_TRUE(sent == want) << "payloads differ from the file's samples in network order";
+}
+
+TEST(Codecs, L16FromWavIsTheFilesSamplesInNetworkOrder) {
+  expect_pcm("s16le.wav", "-f lavfi -i sine=frequency=440:sample_rate=48000:duration=2.5 -ac 2",
+             "L16/48000/2", Codec::kL16, "s16be", 4);
+}
+
+TEST(Codecs, L16FromBigEndianAiffIsCopied) {
+  expect_pcm("s16be.aiff", "-f lavfi -i sine=frequency=300:sample_rate=16000:duration=2.5",
+             "L16/16000/1", Codec::kL16, "s16be", 2);
+}
+
+TEST(Codecs, L24FromWavIsTheFilesSamplesInNetworkOrder) {
+  expect_pcm("s24le.wav",
+             "-f lavfi -i sine=frequency=1000:sample_rate=48000:duration=2.5 -ac 2 -c:a pcm_s24le",
+             "L24/48000/2", Codec::kL24, "s24be", 6);
+}
+
+TEST(Codecs, PcmBesideUnsupportedVideoIsServedAndUnsupportedAudioAloneIsAnError) {
+  const auto both = make_clip("mpeg4_pcm.avi",
+                              "-f lavfi -i testsrc2=s=160x120:r=10:d=1 -f lavfi -i sine=d=1 "
+                              "-c:v mpeg4 -c:a pcm_s16le");
+  auto file = MediaFile::open(both);
+  ASSERT_TRUE(file) << file.error().message;
+  EXPECT_FALSE((*file)->video_stream());
+  ASSERT_TRUE((*file)->audio_stream());
+  EXPECT_EQ((*file)->streams()[*(*file)->audio_stream()].codec, Codec::kL16);
+  ASSERT_EQ((*file)->skipped().size(), 1u);
+
+  const auto flac = make_clip("audio.flac", "-f lavfi -i sine=d=1");
+  auto error = MediaFile::open(flac);
+  ASSERT_FALSE(error);
+  EXPECT_NE(error.error().message.find("no AAC, Opus or PCM audio"), std::string::npos)
+      << error.error().message;
 }
 
 TEST(Codecs, UnsupportedVideoIsSkippedWhenAudioRemainsAndAnErrorWhenAlone) {

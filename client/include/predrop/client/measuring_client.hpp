@@ -3,6 +3,8 @@
 // each block's reception period L (from the stage extension) and its quality P (PSNR of the
 // decoded block against the same frames of the reference file), and reports both per block in
 // an SRTCP RR+PDFB compound. Lost or discarded pictures count as the last shown picture repeated.
+// A stream without video is scored on its audio: P is the PSNR of the decoded PCM against the
+// reference's, full scale 1, lost audio heard as silence (media::AudioScorer, docs/media.md).
 //
 // Time: when a block's report goes out (its late pictures' wait) and when the stream is over
 // read the injected net::Clock; packet arrivals are the kernel's receive stamps (CLOCK_MONOTONIC,

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The audio codecs of issue 24 (L16 per RFC 3551, L24 per RFC 3190), bit-exact at R = 0 through
+# three independent players. Audio-only clips generated here with the ffmpeg CLI (48 kHz stereo
+# pcm_s16le and pcm_s24le in WAV, 16 kHz mono pcm_s16be in AIFF) are each streamed by
+# predrop-server over RTSP/UDP with SRTP (the players: plain RTP) to:
+#   1. the measuring client (predrop-client; the server's fixed policy at rate 0): every block
+#      must score the audio PSNR cap (the PCM identical to the file's, docs/media.md);
+#   2. the real ffmpeg CLI (--player-adaptation fixed, R = 0), writing the raw big-endian samples
+#      it receives: at least 90 % of the file's samples, identical to the file's from the first;
+#   3. GStreamer (rtspsrc ! rtpL16depay resp. rtpL24depay ! filesink): the same.
+# A run whose ffmpeg reports "RTP: missed" lost packets in its own socket buffer and is repeated,
+# at most three times.
+# Usage: interop_audio.sh SERVER_BINARY CLIENT_BINARY WORKDIR
+set -euo pipefail
+# shellcheck disable=SC2034 # start_server (lib.sh) runs it
+server="$1"
+client="$2"
+work="$3"
+mkdir -p "$work"
+cd "$work"
+
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap stop_server EXIT
+
+# name|file|ffmpeg encoding arguments|raw format of the received samples|GStreamer depayloader
+clips=(
+  "l16_stereo|l16.wav|-f lavfi -i sine=frequency=440:sample_rate=48000:duration=4 -f lavfi -i sine=frequency=660:sample_rate=48000:duration=4 -filter_complex amerge=inputs=2 -c:a pcm_s16le|s16be|rtpL16depay"
+  "l24_stereo|l24.wav|-f lavfi -i sine=frequency=1000:sample_rate=48000:duration=4 -ac 2 -c:a pcm_s24le|s24be|rtpL24depay"
+  "l16_mono_be|l16.aiff|-f lavfi -i anoisesrc=sample_rate=16000:duration=4:seed=3 -c:a pcm_s16be|s16be|rtpL16depay"
+)
+
+check_client() {
+  local name="$1" file="$2" port
+  port=$(pick_port)
+  start_server "$name.client-server.log" --stream "c=$file" --listen 127.0.0.1:"$port" \
+    --policy fixed --fixed-rate 0 --log-level info || return 1
+  timeout 60 "$client" "rtsp://127.0.0.1:$port/c" -r "$file" --csv "$name.client.csv" \
+    >"$name.client.log" 2>&1 || true
+  stop_server
+  local blocks below
+  blocks=$(tail -n +2 "$name.client.csv" 2>/dev/null | wc -l)
+  below=$(tail -n +2 "$name.client.csv" 2>/dev/null | awk -F, '$4 != "60.000"' | wc -l)
+  echo "$name: measuring client: $blocks blocks, $below below the audio PSNR cap"
+  if ((blocks == 0 || below != 0)); then
+    echo "FAIL: $name: measuring client"
+    tail -5 "$name.client.log"
+    return 1
+  fi
+}
+
+# compare NAME PLAYER GOT: GOT must be a prefix of NAME.ref.raw holding at least 90 % of it.
+compare() {
+  local name="$1" player="$2" got="$3" want have
+  want=$(stat -c %s "$name.ref.raw")
+  have=$(stat -c %s "$got" 2>/dev/null || echo 0)
+  if ((have * 10 >= want * 9)) && cmp -s -n "$have" "$got" "$name.ref.raw"; then
+    echo "$name: $player: $have of $want bytes received, identical to the file's samples"
+    return 0
+  fi
+  echo "$name: $player: $have of $want bytes received, $(cmp -n "$have" "$got" "$name.ref.raw" 2>&1 | head -1)"
+  return 1
+}
+
+ffmpeg_once() {  # 0 identical, 1 failed, 2 ffmpeg lost packets (inconclusive)
+  local name="$1" file="$2" raw="$3" port
+  port=$(pick_port)
+  start_server "$name.ffmpeg-server.log" --stream "c=$file" --listen 127.0.0.1:"$port" \
+    --player-adaptation fixed --log-level info || return 1
+  rm -f "$name.ffmpeg.raw"
+  timeout -s INT 20 ffmpeg -nostdin -v info -rtsp_transport udp -i "rtsp://127.0.0.1:$port/c" \
+    -map 0:a -c:a "pcm_$raw" -f "$raw" "$name.ffmpeg.raw" >"$name.ffmpeg.log" 2>&1 || true
+  stop_server
+  compare "$name" ffmpeg "$name.ffmpeg.raw" && return 0
+  grep -q "RTP: missed" "$name.ffmpeg.log" && return 2
+  tail -5 "$name.ffmpeg.log"
+  return 1
+}
+
+check_gstreamer() {
+  local name="$1" file="$2" depay="$3" port
+  port=$(pick_port)
+  start_server "$name.gst-server.log" --stream "c=$file" --listen 127.0.0.1:"$port" \
+    --player-adaptation fixed --log-level info || return 1
+  rm -f "$name.gst.raw"
+  timeout -s INT 20 gst-launch-1.0 -q rtspsrc location="rtsp://127.0.0.1:$port/c" protocols=udp \
+    latency=200 ! "$depay" ! filesink location="$name.gst.raw" >"$name.gst.log" 2>&1 || true
+  stop_server
+  compare "$name" GStreamer "$name.gst.raw" && return 0
+  echo "FAIL: $name: GStreamer"
+  grep -iE "error|warn" "$name.gst.log" | head -5 || true
+  return 1
+}
+
+command -v gst-launch-1.0 >/dev/null || { echo "gst-launch-1.0 missing"; exit 1; }
+fail=0
+for entry in "${clips[@]}"; do
+  IFS='|' read -r name file args raw depay <<<"$entry"
+  rm -f "$file" "$name".*
+  # shellcheck disable=SC2086 # the encoding arguments are many words
+  if ! ffmpeg -nostdin -v error -y $args "$file" 2>"$name.gen.log"; then
+    echo "FAIL: $name: could not generate the clip"
+    cat "$name.gen.log"
+    fail=1
+    continue
+  fi
+  ffmpeg -nostdin -v error -i "$file" -map 0:a -c:a "pcm_$raw" -f "$raw" "$name.ref.raw"
+
+  check_client "$name" "$file" || fail=1
+  for attempt in 1 2 3; do
+    ffmpeg_once "$name" "$file" "$raw" && result=0 || result=$?
+    ((result == 2)) || break
+    echo "$name: attempt $attempt: ffmpeg lost packets in its socket buffer; again"
+  done
+  ((result == 0)) || { echo "FAIL: $name: ffmpeg"; fail=1; }
+  check_gstreamer "$name" "$file" "$depay" || fail=1
+done
+exit $fail
