@@ -115,6 +115,15 @@ bool CapacityPolicy::on_alert(const StageAlert& a) {
   // A loss-based flow shared the path recently (compete mode): its queue comes and goes with
   // its own cycle, and an alert would cut this session's share each time it refills.
   if (reports_since_compete_ < kAlertQuietReports) return false;
+  // The bottleneck still serves at its known rate (the stage's back-to-back pairs left it at
+  // that rate, or none has come yet): the queue is other traffic's (a loss-based flow's rises
+  // exactly as an onset's does), not a capacity drop; the reports will tell whose. A FIFO keeps
+  // a pair sent back to back together whatever queues behind it, so only a slower bottleneck
+  // spreads it.
+  if (dispersion_.rate() > 0.0 &&
+      !(a.pair_rate > 0.0 && a.pair_rate < kAtBottleneck * dispersion_.rate())) {
+    return false;
+  }
   alert_stage_ = a.stage;
   alert_queue_us_ = a.queue_us;
   // The stage's last packets arrived back to back out of a busy bottleneck: their rate is this

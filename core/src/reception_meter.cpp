@@ -218,6 +218,21 @@ void ReceptionMeter::poll(std::uint64_t now_us) {
   }
 }
 
+double ReceptionMeter::back_to_back_rate(std::uint32_t stage) const {
+  for (const OpenStage& s : slots_) {
+    if (!s.open || s.stage != stage) continue;
+    std::uint64_t bytes = 0;
+    std::uint64_t us = 0;
+    for (std::size_t i = 0; i < s.pair_count; ++i) {
+      if (!s.pairs[i].back_to_back) continue;
+      bytes += s.pairs[i].bytes;
+      us += s.pairs[i].gap_us;
+    }
+    return us > 0 ? static_cast<double>(bytes) / static_cast<double>(us) : 0.0;
+  }
+  return 0.0;
+}
+
 void ReceptionMeter::flush() {
   // Oldest first, so that measurements come out in stage order.
   if (slots_[0].open && slots_[1].open && slots_[1].stage < slots_[0].stage) {

@@ -253,7 +253,8 @@ void MediaFlow::maybe_alert(std::uint32_t stage, SimTime now, SimTime owd, std::
   const SimTime span = recent_.back().first - recent_.front().first;
   if (span <= 0) return;
   alerted_stage_ = stage;
-  alerts_.push_back(core::StageAlert{stage, static_cast<double>(q), b / static_cast<double>(span)});
+  alerts_.push_back(core::StageAlert{stage, static_cast<double>(q), b / static_cast<double>(span),
+                                     meter_.back_to_back_rate(stage)});
   net_.send_back(Packet{id_, config_.report_bytes, 0, 0, kAlertTag | (alerts_.size() - 1)});
 }
 

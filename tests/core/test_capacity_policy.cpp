@@ -254,6 +254,21 @@ TEST(CapacityPolicy, AlertsAreIgnoredBesideAStandingQueueAndAfterCompeteMode) {
   EXPECT_TRUE(f.policy.on_alert(StageAlert{100, 90'000, per_us(0.3e6)}));
 }
 
+// With the bottleneck's rate known (dispersion readings), an alert counts only when the stage's
+// back-to-back pairs show the bottleneck itself slower: a competitor's queue leaves them at its
+// rate, a capacity drop spreads them.
+TEST(CapacityPolicy, WithTheBottlenecksRateKnownOnlyASlowerBottleneckRaisesAnAlert) {
+  Feed f;
+  const double d = per_us(2e6);
+  (void)f.report(per_us(0.8e6), 0.2, 0.0, 0.0, d);  // onset; the pairs read 2 Mbit/s
+  for (unsigned i = 0; i < CapacityPolicy::kAlertQuietReports; ++i)
+    (void)f.clean(d);
+  ASSERT_GT(f.policy.bottleneck_rate(), 0.0);
+  EXPECT_FALSE(f.policy.on_alert(StageAlert{40, 90'000, per_us(0.3e6), 0.0})) << "no pair yet";
+  EXPECT_FALSE(f.policy.on_alert(StageAlert{40, 90'000, per_us(0.3e6), 0.95 * d}));
+  EXPECT_TRUE(f.policy.on_alert(StageAlert{40, 90'000, per_us(0.3e6), 0.5 * d}));
+}
+
 // A PAUSE (RFC 8867 §5.8): after it the queue the last reports read has drained; the estimate
 // (the share the session had) is the guess for the blocks after the resume.
 TEST(CapacityPolicy, AfterAPauseTheOldQueueIsNotGivenBackButTheEstimateStays) {

@@ -155,6 +155,26 @@ TEST(ReceptionMeter, DispersionIsTheBottlenecksRateWithoutTheBucketsPackets) {
   EXPECT_DOUBLE_EQ(p.queue_min_us, 0.0);  // the bucket's packets did not wait
 }
 
+TEST(ReceptionMeter, BackToBackRateOfTheOpenStageForAnInterimAlert) {
+  Collector c;
+  // 4 of a stage's 10 packets, sent at once into 0.1 bytes/µs: they leave 12.84 ms apart.
+  for (std::uint16_t i = 0; i < 4; ++i) {
+    const std::uint64_t arrival = 100 + i * 12'840u;
+    c.packet(0, i, 10, arrival, static_cast<std::int64_t>(arrival) + kOffset, kFull);
+  }
+  ASSERT_TRUE(c.stages.empty()) << "still open";
+  EXPECT_NEAR(c.meter.back_to_back_rate(0), 0.1, 0.001);
+  EXPECT_EQ(c.meter.back_to_back_rate(1), 0.0) << "no such stage open";
+  // Packets 1 ms apart are no sender's pair: whatever their gaps, no reading.
+  Collector d;
+  through_bottleneck(d, 1, 1'000, 0.1, 0);
+  for (std::uint16_t i = 0; i < 4; ++i) {
+    const std::uint64_t send = 1'000'000 + i * 1'000u;
+    d.packet(1, i, 10, send + 12'840u * i, static_cast<std::int64_t>(12'840u * i) + kOffset, kFull);
+  }
+  EXPECT_EQ(d.meter.back_to_back_rate(1), 0.0);
+}
+
 TEST(ReceptionMeter, DispersionIgnoresAForwardingStall) {
   Collector c;
   // 20 packets sent 1 ms apart into 0.1 bytes/µs, no bucket; then a stall: the 21st is held

@@ -116,6 +116,8 @@ struct StageAlert {
   std::uint32_t stage = 0;
   double queue_us = 0.0;  ///< Queueing delay of the packet that raised it.
   double rate = 0.0;      ///< Arrival rate of the stage's last packets, link bytes per µs.
+  /// Rate at which the stage's back-to-back pairs left the bottleneck (0: none yet).
+  double pair_rate = 0.0;
 };
 
 /// A token bucket for the sender's pacing: `burst_bytes` may leave back to back after an idle

@@ -104,6 +104,10 @@ class ReceptionMeter {
   void flush();
   /// Counters since construction.
   const ReceptionMeterStats& stats() const { return stats_; }
+  /// The rate (bytes per µs) at which the back-to-back pairs of `stage` left the bottleneck so
+  /// far, while the stage is still open; 0 when it has none yet (an interim alert's evidence of
+  /// what the bottleneck itself serves now).
+  double back_to_back_rate(std::uint32_t stage) const;
 
  private:
   /// One dispersion sample: a pair's second packet and its arrival gap.
