@@ -6,7 +6,10 @@
 // garbage and jumping timestamps are counted, never a crash, never a block over the bound.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <random>
+#include <string>
 
 #include "predrop/media/h264_depacketizer.hpp"
 #include "predrop/media/live_source.hpp"
@@ -43,14 +46,16 @@ media::LiveVideoSpec spec() {
 
 constexpr std::uint32_t kTimestampBase = 0xFFFF0000u;  // wraps within the first second
 
-// Feeds the sample's video packets with index in [from, to) as RTP; returns the next sequence.
+// Feeds the sample's (or `clip`'s) video packets with index in [from, to) as RTP; returns the
+// next sequence.
 struct Publisher {
   media::LiveSource& src;
   std::uint16_t seq = 100;
   std::size_t next = 0;
   std::uint32_t base = kTimestampBase;
+  const media::MediaFile* clip = nullptr;
   void until(std::size_t to) {
-    const auto& file = *sample();
+    const auto& file = clip != nullptr ? *clip : *sample();
     const auto packets = file.packets();
     for (; next < to && next < packets.size(); ++next) {
       const auto& p = packets[next];
@@ -60,7 +65,7 @@ struct Publisher {
       src.push_video(seq++, base + p.rtp_timestamp, p.marker, file.payload(p), arrival);
     }
   }
-  void all() { until(sample()->packets().size()); }
+  void all() { until((clip != nullptr ? clip : sample().get())->packets().size()); }
 };
 
 TEST(LiveSource, CutsTheStreamIntoKeyBlocksOfTheBlockDuration) {
@@ -236,6 +241,77 @@ TEST(LiveSource, ARestartedRtpStreamContinuesTheTimelineAtItsFirstKeyFrame) {
     }
     last_end = b.start_us + static_cast<std::uint64_t>(b.duration_us);
   }
+}
+
+// A publisher whose encoder changes its parameters mid-stream (a camera switched from 640x360 to
+// 320x180, new SPS/PPS in band before its next IDR, timestamps and sequence numbers going on):
+// the change is cut as a key block that carries the new parameter sets first, and from it every
+// picture decodes, at the new size, with nothing corrupt.
+TEST(LiveSource, AResolutionChangeMidStreamStartsAKeyBlockThatDecodesAtTheNewSize) {
+  const std::filesystem::path dir = PREDROP_TEST_TMP;
+  std::filesystem::create_directories(dir);
+  const std::string small = (dir / "live-small.mp4").string();
+  const std::string cmd = std::string(PREDROP_FFMPEG) +
+                          " -nostdin -hide_banner -loglevel error -y -f lavfi -i "
+                          "testsrc2=s=320x180:r=30:d=2 -c:v libx264 -profile:v main -bf 0 -g 30 "
+                          "-x264-params scenecut=0 -pix_fmt yuv420p " +
+                          small;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  media::PacketizeOptions po;
+  po.block = {media::BlockSize::Unit::kDuration, 1'000'000};
+  auto opened = media::MediaFile::open(small, po);
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  const auto second_clip = opened.value();
+
+  media::LiveSourceOptions o;
+  o.ring_blocks = 64;
+  media::LiveSource src(spec(), o);
+  Publisher first{src};
+  first.all();
+  const auto before = src.stats().blocks;  // every block of the first clip but the last
+  const auto& a = *sample();
+  Publisher second{src};
+  second.clip = second_clip.get();
+  second.seq = first.seq;
+  // One frame period after the first clip's last picture (its timeline is 6 s long).
+  second.base = kTimestampBase + static_cast<std::uint32_t>(a.duration_us() * 90 / 1000);
+  second.all();
+  src.end(20'000'000);
+  const auto st = src.stats();
+  EXPECT_EQ(st.damaged_units, 0u);
+  EXPECT_EQ(st.malformed, 0u);
+  EXPECT_EQ(st.timestamp_resets, 0u);
+  EXPECT_EQ(st.key_blocks, st.blocks);
+  ASSERT_EQ(st.blocks, before + 1 + second_clip->blocks().size());
+
+  std::size_t frames = 0;
+  std::size_t wrong_size = 0;
+  auto decoder = media::VideoDecoder::create([&](const media::FrameView& f) {
+    ++frames;
+    if (f.width != 320 || f.height != 180) ++wrong_size;
+  });
+  ASSERT_TRUE(decoder) << decoder.error().message;
+  media::H264Depacketizer depack(
+      [&](const media::AccessUnit& au) { (*decoder)->decode(au.data, au.rtp_timestamp); });
+  std::uint16_t seq = 0;
+  std::size_t pictures = 0;
+  for (std::uint64_t s = before + 1; s < st.blocks; ++s) {
+    media::SourceBlock b;
+    ASSERT_EQ(src.read(s, b), media::BlockState::kReady) << s;
+    EXPECT_EQ(b.importance[0], media::kImportanceNever) << "block " << s << ": SPS first";
+    EXPECT_EQ(b.packets[0].frame_type, media::FrameType::kKey);
+    for (const auto& p : b.packets) {
+      depack.push(seq++, p.rtp_timestamp, p.marker, b.payload(p));
+      if (p.marker) ++pictures;
+    }
+  }
+  depack.flush();
+  (*decoder)->flush();
+  EXPECT_EQ(pictures, second_clip->video_display_order().size());
+  EXPECT_EQ(frames, pictures);
+  EXPECT_EQ(wrong_size, 0u);
+  EXPECT_EQ((*decoder)->stats().corrupt_frames, 0u);
+  EXPECT_EQ((*decoder)->stats().rejected, 0u);
 }
 
 }  // namespace
