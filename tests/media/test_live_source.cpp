@@ -243,6 +243,62 @@ TEST(LiveSource, ARestartedRtpStreamContinuesTheTimelineAtItsFirstKeyFrame) {
   }
 }
 
+// A path that reorders the publisher's packets (every 53rd pair swapped): there is no reorder
+// buffer, so the depacketizer takes the first of a swapped pair as lost and the second as late:
+// the picture is reassembled without it and counted damaged (forwarded, as the publisher's own
+// loss would be), and a key frame that lost its first fragment goes with what depends on it
+// (the stream waits for the next IDR). Blocks still start with a key frame, stay within the
+// bound, and decode without a rejection.
+TEST(LiveSource, ReorderedPacketsAreCountedDamagedAndBlocksStayKeyedAndBounded) {
+  media::LiveSourceOptions o;
+  o.ring_blocks = 64;
+  o.max_block_packets = 2048;
+  media::LiveSource src(spec(), o);
+  const auto& file = *sample();
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < file.packets().size(); ++i) {
+    if (file.packets()[i].stream == *file.video_stream()) order.push_back(i);
+  }
+  for (std::size_t k = 53; k + 1 < order.size(); k += 53) {
+    std::swap(order[k], order[k + 1]);
+  }
+  std::uint16_t seq = 100;
+  std::vector<std::uint16_t> seq_of(file.packets().size());
+  for (std::size_t i = 0; i < file.packets().size(); ++i) {
+    seq_of[i] = seq;
+    if (file.packets()[i].stream == *file.video_stream()) ++seq;
+  }
+  for (const std::size_t i : order) {
+    const auto& p = file.packets()[i];
+    const auto& b = file.blocks()[file.frames()[p.frame].block];
+    src.push_video(seq_of[i], kTimestampBase + p.rtp_timestamp, p.marker, file.payload(p),
+                   static_cast<std::uint64_t>(b.start_us + p.send_offset_us));
+  }
+  src.end(10'000'000);
+  const auto st = src.stats();
+  EXPECT_GT(st.damaged_units, 0u);
+  EXPECT_EQ(st.key_blocks, st.blocks);
+  EXPECT_GE(st.blocks, 1u) << "units " << st.access_units << " damaged " << st.damaged_units
+                           << " malformed " << st.malformed << " waiting " << st.waiting_for_key;
+  auto decoder = media::VideoDecoder::create([](const media::FrameView&) {});
+  ASSERT_TRUE(decoder) << decoder.error().message;
+  media::H264Depacketizer depack(
+      [&](const media::AccessUnit& au) { (*decoder)->decode(au.data, au.rtp_timestamp); });
+  std::uint16_t out_seq = 0;
+  for (std::uint64_t s = 0; s < st.blocks; ++s) {
+    media::SourceBlock b;
+    ASSERT_EQ(src.read(s, b), media::BlockState::kReady) << s;
+    EXPECT_LE(b.packets.size(), o.max_block_packets);
+    EXPECT_EQ(b.packets[0].frame_type, media::FrameType::kKey) << "block " << s;
+    for (const auto& p : b.packets) {
+      depack.push(out_seq++, p.rtp_timestamp, p.marker, b.payload(p));
+    }
+  }
+  depack.flush();
+  (*decoder)->flush();
+  EXPECT_EQ((*decoder)->stats().rejected, 0u);
+}
+
 // A publisher whose encoder changes its parameters mid-stream (a camera switched from 640x360 to
 // 320x180, new SPS/PPS in band before its next IDR, timestamps and sequence numbers going on):
 // the change is cut as a key block that carries the new parameter sets first, and from it every
