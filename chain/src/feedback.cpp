@@ -97,12 +97,14 @@ core::Result<std::size_t> encode_feedback(std::span<std::uint8_t> out, std::uint
 }
 
 core::Result<wire::RtcpCompound> decode_rtcp(std::span<std::uint8_t> buffer, std::size_t len,
-                                             net::SrtpSession* srtp) {
+                                             net::SrtpSession* srtp, std::size_t* plain_len) {
+  if (plain_len != nullptr) *plain_len = 0;
   if (srtp != nullptr) {
     const net::SrtpResult r = srtp->unprotect_rtcp(buffer, len);
     if (!r) return core::make_error(std::string("SRTCP: ") + std::string(to_string(r.error)));
     len = r.length;
   }
+  if (plain_len != nullptr) *plain_len = len;
   return wire::parse_rtcp_compound(std::span<const std::uint8_t>(buffer.data(), len));
 }
 

@@ -63,11 +63,27 @@ const Intake& FeedbackIntake::read(std::span<std::uint8_t> buffer, std::size_t l
   const bool plain_rr = in_ && !config_.pdfb && !rr_.empty();
   const bool retry = (!client_in_.empty() || plain_rr) && len <= copy_.size();
   if (retry) std::copy_n(buffer.begin(), len, copy_.begin());
-  auto compound = decode_rtcp(buffer, len, in_ ? &*in_ : nullptr);
+  // SRTCP opened under the session key or a key the receiver announced (a WebRTC peer's own,
+  // from DTLS-SRTP): plain_len is what the last key opened, whether it parsed as a compound or
+  // not. Transport-cc is read from there, in a compound or alone: a reduced-size message
+  // (RFC 5506) is no compound but authenticated all the same.
+  std::size_t plain_len = 0;
+  auto compound = decode_rtcp(buffer, len, in_ ? &*in_ : nullptr, &plain_len);
+  const auto reduced_size_twcc = [&] {
+    if (compound || twcc_ == nullptr || plain_len == 0) return false;
+    if (read_transport_cc(std::span<const std::uint8_t>(buffer.data(), plain_len), ledger) == 0) {
+      return false;
+    }
+    out_.authenticated = true;
+    out_.reports = std::span<const core::StageReport>(reports.data(), count_);
+    return true;
+  };
+  if (reduced_size_twcc()) return out_;
   // A receiver that announced its own key protects its SRTCP with that, one key per track.
-  for (std::size_t k = 0; !compound && retry && k < client_in_.size(); ++k) {
+  for (std::size_t k = 0; !compound && plain_len == 0 && retry && k < client_in_.size(); ++k) {
     std::copy_n(copy_.begin(), len, buffer.begin());
-    compound = decode_rtcp(buffer, len, &client_in_[k]);
+    compound = decode_rtcp(buffer, len, &client_in_[k], &plain_len);
+    if (reduced_size_twcc()) return out_;
   }
   if (!compound && retry && plain_rr) {
     std::copy_n(copy_.begin(), len, buffer.begin());
@@ -88,6 +104,10 @@ const Intake& FeedbackIntake::read(std::span<std::uint8_t> buffer, std::size_t l
     return out_;
   }
   out_.authenticated = true;
+  // Before the RR: from the first transport-cc message on, RR intervals make no reports.
+  if (twcc_ != nullptr) {
+    (void)read_transport_cc(std::span<const std::uint8_t>(buffer.data(), plain_len), ledger);
+  }
   if (compound->receiver_report) {
     out_.receiver_report = true;
     const auto& blocks = compound->receiver_report->blocks;
@@ -96,7 +116,7 @@ const Intake& FeedbackIntake::read(std::span<std::uint8_t> buffer, std::size_t l
       out_.jitter = blocks[0].jitter;
     }
     if (!rr_.empty()) {
-      out_.from_rr = true;
+      out_.from_rr = !twcc_seen_;
       (void)read_rr(*compound->receiver_report, true, arrival_compact, packets_sent, ledger);
     }
   }
@@ -147,9 +167,41 @@ std::uint32_t FeedbackIntake::read_rr(const wire::ReceiverReport& rr, bool authe
     ++out_.rr_blocks_passed;
     if (iv->rtt_us) out_.rtt_us = iv->rtt_us;
     out_.jitter_us = iv->jitter_us;
-    if (config_.rr_reports && iv->expected != 0) (void)cover(*iv, t, ledger);
+    if (config_.rr_reports && !twcc_seen_ && iv->expected != 0) (void)cover(*iv, t, ledger);
   }
   return passed;
+}
+
+std::uint32_t FeedbackIntake::read_transport_cc(std::span<const std::uint8_t> plain,
+                                                const StageLedger& ledger) {
+  std::uint32_t messages = 0;
+  std::size_t at = 0;
+  // RTCP framing (RFC 3550 §6.4): version 2, length in 32-bit words minus one.
+  while (plain.size() - at >= 4 && (plain[at] >> 6) == 2) {
+    const std::size_t size = (std::size_t{plain[at + 2]} << 8 | plain[at + 3]) * 4 + 4;
+    if (size > plain.size() - at) break;
+    const auto packet = plain.subspan(at, size);
+    at += size;
+    if (packet[1] != wire::kRtcpRtpfb || (packet[0] & 0x1F) != wire::kTransportCcFmt) continue;
+    twcc_packets_.clear();
+    if (!wire::parse_transport_cc(packet, twcc_packets_)) continue;
+    ++messages;
+    twcc_seen_ = true;
+    for (const core::StageMeasurement& m : twcc_->on_feedback(twcc_packets_)) {
+      const StageRecord* r = ledger.find(m.stage);
+      core::StageReport* slot = r != nullptr && !r->settled ? next_slot() : nullptr;
+      if (slot == nullptr) {
+        ++out_.unknown_stages;  // long forgotten, or settled by an RR before transport-cc came
+        continue;
+      }
+      // The same mapping (and rounding) as the measuring client's PDFB v1.1 record, P = 0: the
+      // browser scores no picture (the policy must not need one, as with RRs).
+      *slot = to_stage_report(make_feedback(m, 0.0, wire::PdfbMetric::kOther, 0));
+      slot->rate_used = r->rate_used();
+    }
+  }
+  out_.transport_cc += messages;
+  return messages;
 }
 
 bool FeedbackIntake::cover(const wire::RrInterval& iv, std::size_t t, const StageLedger& ledger) {

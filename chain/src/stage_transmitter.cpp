@@ -104,7 +104,11 @@ StageTransmitter::StageTransmitter(net::UdpEndpoint& socket, TransmitterConfig c
     stage_offset_ = next + 1;
     next += 1 + wire::kStageExtensionSize;
   }
-  if (ids.abs_send_time != 0) abs_offset_ = next + 1;
+  if (ids.abs_send_time != 0) {
+    abs_offset_ = next + 1;
+    next += 1 + wire::kAbsSendTimeSize;
+  }
+  if (ids.transport_sequence != 0) transport_offset_ = next + 1;
   build_templates();
 }
 
@@ -148,6 +152,10 @@ void StageTransmitter::build_templates() {
     if (templates_ok_ && abs_offset_ != 0) {
       templates_ok_ =
           templates_[i][abs_offset_ - 1] == (ids.abs_send_time << 4 | (wire::kAbsSendTimeSize - 1));
+    }
+    if (templates_ok_ && transport_offset_ != 0) {
+      templates_ok_ = templates_[i][transport_offset_ - 1] ==
+                      (ids.transport_sequence << 4 | (wire::kTransportSequenceSize - 1));
     }
   }
 }
@@ -231,6 +239,7 @@ std::size_t StageTransmitter::send(std::span<const OutgoingPacket> packets, std:
         slot[abs_offset_ + 1] = static_cast<std::uint8_t>(abs_send_time >> 8);
         slot[abs_offset_ + 2] = static_cast<std::uint8_t>(abs_send_time);
       }
+      if (transport_offset_ != 0) store_u16(slot + transport_offset_, next_transport_sequence_);
       if (!p.payload.empty()) std::memcpy(slot + header_size_, p.payload.data(), p.payload.size());
       len = header_size_ + p.payload.size();
     } else {
@@ -241,6 +250,7 @@ std::size_t StageTransmitter::send(std::span<const OutgoingPacket> packets, std:
       h.timestamp = timestamp;
       h.ssrc = track.ssrc;
       ext.stage.index = stage_index;
+      ext.transport_sequence = next_transport_sequence_;
       auto written = wire::write_rtp_packet(buf, h, ext, p.payload);
       if (!written) {
         ++stats_.oversize;
@@ -255,6 +265,16 @@ std::size_t StageTransmitter::send(std::span<const OutgoingPacket> packets, std:
         continue;
       }
       len = r.length;
+    }
+    if (config_.extension_ids.transport_sequence != 0) {
+      // Numbered only once it is sure to go (protected): a browser reads a gap as a loss.
+      if (send_log_ != nullptr) {
+        send_log_->record(next_transport_sequence_,
+                          SentPacket{now_us, plan_.stage, stage_index, ext.stage.count,
+                                     static_cast<std::uint16_t>(std::min<std::size_t>(
+                                         len + core::kLinkOverheadBytes, 0xffff))});
+      }
+      ++next_transport_sequence_;
     }
     ++tc.next_sequence;
     ++sent_in_stage_;

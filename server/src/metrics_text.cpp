@@ -81,6 +81,8 @@ void add_stats(ServerStats& a, const ServerStats& b) {
   a.webrtc_dtls_connected += b.webrtc_dtls_connected;
   a.webrtc_dtls_failed += b.webrtc_dtls_failed;
   a.webrtc_consent_lost += b.webrtc_consent_lost;
+  a.webrtc_twcc_feedback += b.webrtc_twcc_feedback;
+  a.webrtc_twcc_reports += b.webrtc_twcc_reports;
   a.redirects += b.redirects;
 }
 
@@ -142,6 +144,13 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
           s.webrtc_dtls_failed);
   counter("predrop_webrtc_consent_lost_total", "WHEP sessions ended: no ICE consent for 30 s.",
           s.webrtc_consent_lost);
+  counter("predrop_webrtc_twcc_feedback_total",
+          "Transport-cc feedback messages read from WebRTC peers (docs/webrtc.md).",
+          s.webrtc_twcc_feedback);
+  counter("predrop_webrtc_twcc_reports_total",
+          "Block reports (L, rate, loss, queue) made from transport-cc feedback for the "
+          "controller.",
+          s.webrtc_twcc_reports);
   counter("predrop_redirects_total", "DESCRIBEs answered 302 to an edge (docs/edge.md).",
           s.redirects);
   counter("predrop_rtsp_foreign_session_requests_total",

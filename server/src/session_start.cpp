@@ -13,6 +13,11 @@ StreamSessionConfig session_config(const SessionEntry& entry, const StreamServer
   cfg.number = entry.number;
   cfg.tracks = entry.tracks;
   cfg.extension_ids = kExtensionIds;
+  // A browser with transport-cc gets the transport-wide sequence number only: it reads neither
+  // the stage tag nor abs-send-time (not negotiated), and its feedback replaces both.
+  if (entry.webrtc && entry.transport_cc_id != 0) {
+    cfg.extension_ids = wire::RtpExtensionIds{0, 0, entry.transport_cc_id};
+  }
   // A WHEP session's keys come from its DTLS handshake, in the one profile it negotiates.
   cfg.srtp_suite =
       entry.webrtc ? std::optional(wire::SrtpSuite::AesCm128HmacSha1_80) : options.srtp;

@@ -45,6 +45,9 @@ struct SessionEntry {
   /// A WHEP session (docs/webrtc.md): DTLS-SRTP keys, RTP and RTCP on the RTP socket (rtcp-mux),
   /// started when its DTLS handshake completes rather than at PLAY.
   bool webrtc = false;
+  /// A WHEP session with transport-cc: the extension id of the transport-wide sequence number
+  /// (the browser's a=extmap id); 0 = not negotiated.
+  std::uint8_t transport_cc_id = 0;
   std::uint32_t slot = kNoSlot;  ///< Its key in the pacer, once it was ever queued.
   std::uint64_t setup_us = 0;    ///< When it was added (the server's clock): "since" in the API.
   BlockHistory history;          ///< Its last blocks, for the control API.

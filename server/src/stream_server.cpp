@@ -294,7 +294,13 @@ class StreamServer::Impl final : public detail::RtspConnectionListener,
   void deliver(SessionEntry& e, std::span<const std::uint8_t> data) {
     if (options_.fault_injection) options_.fault_injection(CallbackKind::kRtcp);
     std::copy(data.begin(), data.end(), rtcp_buffer_.begin());
+    const SessionStats before = e.webrtc ? e.session->stats() : SessionStats{};
     e.session->on_rtcp(rtcp_buffer_, data.size(), clock_.now_us());
+    if (e.webrtc) {
+      const SessionStats after = e.session->stats();
+      stats_.webrtc_twcc_feedback += after.twcc_feedback - before.twcc_feedback;
+      stats_.webrtc_twcc_reports += after.twcc_reports - before.twcc_reports;
+    }
     reschedule(e);
   }
 

@@ -90,6 +90,11 @@ StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
   assert(reinterpret_cast<const char*>(&rtp_offset_ + 1) - reinterpret_cast<const char*>(this) <=
          128);
   if (chain::PacketSink* sink = transport_->media_sink()) transmitter_->set_sink(sink);
+  if (config_.extension_ids.transport_sequence != 0) {
+    twcc_ = std::make_unique<chain::TransportFeedback>();
+    transmitter_->set_send_log(&twcc_->send_log());
+    intake_->set_transport_feedback(twcc_.get());
+  }
 
   filter_streams_ =
       std::any_of(track_of_stream_.begin(), track_of_stream_.end(), [](int t) { return t < 0; });
@@ -518,6 +523,10 @@ void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std
     }
   }
   stats_.reports_rejected += in.unknown_stages;
+  if (in.transport_cc != 0) {
+    stats_.twcc_feedback += in.transport_cc;
+    stats_.twcc_reports += in.reports.size();
+  }
   bool taken = false;
   for (const core::StageReport& report : in.reports) {
     taken = apply_report(report, in.from_rr) || taken;

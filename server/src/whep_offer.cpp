@@ -64,6 +64,7 @@ WhepSetup prepare_whep_session(const StreamServerOptions& options, const Session
   auto answer = webrtc::answer_whep_offer(*offer, source->streams()[*video], params);
   if (!answer) return refused(406, answer.error().message);
   track.payload_type = answer->payload_type;
+  entry->transport_cc_id = answer->transport_cc_id;
 
   // The same limits as an RTSP SETUP (rtsp_methods.cpp create_session), for the process.
   switch (options.directory->try_add(entry->id, options.worker, peer.ip_string(),

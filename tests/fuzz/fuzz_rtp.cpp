@@ -13,8 +13,9 @@
 namespace {
 using predrop::wire::RtpExtensionIds;
 
-// The seeds (and the unit fixtures) use stage id 5 and abs-send-time id 3.
-constexpr RtpExtensionIds kIds{.stage = 5, .abs_send_time = 3};
+// The seeds (and the unit fixtures) use stage id 5 and abs-send-time id 3; 7 is the
+// transport-wide sequence number's (a WebRTC peer's).
+constexpr RtpExtensionIds kIds{.stage = 5, .abs_send_time = 3, .transport_sequence = 7};
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -39,6 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   ext.ids.abs_send_time = v->abs_send_time ? kIds.abs_send_time : 0;
   ext.stage = v->stage.value_or(StageExtension{});
   ext.abs_send_time = v->abs_send_time.value_or(0);
+  ext.ids.transport_sequence = v->transport_sequence ? kIds.transport_sequence : 0;
+  ext.transport_sequence = v->transport_sequence.value_or(0);
   std::vector<std::uint8_t> out(size + 64);
   auto n = write_rtp_packet(out, v->header, ext, v->payload);
   PREDROP_FUZZ_CHECK(n);
@@ -48,13 +51,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   PREDROP_FUZZ_CHECK(w->header == v->header);
   PREDROP_FUZZ_CHECK(w->stage == v->stage);
   PREDROP_FUZZ_CHECK(w->abs_send_time == v->abs_send_time);
+  PREDROP_FUZZ_CHECK(w->transport_sequence == v->transport_sequence);
   PREDROP_FUZZ_CHECK(std::ranges::equal(w->payload, v->payload));
 
   // Patching a zeroed template of the same layout yields the same bytes.
   auto layout = RtpHeaderLayout::create(ext.ids);
   PREDROP_FUZZ_CHECK(layout);
   std::vector<std::uint8_t> patched(*n);
-  auto t = write_rtp_packet(patched, RtpHeader{}, {ext.ids, {}, 0}, v->payload);
+  // (patch() leaves the transport-wide number alone: the template carries it.)
+  RtpExtensions blank{ext.ids, {}, 0};
+  blank.transport_sequence = ext.transport_sequence;
+  auto t = write_rtp_packet(patched, RtpHeader{}, blank, v->payload);
   PREDROP_FUZZ_CHECK(t && *t == *n);
   PREDROP_FUZZ_CHECK(layout->patch(patched, v->header, ext.stage, ext.abs_send_time));
   PREDROP_FUZZ_CHECK(std::equal(patched.begin(), patched.end(), out.begin()));

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
-#include "predrop/webrtc/transport_cc.hpp"
+#include "predrop/wire/transport_cc.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace predrop::webrtc;
+  using namespace predrop::wire;
   std::vector<TwccPacket> packets;
   const auto f = parse_transport_cc(std::span(data, size), packets);
   if (!f) {

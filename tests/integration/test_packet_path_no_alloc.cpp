@@ -3,7 +3,8 @@
 // while armed, and arms it around the steady state of
 //   egress:  StageTransmitter::send -> header template -> SRTP protect (libsrtp) -> sendmmsg,
 //            with its private batch, and with a shared SendBatch under a scope, GSO on and off;
-//            begin_stage of a stage no larger than an earlier one is counted too;
+//            begin_stage of a stage no larger than an earlier one is counted too; and with the
+//            transport-wide sequence number (a WebRTC peer with transport-cc) and its send log;
 //   ingress: UdpEndpoint receive (libuv recvmmsg) -> StageReceiver: SRTP unprotect -> RTP parse
 //            -> stage accounting, for every packet of a stage after its first (the first closes
 //            the previous stage, whose report is allowed to allocate).
@@ -58,22 +59,29 @@ class PacketPathNoAlloc : public ::testing::Test {
           std::span<const std::uint8_t>(payload_.data(), last_of_frame ? 400 : 1200), 0});
     }
     importance_.assign(kPackets, 1);
+    transport_seen_.reserve(4 * kPackets);
+    build(kIds, nullptr);
+  }
 
+  // The transmitter and the receiver for these extension ids (a new SRTP context each).
+  void build(const wire::RtpExtensionIds& ids, chain::TransportSendLog* log) {
     chain::TransmitterConfig tc;
-    tc.extension_ids = kIds;
+    tc.extension_ids = ids;
     tc.max_payload_size = 1200;
     tc.tracks.push_back(chain::TrackConfig{0xABCD, 96, 0, 0, rx_->local_address(), {}});
     transmitter_ = std::make_unique<chain::StageTransmitter>(
         *tx_, tc, net::SrtpSession(net::SrtpDirection::Outbound, kSuite, key_),
         core::DiscardPlanner(core::DiscardPolicy::kUniform));
+    transmitter_->set_send_log(log);
 
     chain::ReceiverConfig rc;
-    rc.extension_ids = kIds;
+    rc.extension_ids = ids;
     receiver_ = std::make_unique<chain::StageReceiver>(
         rc, net::SrtpSession(net::SrtpDirection::Inbound, kSuite, key_),
         [this](const wire::RtpPacketView& p, std::uint64_t) {
           ++delivered_;
           if (p.stage) current_stage_ = p.stage->stage_id;
+          if (p.transport_sequence) transport_seen_.push_back(*p.transport_sequence);
         },
         [](const core::StageMeasurement&) {});
   }
@@ -150,6 +158,7 @@ class PacketPathNoAlloc : public ::testing::Test {
   std::uint32_t current_stage_ = 0;
   std::optional<std::uint32_t> measure_stage_;
   std::optional<test::AllocationScope> rx_counter_;
+  std::vector<std::uint16_t> transport_seen_;  // transport-wide sequence numbers received
 };
 
 TEST_F(PacketPathNoAlloc, CounterSeesAllocations) {
@@ -176,6 +185,41 @@ TEST_F(PacketPathNoAlloc, EgressIntoASharedBatchAllocatesNothingWithAndWithoutGs
     EXPECT_EQ(send_stage(base + 2, 0.3, &batch), 0u);
   }
   EXPECT_EQ(transmitter_->stats().send_drops + transmitter_->stats().protect_errors, 0u);
+}
+
+// A WebRTC peer with transport-cc: every packet sent carries the next transport-wide sequence
+// number and is logged with its stage, index and send time; pre-discarded packets get none (no
+// gap for the browser to read as a loss); still nothing allocated per packet.
+TEST_F(PacketPathNoAlloc, TransportWideSequenceNumbersOnlySentPacketsWithoutAllocating) {
+  auto log = std::make_unique<chain::TransportSendLog>();
+  build(wire::RtpExtensionIds{1, 2, 3}, log.get());
+  send_and_receive_stage(0);  // warm-up
+  // A stage with pre-discard, frame by frame, each received before the next goes.
+  const chain::StagePlan plan = transmitter_->begin_stage(1, 0.3, importance_);
+  ASSERT_GT(plan.discarded, 0u);
+  for (std::size_t first = 0; first < kPackets; first += 6) {
+    const std::span<const chain::OutgoingPacket> frame(packets_.data() + first, 6);
+    sent_ += transmitter_->send(frame, first, 2'000'000 + first * 1000);
+    receive(sent_);
+  }
+  ASSERT_EQ(transport_seen_.size(), kPackets + plan.to_send);
+  for (std::size_t i = 0; i < transport_seen_.size(); ++i) {
+    ASSERT_EQ(transport_seen_[i], i) << "numbers are contiguous over the pre-discards";
+  }
+  const auto last_sent = static_cast<std::uint16_t>(transport_seen_.size() - 1);
+  const chain::SentPacket* last = log->find(last_sent);
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(last->stage, 1u);
+  EXPECT_EQ(last->index, plan.to_send - 1);
+  EXPECT_EQ(last->count, plan.to_send);
+  const std::size_t payload = transmitter_->will_send(kPackets - 1) ? 400 : 1200;
+  EXPECT_EQ(last->bytes, 32 + payload + 10 + core::kLinkOverheadBytes)
+      << "header with the three elements (12 + 4 + 16), payload, SRTP tag, link overhead";
+  EXPECT_EQ(log->find(static_cast<std::uint16_t>(last_sent + 1)), nullptr) << "never sent";
+  // And numbering plus logging allocate nothing.
+  EXPECT_EQ(send_stage(2, 0.3, nullptr), 0u);
+  EXPECT_EQ(transmitter_->next_transport_sequence(),
+            transport_seen_.size() + transmitter_->plan().to_send);
 }
 
 // Counted from the second packet of stage 1 to its last: receiving (and, in between, sending)

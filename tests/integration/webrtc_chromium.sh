@@ -5,7 +5,10 @@
 # connect and getStats() must count at least MIN frames decoded in PLAY_S seconds of a 30 fps
 # clip, with no ICE/DTLS failure. Required: VP8 and H.264 constrained baseline and VP9. Reported
 # only: H.264 High with B-frames under the offered 42e01f payload type (docs/webrtc.md says why
-# it does not play). Then webrtc_forged.py: a forged STUN check and a stranger's DTLS get no
+# it does not play). Transport-cc (docs/webrtc.md "Adaptation from transport-cc"): for every
+# clip that plays, /metrics must count the browser's transport-cc feedback and the block reports
+# made from it, and the block trace must hold reported blocks (L > 0) on which the capacity policy
+# decided (its estimate set). Then webrtc_forged.py: a forged STUN check and a stranger's DTLS get no
 # answer and are counted. Exits 77 (ctest SKIP_RETURN_CODE) without chromium, node or ffmpeg.
 #   webrtc_chromium.sh SERVER_BINARY WORKDIR
 set -euo pipefail
@@ -36,6 +39,23 @@ clips=(
 
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# The value of a counter on the server's /metrics (0 when absent).
+metric() {
+  curl -fsS "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { v = $2 } END { print v + 0 }'
+}
+# Blocks of the trace that a report reached and the capacity policy decided on, with the last
+# one's L, loss, queueing delay and estimate.
+reported_blocks() {
+  python3 - "$1" <<'PY'
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1]))
+        if r["reported"] == "1" and float(r["reception_period_us"]) > 0 and r["capacity_kbps"]]
+last = rows[-1] if rows else {}
+print(len(rows), " ".join(f"{k}={last.get(k, '')}" for k in
+      ("stage", "rate", "reception_period_us", "received", "announced", "queue_delay_us",
+       "capacity_kbps", "reason")))
+PY
+}
 trap stop_server EXIT
 failed=0
 for c in "${clips[@]}"; do
@@ -47,6 +67,7 @@ for c in "${clips[@]}"; do
   cat >"$name.toml" <<TOML
 [server]
 metrics_listen = "127.0.0.1:$metrics_port"
+trace_csv = "$work/$name.trace.csv"
 [server.streams]
 $name = "$work/$file"
 TOML
@@ -63,9 +84,22 @@ TOML
     echo "$name: does not play (expected, docs/webrtc.md): $(head -1 "$name.browser.out")"
   fi
   head -1 "$name.browser.out" | sed "s/^{/{\"clip\":\"$name\",/" >>figures.jsonl
+  twcc=$(metric "$metrics_port" predrop_webrtc_twcc_feedback_total)
+  twcc_reports=$(metric "$metrics_port" predrop_webrtc_twcc_reports_total)
+  echo "$name: transport-cc: $twcc feedback messages, $twcc_reports block reports"
+  if [[ "$required" == yes ]] && ((twcc == 0 || twcc_reports == 0)); then
+    echo "$name: FAILED: no transport-cc feedback or no block report made from it"
+    failed=1
+  fi
   if [[ "$name" == vp8 ]]; then
     python3 "$here/webrtc_forged.py" "$metrics_port" "$name" || failed=1
   fi
   stop_server
+  read -r blocks last < <(reported_blocks "$name.trace.csv")
+  echo "$name: $blocks blocks reported to the capacity policy; last: $last"
+  if [[ "$required" == yes ]] && ((blocks == 0)); then
+    echo "$name: FAILED: no block measurement reached the controller"
+    failed=1
+  fi
 done
 exit $failed

@@ -89,6 +89,35 @@ TEST(WhepSdp, H264TakesTheSameProfileElseConstrainedBaseline) {
   EXPECT_EQ(vp9->payload_type, 98);
 }
 
+TEST(WhepSdp, TakesTransportCcWhenTheOfferHasTheExtensionAndFeedbackForTheCodec) {
+  std::string offer(kOffer);
+  offer.insert(offer.find("a=rtpmap:96"),
+               "a=extmap:2 http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time\r\n"
+               "a=extmap:3 http://www.ietf.org/id/"
+               "draft-holmer-rmcat-transport-wide-cc-extensions-01\r\n");
+  const auto o = parse_whep_offer(offer).value();
+  EXPECT_EQ(o.media[0].transport_cc_id, 3);
+  const auto vp8 = answer_whep_offer(o, video(media::Codec::kVp8), params());
+  ASSERT_TRUE(vp8.ok());
+  EXPECT_EQ(vp8->transport_cc_id, 3);
+  EXPECT_NE(vp8->sdp.find("a=extmap:3 http://www.ietf.org/id/"
+                          "draft-holmer-rmcat-transport-wide-cc-extensions-01\r\n"),
+            std::string::npos);
+  EXPECT_NE(vp8->sdp.find("a=rtcp-fb:96 transport-cc\r\n"), std::string::npos);
+  EXPECT_EQ(vp8->sdp.find("abs-send-time"), std::string::npos) << "only what is sent";
+  // H.264 102 has no transport-cc feedback in this offer: neither is answered.
+  const auto h264 = answer_whep_offer(
+      o, video(media::Codec::kH264, "packetization-mode=1; profile-level-id=42C01E"), params());
+  ASSERT_TRUE(h264.ok());
+  EXPECT_EQ(h264->transport_cc_id, 0);
+  EXPECT_EQ(h264->sdp.find("transport-cc"), std::string::npos);
+  EXPECT_EQ(h264->sdp.find("a=extmap"), std::string::npos);
+  // Without the extension nothing is negotiated.
+  const auto none =
+      answer_whep_offer(parse_whep_offer(kOffer).value(), video(media::Codec::kVp8), params());
+  EXPECT_EQ(none->transport_cc_id, 0);
+}
+
 TEST(WhepSdp, RefusesOffersItCannotAnswer) {
   EXPECT_FALSE(parse_whep_offer("v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\n").ok());
   std::string passive(kOffer);

@@ -307,6 +307,49 @@ TEST(Rtp, WriterRejectsBadInputs) {
   }
 }
 
+// A WebRTC peer with transport-cc (draft-holmer-rmcat-transport-wide-cc-extensions-01 §2): the
+// transport-wide sequence number alone, as the server sends it to a browser.
+const Bytes kTransportSequenceHeader = {
+    0x90, 0xE0, 0x12, 0x34, 0x00, 0x01, 0x5F, 0x90, 0xDE, 0xAD, 0xBE, 0xEF,  // as above
+    0xBE, 0xDE,  // one-byte extension profile
+    0x00, 0x01,  // block length: 1 word
+    0x31,        // element id 3, L=1: 2 data bytes follow
+    0xAB, 0xCD,  //   transport-wide sequence number 0xABCD
+    0x00,        // padding to a 32-bit boundary
+};
+
+TEST(Rtp, WritesAndParsesTheTransportWideSequenceNumber) {
+  const RtpExtensionIds ids{.transport_sequence = 3};
+  std::array<std::uint8_t, 64> out{};
+  RtpExtensions ext{ids, kStage, 0};
+  ext.transport_sequence = 0xABCD;
+  auto n = write_rtp_header(out, kHeader, ext);
+  ASSERT_TRUE(n) << n.error().message;
+  EXPECT_EQ(Bytes(out.begin(), out.begin() + *n), kTransportSequenceHeader);
+  auto v = parse_rtp(with_payload(kTransportSequenceHeader, {1}), ids);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->transport_sequence.value_or(0), 0xABCD);
+  EXPECT_FALSE(v->stage);
+  // All three: stage, abs-send-time, transport sequence (9 + 4 + 3 = 16 bytes), and the layout
+  // knows where the number goes.
+  const RtpExtensionIds all{.stage = 1, .abs_send_time = 2, .transport_sequence = 3};
+  EXPECT_EQ(rtp_header_size(all), 32u);
+  ext.ids = all;
+  n = write_rtp_header(out, kHeader, ext);
+  ASSERT_TRUE(n);
+  const auto layout = RtpHeaderLayout::create(all);
+  ASSERT_TRUE(layout);
+  EXPECT_TRUE(layout->matches(out));
+  EXPECT_EQ(layout->transport_sequence_offset(), 12u + 4 + 9 + 4 + 1);
+  EXPECT_EQ(out[layout->transport_sequence_offset() - 1], 0x31);
+  v = parse_rtp(std::span(out.data(), *n), all);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->transport_sequence.value_or(0), 0xABCD);
+  EXPECT_EQ(*v->stage, kStage);
+  EXPECT_FALSE(write_rtp_header(out, kHeader, {{.stage = 3, .transport_sequence = 3}, kStage, 0}));
+  EXPECT_FALSE(write_rtp_header(out, kHeader, {{.transport_sequence = 15}, kStage, 0}));
+}
+
 TEST(Rtp, HeaderSizesPerLayout) {
   EXPECT_EQ(rtp_header_size({}), 12u);
   EXPECT_EQ(rtp_header_size({.stage = 1}), 12u + 4 + 12);             // 9 bytes -> 12

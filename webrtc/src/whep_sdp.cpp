@@ -7,6 +7,8 @@
 #include <initializer_list>
 #include <string>
 
+#include "predrop/wire/rtp.hpp"
+
 namespace predrop::webrtc {
 namespace {
 
@@ -108,6 +110,33 @@ const OfferedCodec* pick_codec(const OfferedMedia& m, const media::StreamInfo& v
   return best;
 }
 
+// "a=extmap:3 http://...transport-wide-cc..." (or "3/recvonly ...") -> the id.
+void read_extmap(std::string_view value, OfferedMedia& m) {
+  const std::size_t sp = value.find(' ');
+  if (sp == std::string_view::npos) return;
+  std::string_view uri = value.substr(sp + 1);
+  uri = uri.substr(0, uri.find(' '));  // extension attributes may follow
+  if (uri != wire::kTransportSequenceUri) return;
+  std::uint8_t id = 0;
+  const std::string_view id_text = value.substr(0, std::min(sp, value.find('/')));
+  if (to_number(id_text, id) && id >= 1 && id <= wire::kMaxOneByteExtensionId) {
+    m.transport_cc_id = id;
+  }
+}
+
+// "a=rtcp-fb:96 transport-cc" or "a=rtcp-fb:* transport-cc".
+void read_rtcp_fb(std::string_view value, OfferedMedia& m) {
+  const std::size_t sp = value.find(' ');
+  if (sp == std::string_view::npos || value.substr(sp + 1) != "transport-cc") return;
+  const std::string_view pt_text = value.substr(0, sp);
+  std::uint8_t pt = 0;
+  const bool all = pt_text == "*";
+  if (!all && !to_number(pt_text, pt)) return;
+  for (OfferedCodec& c : m.codecs) {
+    if (all || c.payload_type == pt) c.transport_cc = true;
+  }
+}
+
 std::string rejected_section(const OfferedMedia& m) {
   std::string pt = m.codecs.empty() ? "0" : std::to_string(m.codecs.front().payload_type);
   const std::string proto =
@@ -150,6 +179,8 @@ core::Result<WhepOffer> parse_whep_offer(std::string_view sdp) {
     if (name == "mid") m->mid = value;
     if (name == "rtpmap") read_rtpmap(value, *m);
     if (name == "fmtp") read_fmtp(value, *m);
+    if (name == "extmap") read_extmap(value, *m);
+    if (name == "rtcp-fb") read_rtcp_fb(value, *m);
     if (name == "sendonly" || name == "inactive") m->can_receive = false;
   }
   if (o.ice_ufrag.empty() || o.ice_pwd.empty()) {
@@ -212,6 +243,13 @@ core::Result<WhepAnswer> answer_whep_offer(const WhepOffer& offer, const media::
           std::to_string(codec->clock_rate == 0 ? 90000 : codec->clock_rate)});
     // The browser's own fmtp for the payload type it offered: the answer agrees to it.
     if (!codec->fmtp.empty()) s += "a=fmtp:" + pt + " " + codec->fmtp + "\r\n";
+    if (m.transport_cc_id != 0 && codec->transport_cc) {
+      // Transport-wide congestion control (docs/webrtc.md): the browser's id for the sequence
+      // number, and its feedback for the payload type sent.
+      a.transport_cc_id = m.transport_cc_id;
+      line({"a=extmap:", std::to_string(m.transport_cc_id), " ", wire::kTransportSequenceUri});
+      line({"a=rtcp-fb:", pt, " transport-cc"});
+    }
     s += "a=ssrc:" + std::to_string(p.ssrc) + " cname:" + p.cname +
          "\r\na=ssrc:" + std::to_string(p.ssrc) +
          " msid:predrop video0\r\na=candidate:1 1 udp 2130706431 " + p.candidate_ip + " " +

@@ -29,6 +29,9 @@ void record_element(std::uint8_t id, std::span<const std::uint8_t> data, const R
                                 core::load_u16_be(data.data() + 6)};
   } else if (id == ids.abs_send_time && data.size() == kAbsSendTimeSize && !view.abs_send_time) {
     view.abs_send_time = core::load_u24_be(data.data());
+  } else if (id == ids.transport_sequence && data.size() == kTransportSequenceSize &&
+             !view.transport_sequence) {
+    view.transport_sequence = core::load_u16_be(data.data());
   }
 }
 
@@ -82,11 +85,16 @@ Status walk_two_byte_elements(std::span<const std::uint8_t> block, const RtpExte
 }
 
 Status check_ids(const RtpExtensionIds& ids) {
-  if (ids.stage > kMaxOneByteExtensionId || ids.abs_send_time > kMaxOneByteExtensionId) {
+  if (ids.stage > kMaxOneByteExtensionId || ids.abs_send_time > kMaxOneByteExtensionId ||
+      ids.transport_sequence > kMaxOneByteExtensionId) {
     return make_error("RTP extension id must be 1..14 for one-byte elements (RFC 8285 §4.2)");
   }
   if (ids.stage != 0 && ids.stage == ids.abs_send_time) {
     return make_error("RTP stage and abs-send-time extensions need different ids");
+  }
+  if (ids.transport_sequence != 0 &&
+      (ids.transport_sequence == ids.stage || ids.transport_sequence == ids.abs_send_time)) {
+    return make_error("RTP transport-wide sequence extension needs its own id");
   }
   return core::Ok{};
 }
@@ -98,6 +106,9 @@ std::size_t extension_body_size(const RtpExtensionIds& ids) {
   }
   if (ids.abs_send_time != 0) {
     n += 1 + kAbsSendTimeSize;
+  }
+  if (ids.transport_sequence != 0) {
+    n += 1 + kTransportSequenceSize;
   }
   return (n + 3) & ~std::size_t{3};
 }
@@ -208,6 +219,11 @@ Result<std::size_t> write_rtp_header(std::span<std::uint8_t> out, const RtpHeade
       w.write_u8(static_cast<std::uint8_t>(ext.ids.abs_send_time << 4 | (kAbsSendTimeSize - 1)));
       w.write_u24(ext.abs_send_time);
     }
+    if (ext.ids.transport_sequence != 0) {
+      w.write_u8(static_cast<std::uint8_t>(ext.ids.transport_sequence << 4 |
+                                           (kTransportSequenceSize - 1)));
+      w.write_u16(ext.transport_sequence);
+    }
     w.write_zeros(body - (w.position() - body_start));
   }
   if (!w.ok()) {
@@ -246,6 +262,10 @@ Result<RtpHeaderLayout> RtpHeaderLayout::create(const RtpExtensionIds& ids) {
   }
   if (ids.abs_send_time != 0) {
     l.abs_offset_ = next + 1;
+    next += 1 + kAbsSendTimeSize;
+  }
+  if (ids.transport_sequence != 0) {
+    l.transport_offset_ = next + 1;
   }
   return l;
 }
@@ -277,6 +297,10 @@ bool RtpHeaderLayout::matches(std::span<const std::uint8_t> packet) const {
   }
   if (abs_offset_ != 0 &&
       packet[abs_offset_ - 1] != (ids_.abs_send_time << 4 | (kAbsSendTimeSize - 1))) {
+    return false;
+  }
+  if (transport_offset_ != 0 && packet[transport_offset_ - 1] !=
+                                    (ids_.transport_sequence << 4 | (kTransportSequenceSize - 1))) {
     return false;
   }
   return true;

@@ -38,8 +38,11 @@ core::Result<std::size_t> encode_feedback(std::span<std::uint8_t> out, std::uint
                                           const wire::PdfbFeedback& feedback,
                                           net::SrtpSession* srtp);
 
-/// Unprotects `buffer[0, len)` in place when `srtp` is given, then parses the compound.
+/// Unprotects `buffer[0, len)` in place when `srtp` is given, then parses the compound. When
+/// `plain_len` is given it receives the length of the plain RTCP (0 if SRTCP failed), so that a
+/// caller can walk packets the summary does not keep (transport-cc) or a reduced-size packet.
 core::Result<wire::RtcpCompound> decode_rtcp(std::span<std::uint8_t> buffer, std::size_t len,
-                                             net::SrtpSession* srtp);
+                                             net::SrtpSession* srtp,
+                                             std::size_t* plain_len = nullptr);
 
 }  // namespace predrop::chain

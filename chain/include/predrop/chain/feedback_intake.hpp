@@ -10,7 +10,11 @@
 //   3. RR report blocks (RFC 3550 §6.4.1) of a receiver without PDFB: the interval a block
 //      covers on one track (wire::RrTracker) becomes one report for every whole stage it covers
 //      (rr_stage_report), when the session adapts from RRs.
-// Transport-wide congestion control feedback (issue 22) is meant to be a fourth decoder here.
+//   4. transport-cc (RTCP RTPFB FMT 15, draft-holmer-rmcat-transport-wide-cc-extensions-01) from
+//      a WebRTC peer, when set_transport_feedback() gave it the peer's TransportFeedback: each
+//      stage it completes becomes a report like a PDFB v1.1 record with P = 0 (chain/
+//      transport_feedback.hpp). Read in a compound or alone (reduced-size, RFC 5506). From the
+//      first such message on, the peer's RRs no longer become stage reports: transport-cc wins.
 //
 // The ledger (report_ledger.hpp) is read, never written: the caller gives each report to its
 // controller and then settles the stage (a PDFB the controller took: StageLedger::settle; an RR:
@@ -26,6 +30,7 @@
 #include <vector>
 
 #include "predrop/chain/report_ledger.hpp"
+#include "predrop/chain/transport_feedback.hpp"
 #include "predrop/core/stage_report.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/wire/rr_tracker.hpp"
@@ -77,8 +82,11 @@ struct Intake {
   std::optional<double> jitter_us;
   /// The reports, oldest stage first, each with rate_used set from the ledger.
   std::span<const core::StageReport> reports;
-  /// True if the reports come from RR intervals (P is 0: no picture score), else from PDFB.
+  /// True if the reports come from RR intervals (P is 0: no picture score), else from PDFB or
+  /// transport-cc (settled one by one).
   bool from_rr = false;
+  /// Transport-cc messages read in this datagram.
+  std::uint32_t transport_cc = 0;
   /// PDFB records about a stage the ledger does not hold (never sent, or too old).
   std::uint32_t unknown_stages = 0;
   /// RR: every stage up to this one was covered (settle them, reported or not).
@@ -106,6 +114,14 @@ class FeedbackIntake {
                      std::span<const std::uint64_t> packets_sent, const StageLedger& ledger);
 
   const IntakeConfig& config() const { return config_; }
+  /// Reads the peer's transport-cc feedback into `feedback` (which must outlive the intake;
+  /// nullptr: ignored, as before).
+  void set_transport_feedback(TransportFeedback* feedback) {
+    twcc_ = feedback;
+    twcc_packets_.reserve(1024);  // Chromium reports at most a few hundred packets a message
+  }
+  /// True once a transport-cc message was read: RR intervals no longer make reports.
+  bool transport_cc_seen() const { return twcc_seen_; }
 
  private:
   void read_pdfb(const wire::RtcpCompound& compound, const StageLedger& ledger);
@@ -116,6 +132,8 @@ class FeedbackIntake {
   // Reports for the stages an interval on track `t` covers; false if it covers no whole stage.
   bool cover(const wire::RrInterval& iv, std::size_t t, const StageLedger& ledger);
   core::StageReport* next_slot();
+  // The transport-cc messages among the plain RTCP packets in `plain`; returns how many.
+  std::uint32_t read_transport_cc(std::span<const std::uint8_t> plain, const StageLedger& ledger);
 
   IntakeConfig config_;
   std::optional<net::SrtpSession> in_;
@@ -125,6 +143,9 @@ class FeedbackIntake {
   std::vector<wire::RrTracker> rr_;  // per track, without PDFB
   Intake out_;
   std::size_t count_ = 0;  // reports written into the thread's array by this read()
+  TransportFeedback* twcc_ = nullptr;
+  bool twcc_seen_ = false;
+  std::vector<wire::TwccPacket> twcc_packets_;  // scratch, capacity kept between messages
 };
 
 }  // namespace predrop::chain

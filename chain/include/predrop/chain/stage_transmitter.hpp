@@ -24,6 +24,7 @@
 #include <span>
 #include <vector>
 
+#include "predrop/chain/transport_feedback.hpp"
 #include "predrop/core/discard_planner.hpp"
 #include "predrop/net/socket_address.hpp"
 #include "predrop/net/srtp_session.hpp"
@@ -46,7 +47,8 @@ struct TrackConfig {
 
 /// Static settings of a transmitter.
 struct TransmitterConfig {
-  wire::RtpExtensionIds extension_ids{1, 2};  ///< Stage extension and abs-send-time ids (a=extmap).
+  /// Stage extension, abs-send-time and transport-wide sequence ids (a=extmap; 0 = none).
+  wire::RtpExtensionIds extension_ids{1, 2};
   std::vector<TrackConfig> tracks;
   std::size_t max_payload_size = 1400;
   std::string cname = "predrop";
@@ -185,6 +187,11 @@ class StageTransmitter {
   /// Without a scope the private batch is flushed before returning.
   std::size_t send(std::span<const OutgoingPacket> packets, std::size_t first,
                    std::uint64_t now_us);
+  /// Records every packet sent from now on in `log` (nullptr: none) under the transport-wide
+  /// sequence number it carries (extension_ids.transport_sequence); the log must outlive its use.
+  void set_send_log(TransportSendLog* log) { send_log_ = log; }
+  /// The transport-wide sequence number the next packet sent gets.
+  std::uint16_t next_transport_sequence() const { return next_transport_sequence_; }
   /// Sends every later packet to `sink` instead of the socket (nullptr: the socket again); the
   /// sink must outlive its use. A transmitter with a sink never joins a shared SendBatch.
   void set_sink(PacketSink* sink);
@@ -224,6 +231,11 @@ class StageTransmitter {
   std::size_t header_size_;
   std::size_t stage_offset_ = 0;  // Offset of the stage element's data (0 = not negotiated).
   std::size_t abs_offset_ = 0;    // Offset of the abs-send-time data (0 = not negotiated).
+  // Offset of the transport-wide sequence number's data (0 = not negotiated); the number counts
+  // the packets actually sent, over all tracks (one transport).
+  std::size_t transport_offset_ = 0;
+  std::uint16_t next_transport_sequence_ = 0;
+  TransportSendLog* send_log_ = nullptr;
   bool templates_ok_ =
       false;  // False: ids the template cannot hold; wire::write_rtp_packet is used.
   // Private batch slab: kBatch slots of slot_size_ bytes, and their datagram descriptors.

@@ -211,6 +211,8 @@ struct ServerStats {
   std::uint64_t webrtc_dtls_connected = 0;  ///< Handshakes completed (sessions started).
   std::uint64_t webrtc_dtls_failed = 0;     ///< Handshakes failed (wrong fingerprint among them).
   std::uint64_t webrtc_consent_lost = 0;    ///< Sessions ended: no valid check for 30 s.
+  std::uint64_t webrtc_twcc_feedback = 0;   ///< Transport-cc feedback messages read.
+  std::uint64_t webrtc_twcc_reports = 0;    ///< Block reports made from transport-cc feedback.
   std::uint64_t redirects = 0;              ///< DESCRIBEs answered 302 to an edge (docs/edge.md).
 };
 

@@ -131,6 +131,10 @@ struct SessionStats {
   /// for the RR path only, and only blocks with an LSR of a recent SR count.
   std::uint64_t rr_unprotected = 0;
   double last_jitter_us = 0;
+  /// Transport-cc feedback messages read (WebRTC peers; docs/webrtc.md).
+  std::uint64_t twcc_feedback = 0;
+  /// Stage reports made from transport-cc feedback.
+  std::uint64_t twcc_reports = 0;
   /// Times the next block was not there yet when due (a live source behind or stalled).
   std::uint64_t source_waits = 0;
   /// Times the session fell behind its source's ring and rejoined at a key frame.
@@ -319,6 +323,9 @@ class StreamSession {
   std::span<const std::uint64_t> discard_curve(std::size_t first);
   // Each stage's record until its report came or was declared missing.
   chain::ReportLedger<StageExtra> ledger_;
+  // A WebRTC peer's transport-cc: the send log the transmitter writes and the measurements the
+  // intake reads (null without the transport-wide sequence number).
+  std::unique_ptr<chain::TransportFeedback> twcc_;
   SessionStats stats_;
 };
 

@@ -26,7 +26,8 @@ struct OfferedCodec {
   std::uint8_t payload_type = 0;
   std::string name;  ///< Encoding name as offered ("VP8", "H264", "rtx", ...).
   std::uint32_t clock_rate = 0;
-  std::string fmtp;  ///< Empty when the offer has none.
+  std::string fmtp;           ///< Empty when the offer has none.
+  bool transport_cc = false;  ///< a=rtcp-fb:<pt> transport-cc (or a=rtcp-fb:* transport-cc).
 };
 
 /// One m-section of the offer.
@@ -35,6 +36,9 @@ struct OfferedMedia {
   std::string mid;
   std::vector<OfferedCodec> codecs;
   bool can_receive = true;  ///< Not sendonly/inactive.
+  /// The a=extmap id of the transport-wide sequence number (wire::kTransportSequenceUri) if
+  /// offered with an id the one-byte form takes (1..14); 0 otherwise.
+  std::uint8_t transport_cc_id = 0;
 };
 
 /// What the answer needs from an offer.
@@ -65,10 +69,16 @@ struct WhepAnswer {
   std::string sdp;
   std::uint8_t payload_type = 0;  ///< The browser's payload type for the stream's codec.
   std::string codec;              ///< What was chosen, e.g. "VP8" or "H264 (42e01f)".
+  /// Transport-wide congestion control negotiated (the offer had the extension and transport-cc
+  /// feedback for the chosen codec): the extension id every packet carries; 0 = not negotiated.
+  std::uint8_t transport_cc_id = 0;
 };
 
 /// Answers `offer` for a stream whose video is `video`; an error when the offer has no video
-/// m-section that can receive the stream's codec (H.264 needs packetization-mode=1).
+/// m-section that can receive the stream's codec (H.264 needs packetization-mode=1). When the
+/// chosen section offers the transport-wide sequence number and transport-cc feedback for the
+/// chosen codec, the answer takes both (a=extmap with the browser's id, a=rtcp-fb transport-cc):
+/// docs/webrtc.md "Adaptation from transport-cc".
 core::Result<WhepAnswer> answer_whep_offer(const WhepOffer& offer, const media::StreamInfo& video,
                                            const AnswerParams& params);
 

@@ -40,6 +40,12 @@ inline constexpr std::string_view kAbsSendTimeUri =
 inline constexpr std::size_t kStageExtensionSize = 8;
 /// Data bytes of the abs-send-time extension element.
 inline constexpr std::size_t kAbsSendTimeSize = 3;
+/// SDP extmap URI of the transport-wide sequence number (draft-holmer-rmcat-transport-wide-cc-
+/// extensions-01 §2): what a browser's transport-cc feedback names packets by.
+inline constexpr std::string_view kTransportSequenceUri =
+    "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01";
+/// Data bytes of the transport-wide sequence number element (16 bits).
+inline constexpr std::size_t kTransportSequenceSize = 2;
 /// Largest id usable with one-byte elements; 15 is reserved (RFC 8285 §4.2).
 inline constexpr std::uint8_t kMaxOneByteExtensionId = 14;
 
@@ -69,6 +75,7 @@ struct StageExtension {
 struct RtpExtensionIds {
   std::uint8_t stage = 0;
   std::uint8_t abs_send_time = 0;
+  std::uint8_t transport_sequence = 0;  ///< Transport-wide sequence number (WebRTC peers).
 
   friend bool operator==(const RtpExtensionIds&, const RtpExtensionIds&) = default;
 };
@@ -78,6 +85,7 @@ struct RtpExtensions {
   RtpExtensionIds ids;
   StageExtension stage;
   std::uint32_t abs_send_time = 0;  ///< 24-bit 6.18 fixed-point seconds; upper bits ignored.
+  std::uint16_t transport_sequence = 0;
 };
 
 /// A parsed RTP packet: values plus views into the caller's buffer.
@@ -93,6 +101,8 @@ struct RtpPacketView {
   std::span<const std::uint8_t> payload;         ///< Payload with padding removed.
   std::optional<StageExtension> stage;           ///< Found under RtpExtensionIds::stage.
   std::optional<std::uint32_t> abs_send_time;    ///< Found under RtpExtensionIds::abs_send_time.
+  /// Found under RtpExtensionIds::transport_sequence.
+  std::optional<std::uint16_t> transport_sequence;
 
   /// The i-th CSRC; i < csrc_count.
   std::uint32_t csrc(std::size_t i) const;
@@ -111,7 +121,8 @@ core::Result<RtpPacketView> parse_rtp(std::span<const std::uint8_t> packet,
 std::size_t rtp_header_size(const RtpExtensionIds& ids);
 
 /// Writes a fixed header (no CSRCs, no padding) and, if any extension id is set, a one-byte
-/// extension block: the stage element first, then abs-send-time, zero-padded to 32 bits. Fails
+/// extension block: the stage element first, then abs-send-time, then the transport-wide sequence
+/// number, zero-padded to 32 bits. Fails
 /// on ids outside 1..14, equal ids, payload_type > 127 or a short buffer. Returns bytes written.
 core::Result<std::size_t> write_rtp_header(std::span<std::uint8_t> out, const RtpHeader& header,
                                            const RtpExtensions& ext);
@@ -132,6 +143,7 @@ core::Result<std::size_t> write_rtp_packet(std::span<std::uint8_t> out, const Rt
 ///   then, in this order, for each element whose id is set:
 ///     stage:         one byte (id << 4 | 7), 8 data bytes
 ///     abs-send-time: one byte (id << 4 | 2), 3 data bytes
+///     transport-wide sequence number: one byte (id << 4 | 1), 2 data bytes
 ///   then zero padding to a 32-bit boundary; the payload follows at header_size().
 /// patch() checks the length and the bytes that identify the layout (V, X, CC, 0xBEDE, block
 /// length, element id bytes) and fails if they differ, so a buffer of another layout is never
@@ -153,6 +165,9 @@ class RtpHeaderLayout {
   core::Status patch(std::span<std::uint8_t> packet, const RtpHeader& header,
                      const StageExtension& stage, std::uint32_t abs_send_time) const;
 
+  /// Offset of the transport-wide sequence number's data bytes; 0 when the layout has none.
+  std::size_t transport_sequence_offset() const { return transport_offset_; }
+
   /// Rewrites only abs-send-time, for stamping right before protect-and-send after pacing.
   core::Status patch_abs_send_time(std::span<std::uint8_t> packet,
                                    std::uint32_t abs_send_time) const;
@@ -162,8 +177,9 @@ class RtpHeaderLayout {
 
   RtpExtensionIds ids_;
   std::size_t header_size_ = kRtpFixedHeaderSize;
-  std::size_t stage_offset_ = 0;  ///< Offset of the stage element's data; 0 = absent.
-  std::size_t abs_offset_ = 0;    ///< Offset of the abs-send-time data; 0 = absent.
+  std::size_t stage_offset_ = 0;      ///< Offset of the stage element's data; 0 = absent.
+  std::size_t abs_offset_ = 0;        ///< Offset of the abs-send-time data; 0 = absent.
+  std::size_t transport_offset_ = 0;  ///< Offset of the transport-wide sequence; 0 = absent.
 };
 
 // ---- abs-send-time arithmetic (6.18 fixed-point seconds, 24 bits, wraps every 64 s) ----

@@ -1,13 +1,13 @@
 // Transport-cc feedback (draft-holmer-rmcat-transport-wide-cc-extensions-01 §3.1) from annotated
 // hex fixtures, round trips through the writer, and malformed messages refused.
-#include "predrop/webrtc/transport_cc.hpp"
+#include "predrop/wire/transport_cc.hpp"
 
 #include <gtest/gtest.h>
 
 #include <array>
 #include <vector>
 
-namespace predrop::webrtc {
+namespace predrop::wire {
 namespace {
 
 // A run-length chunk: three packets from 10, all with small deltas.
@@ -96,4 +96,4 @@ TEST(TransportCc, RefusesTruncatedAndReservedAndOtherRtcp) {
 }
 
 }  // namespace
-}  // namespace predrop::webrtc
+}  // namespace predrop::wire

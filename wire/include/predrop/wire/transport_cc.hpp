@@ -27,7 +27,7 @@
 #include <span>
 #include <vector>
 
-namespace predrop::webrtc {
+namespace predrop::wire {
 
 /// RTCP RTPFB packet type and the transport-cc FMT (§3.1).
 inline constexpr std::uint8_t kRtcpRtpfb = 205;
@@ -68,4 +68,4 @@ std::optional<TwccFeedback> parse_transport_cc(std::span<const std::uint8_t> dat
 std::size_t write_transport_cc(const TwccFeedback& header, std::span<const TwccPacket> packets,
                                std::span<std::uint8_t> out);
 
-}  // namespace predrop::webrtc
+}  // namespace predrop::wire

@@ -1,9 +1,9 @@
-// Transport-cc feedback parse/write; layout and rules in predrop/webrtc/transport_cc.hpp.
-#include "predrop/webrtc/transport_cc.hpp"
+// Transport-cc feedback parse/write; layout and rules in predrop/wire/transport_cc.hpp.
+#include "predrop/wire/transport_cc.hpp"
 
 #include "predrop/core/byte_io.hpp"
 
-namespace predrop::webrtc {
+namespace predrop::wire {
 namespace {
 
 using core::load_u16_be;
@@ -149,4 +149,4 @@ std::size_t write_transport_cc(const TwccFeedback& h, std::span<const TwccPacket
   return total;
 }
 
-}  // namespace predrop::webrtc
+}  // namespace predrop::wire
