@@ -10,11 +10,8 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const { launchChromium } = await import(
-  path.join(here, '../../bench/testbed/webrtc-peer/chromium.mjs'));
+import { fail, launchChromium, waitFor, watchProblems } from './cdp_pipe.mjs';
 
 const [base, outdir] = process.argv.slice(2);
 if (!base || !outdir) {
@@ -22,21 +19,7 @@ if (!base || !outdir) {
   process.exit(2);
 }
 const url = `${base}/status?interval_ms=250`;
-const problems = [];
-
-function fail(message) {
-  throw new Error(message);
-}
-
-async function waitFor(page, what, expr, timeoutMs) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await page.evaluate(expr).catch(() => null);
-    if (v) return v;
-    if (Date.now() > deadline) fail(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+let problems = [];
 
 const browser = await launchChromium({
   args: ['--window-size=1280,1000', '--hide-scrollbars'],
@@ -46,25 +29,11 @@ let status = 1;
 try {
   const page = await browser.newPage('about:blank');
   // Everything the page reports as wrong, from before its first byte.
-  page.on('Runtime.exceptionThrown', (p) => {
-    problems.push(`exception: ${p.exceptionDetails.exception?.description || p.exceptionDetails.text}`);
-  });
-  page.on('Runtime.consoleAPICalled', (p) => {
-    if (p.type === 'error' || p.type === 'assert' || p.type === 'warning') {
-      problems.push(`console.${p.type}: ${p.args.map((a) => a.value ?? a.description).join(' ')}`);
-    }
-  });
-  page.on('Log.entryAdded', (p) => {
-    if (p.entry.level === 'error' || p.entry.level === 'warning') {
-      problems.push(`log ${p.entry.level} (${p.entry.source}): ${p.entry.text} ${p.entry.url || ''}`);
-    }
-  });
+  problems = watchProblems(page, { console: ['error', 'assert', 'warning'], log: true, network: true });
   let document = null;
   page.on('Network.responseReceived', (p) => {
     if (p.type === 'Document') document = p.response;
-    if (p.response.status >= 400) problems.push(`HTTP ${p.response.status} for ${p.response.url}`);
   });
-  page.on('Network.loadingFailed', (p) => problems.push(`request failed: ${p.errorText}`));
   await Promise.all([page.send('Log.enable'), page.send('Network.enable')]);
   await page.goto(url);
 

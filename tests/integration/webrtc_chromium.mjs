@@ -6,11 +6,8 @@
 // Polls the page (no fixed sleep as the verdict); every wait has a deadline.
 
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const { launchChromium } = await import(
-  path.join(here, '../../bench/testbed/webrtc-peer/chromium.mjs'));
+import { fail, launchChromium, sleep, waitFor, watchProblems } from './cdp_pipe.mjs';
 
 const [url, outdir, minFramesArg, playArg] = process.argv.slice(2);
 const minFrames = Number(minFramesArg);
@@ -19,19 +16,7 @@ if (!url || !outdir || !(minFrames > 0) || !(playS > 0)) {
   console.error('usage: node webrtc_chromium.mjs PAGE_URL OUTDIR MIN_FRAMES PLAY_S');
   process.exit(2);
 }
-const problems = [];
-const fail = (m) => { throw new Error(m); };
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(page, what, expr, timeoutMs) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await page.evaluate(expr).catch(() => null);
-    if (v) return v;
-    if (Date.now() > deadline) fail(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(100);
-  }
-}
+let problems = [];
 
 const browser = await launchChromium({
   logFile: path.join(outdir, 'browser.log'),
@@ -42,12 +27,7 @@ const browser = await launchChromium({
 let status = 1;
 try {
   const page = await browser.newPage('about:blank');
-  page.on('Runtime.exceptionThrown', (p) => {
-    problems.push(`exception: ${p.exceptionDetails.exception?.description || p.exceptionDetails.text}`);
-  });
-  page.on('Runtime.consoleAPICalled', (p) => {
-    if (p.type === 'error') problems.push(`console.error: ${p.args.map((a) => a.value ?? a.description).join(' ')}`);
-  });
+  problems = watchProblems(page);
   await page.send('Runtime.enable').catch(() => {});
   await page.goto(url);
   await waitFor(page, 'the player to start', 'window.predrop && (window.predrop.session || window.predrop.error)', 10000);
