@@ -13,8 +13,9 @@
 //   live_publish.hpp        a connection's publisher: its frames into its stream's LiveSource
 //   port_pair.hpp           the RTP/RTCP port pair
 //   stream_session.hpp      one client's session (blocks, discard, SR/BYE, reports)
-//   whep_offer.hpp          a WHEP offer's session entry and SDP answer
-//   whep_peers.hpp          WHEP sessions' ICE-lite and DTLS on the RTP socket
+//   whep_sessions.hpp       WHEP sessions: offers, their peers' ICE-lite and DTLS on the RTP
+//                           socket (whep_peers.hpp), start at DTLS, end (whep_offer.hpp: entry
+//                           and SDP answer)
 // No unit includes this file or changes another unit's state; `now` is read here, once per
 // event, and passed in.
 #include "predrop/server/stream_server.hpp"
@@ -33,8 +34,7 @@
 #include "session_description.hpp"
 #include "session_start.hpp"
 #include "session_table.hpp"
-#include "whep_offer.hpp"
-#include "whep_peers.hpp"
+#include "whep_sessions.hpp"
 
 namespace predrop::server {
 
@@ -53,8 +53,7 @@ const net::Clock& default_clock() {
 constexpr std::size_t kRtcpBuffer = 4096 + net::kSrtpMaxTrailer;
 }  // namespace
 
-class StreamServer::Impl final : public detail::RtspConnectionListener,
-                                 public detail::WhepPeerListener {
+class StreamServer::Impl final : public detail::RtspConnectionListener, public detail::WhepHost {
  public:
   Impl(net::EventLoop& loop, const net::Clock& clock, StreamServerOptions options, OnBlock on_block)
       : loop_(loop),
@@ -67,7 +66,7 @@ class StreamServer::Impl final : public detail::RtspConnectionListener,
                      stats_),
         methods_(options_, sessions_, stats_),
         pacer_(options_.paced, options_.pacing_quantum_us),
-        whep_(loop, *this, stats_),
+        whep_(loop, clock, options_, sessions_, stats_, *this),
         rtcp_buffer_(kRtcpBuffer) {}
   ~Impl() override { stop(); }
   Impl(const Impl&) = delete;
@@ -187,9 +186,9 @@ class StreamServer::Impl final : public detail::RtspConnectionListener,
   // A datagram on the RTP port: a WHEP browser's STUN, DTLS or SRTCP (rtcp-mux), a UDP
   // publisher's RTP, else a NAT punch or a stray (counted).
   void on_rtp_port(std::span<const std::uint8_t> data, const net::SocketAddress& from) {
-    if (whep_.on_datagram(data, from, clock_.now_us())) return;
+    if (whep_.on_datagram(data, from)) return;
     const auto id = publishing_.connection_for(from);
-    if (!id && whep_.size() != 0 && sessions_.by_address(from) != nullptr) {
+    if (!id && whep_.is_peer_rtcp(from)) {
       on_rtcp_guarded(data, from);
       return;
     }
@@ -216,38 +215,21 @@ class StreamServer::Impl final : public detail::RtspConnectionListener,
 
   // ---- sessions ----
 
-  bool start_session(SessionEntry& entry, std::uint64_t now);
+  bool start_session(SessionEntry& entry, std::uint64_t now) override;
 
-  // ---- WHEP (docs/webrtc.md) ----
-
-  WhepOutcome whep_offer(std::string_view stream, std::string_view offer,
-                         const net::SocketAddress& peer, std::string_view candidate_ip);
-
-  void on_peer_connected(const std::string& id, const net::SocketAddress& to,
-                         const webrtc::DtlsSrtpKeys& keys) override {
-    SessionEntry* e = sessions_.find(id);
-    if (e == nullptr || e->session || e->tracks.empty()) return;
-    SessionTrack& t = e->tracks.front();
-    t.rtp_destination = to;
-    t.rtcp_destination = to;
-    t.client_suite = keys.suite;
-    t.client_key = keys.remote;
-    e->key = keys.local;
-    if (!start_session(*e, clock_.now_us())) remove_session(id);
+  // A WHEP session's entry (whep_sessions.hpp).
+  SessionEntry& add_session(std::unique_ptr<SessionEntry> entry) override {
+    return sessions_.add(std::move(entry));
   }
 
-  void on_peer_alive(const std::string& id) override {
-    if (SessionEntry* e = sessions_.find(id)) e->last_request_us = clock_.now_us();
-  }
-
-  void remove_session(const std::string& id) {
+  void remove_session(const std::string& id) override {
     std::unique_ptr<SessionEntry> e = sessions_.remove(id);
     if (!e) return;
     if (e->session) {
       stats_.late_blocks_of_ended_sessions += e->session->transmitter_stats().late_stages;
     }
     pacer_.release(*e);
-    if (e->webrtc) whep_.remove(id);
+    whep_.forget(*e);
     options_.directory->remove(id);
     // The connection it was set up on no longer carries it.
     if (RtspConnection* c = connections_.find(e->connection)) {
@@ -350,12 +332,7 @@ class StreamServer::Impl final : public detail::RtspConnectionListener,
       ++stats_.sessions_timed_out;
       remove_session(id);
     }
-    for (const std::string& id : whep_.take_failed())
-      remove_session(id);
-    for (const std::string& id : whep_.consent_expired(now)) {
-      ++stats_.webrtc_consent_lost;
-      remove_session(id);
-    }
+    whep_.housekeeping(now);
   }
 
   void start_pushes();
@@ -378,7 +355,7 @@ class StreamServer::Impl final : public detail::RtspConnectionListener,
   detail::RtspConnections connections_;
   detail::RtspMethods methods_;
   detail::Pacer pacer_;
-  detail::WhepPeers whep_;
+  detail::WhepSessions whep_;
   std::unique_ptr<net::TcpListener> listener_;
   std::unique_ptr<net::UdpEndpoint> rtp_socket_;
   std::unique_ptr<net::UdpEndpoint> rtcp_socket_;
@@ -405,9 +382,7 @@ void StreamServer::Impl::start() {
   rtp_socket_ = std::move(ports.rtp);
   rtcp_socket_ = std::move(ports.rtcp);
   rtp_socket_->set_gso(options_.gso);
-  if (auto st = whep_.start(*rtp_socket_); !st) {
-    core::log(core::LogLevel::kWarn, "server", "WHEP off: %s", st.error().message.c_str());
-  }
+  whep_.start(*rtp_socket_);
   batch_ = std::make_unique<chain::SendBatch>(
       *rtp_socket_, wire::rtp_header_size(detail::kExtensionIds) + options_.max_payload_size +
                         net::kSrtpMaxTrailer);
@@ -504,34 +479,6 @@ bool StreamServer::Impl::start_session(SessionEntry& entry, std::uint64_t now) {
   entry.session->play(now);
   reschedule(entry);
   return true;
-}
-
-WhepOutcome StreamServer::Impl::whep_offer(std::string_view stream, std::string_view offer,
-                                           const net::SocketAddress& peer,
-                                           std::string_view candidate_ip) {
-  if (!whep_.started() || !rtp_socket_) {
-    ++stats_.webrtc_offers_refused;
-    return WhepOutcome{503, {}, {}, "WebRTC is not available on this server"};
-  }
-  const detail::WhepEndpoint endpoint{options_.bind_ip, std::string(candidate_ip), rtp_port(),
-                                      whep_.fingerprint()};
-  detail::WhepSetup s =
-      detail::prepare_whep_session(options_, sessions_, stream, offer, peer, endpoint);
-  if (!s.entry) {
-    ++stats_.webrtc_offers_refused;
-    if (s.outcome.status == 503) ++stats_.sessions_refused;
-    return s.outcome;
-  }
-  SessionEntry& e = sessions_.add(std::move(s.entry));
-  e.setup_us = e.last_request_us = clock_.now_us();
-  if (auto st = whep_.add(e.id, std::move(s.local), s.remote_ufrag, s.remote_fingerprint); !st) {
-    remove_session(s.outcome.session);
-    ++stats_.webrtc_offers_refused;
-    return WhepOutcome{500, {}, {}, st.error().message};
-  }
-  ++stats_.webrtc_offers;
-  ++stats_.sessions_created;
-  return s.outcome;
 }
 
 // ---- StreamServer: the public face, forwarded ----
@@ -636,18 +583,12 @@ WhepOutcome StreamServer::whep_offer(std::string_view stream, std::string_view o
                                      std::string_view candidate_ip) {
   WhepOutcome out{500, {}, {}, "internal error"};
   impl_->guard_.run(CallbackKind::kRtsp,
-                    [&] { out = impl_->whep_offer(stream, offer, peer, candidate_ip); });
+                    [&] { out = impl_->whep_.offer(stream, offer, peer, candidate_ip); });
   return out;
 }
 
 bool StreamServer::whep_delete(std::string_view session) {
-  const detail::SessionEntry* e = impl_->sessions_.find(std::string(session));
-  if (e == nullptr || !e->webrtc) return false;
-  if (e->session && !e->session->said_bye()) {
-    impl_->stats_.rtcp_byes_sent += e->session->send_bye(impl_->clock_.now_us());
-  }
-  impl_->remove_session(std::string(session));
-  return true;
+  return impl_->whep_.end(std::string(session));
 }
 
 void StreamServer::set_session_control(const SessionControl& control) {
