@@ -284,7 +284,7 @@ struct MeasuringClient::Impl {
     if (video_track == SIZE_MAX && audio_track == SIZE_MAX) {
       return core::make_error(
           "the stream has no video track and no audio track of a codec "
-          "this client scores (AAC, Opus, L16, L24)");
+          "this client scores (AAC, Opus, L16, L24, MP3)");
     }
     scored_track = video_track != SIZE_MAX ? video_track : audio_track;
     if (ext_ids.stage == 0) {
@@ -411,8 +411,7 @@ struct MeasuringClient::Impl {
           audio_scorer ? *reference_media->audio_stream() : *reference_media->video_stream();
       const auto rate = reference_media->streams()[stream].clock_rate;
       tracks[scored_track].rtp_base -= static_cast<std::uint32_t>(
-          static_cast<std::uint64_t>(std::max<std::int64_t>(0, first.start_us)) * rate /
-          1'000'000);
+          static_cast<std::uint64_t>(std::max<std::int64_t>(0, first.start_us)) * rate / 1'000'000);
     }
     playing = true;
     last_media_us = clock.now_us();

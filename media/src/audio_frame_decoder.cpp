@@ -111,7 +111,8 @@ core::Result<std::unique_ptr<AudioFrameDecoder>> open_libav(AVCodecID id, const 
   PacketPtr packet(av_packet_alloc());
   FramePtr frame(av_frame_alloc());
   if (!context || !packet || !frame) return core::make_error("out of memory");
-  context->sample_rate = static_cast<int>(info.clock_rate);
+  // MPA's RTP clock is 90 kHz; the MP3 decoder takes the rate from each frame's header.
+  if (info.codec != Codec::kMp3) context->sample_rate = static_cast<int>(info.clock_rate);
   av_channel_layout_default(&context->ch_layout, std::max(1, int{info.channels}));
   context->thread_count = 1;
   if (info.codec == Codec::kAac) {
@@ -144,6 +145,8 @@ core::Result<std::unique_ptr<AudioFrameDecoder>> make_audio_frame_decoder(const 
       return open_libav(AV_CODEC_ID_AAC, info);
     case Codec::kOpus:
       return open_libav(AV_CODEC_ID_OPUS, info);
+    case Codec::kMp3:
+      return open_libav(AV_CODEC_ID_MP3, info);
     default:
       break;
   }
@@ -151,7 +154,8 @@ core::Result<std::unique_ptr<AudioFrameDecoder>> make_audio_frame_decoder(const 
 }
 
 std::size_t audio_payload_header_bytes(Codec codec) {
-  return codec == Codec::kAac ? 4 : 0;
+  // RFC 3640 AU-header section of one AU; RFC 2250 §3.5 MBZ + Frag_offset.
+  return codec == Codec::kAac || codec == Codec::kMp3 ? 4 : 0;
 }
 
 }  // namespace predrop::media::detail

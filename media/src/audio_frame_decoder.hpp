@@ -26,7 +26,7 @@ class AudioFrameDecoder {
 core::Result<std::unique_ptr<AudioFrameDecoder>> make_audio_frame_decoder(const StreamInfo& info);
 
 /// Bytes of packetization header at the start of each RTP payload of `codec`, removed before
-/// decoding (RFC 3640 AU-header section: 4; none for PCM and Opus).
+/// decoding (RFC 3640 AU-header section and RFC 2250 MPA header: 4; none for PCM and Opus).
 std::size_t audio_payload_header_bytes(Codec codec);
 
 }  // namespace predrop::media::detail

@@ -63,6 +63,8 @@ std::optional<Codec> codec_of(AVCodecID id) {
     case AV_CODEC_ID_PCM_S24LE:
     case AV_CODEC_ID_PCM_S24BE:
       return Codec::kL24;
+    case AV_CODEC_ID_MP3:
+      return Codec::kMp3;
     default:
       return std::nullopt;
   }

@@ -30,6 +30,8 @@ std::string_view codec_name(Codec codec) {
       return "L16";
     case Codec::kL24:
       return "L24";
+    case Codec::kMp3:
+      return "MP3";
   }
   return "?";
 }
@@ -61,6 +63,7 @@ std::optional<Codec> audio_codec_from_rtpmap(std::string_view encoding) {
   if (name == "OPUS") return Codec::kOpus;
   if (name == "L16") return Codec::kL16;
   if (name == "L24") return Codec::kL24;
+  if (name == "MPA") return Codec::kMp3;
   return std::nullopt;
 }
 
@@ -81,6 +84,7 @@ std::unique_ptr<VideoPacketizer> make_video_packetizer(Codec codec, std::size_t 
     case Codec::kOpus:
     case Codec::kL16:
     case Codec::kL24:
+    case Codec::kMp3:
       break;
   }
   return nullptr;

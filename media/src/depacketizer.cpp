@@ -160,6 +160,7 @@ std::unique_ptr<Depacketizer> make_depacketizer(Codec codec, Depacketizer::Callb
     case Codec::kOpus:
     case Codec::kL16:
     case Codec::kL24:
+    case Codec::kMp3:
       break;
   }
   return nullptr;

@@ -17,6 +17,7 @@
 #include "block_cutter.hpp"
 #include "importance.hpp"
 #include "opus_packetizer.hpp"
+#include "predrop/media/mpa.hpp"
 #include "predrop/media/pcm.hpp"
 #include "staging.hpp"
 #include "video_packetizer.hpp"
@@ -89,6 +90,7 @@ class MediaFileBuilder {
   void add_video(const AVPacket& packet);
   void add_audio(const AVPacket& packet);
   void add_pcm(const AVPacket& packet, std::int64_t pts);
+  bool add_mpa(Bytes frame);
   std::optional<std::int64_t> packet_pts(const AVPacket& packet, int track);
   StagedFrame start_frame(std::int64_t pts, const AVPacket& packet, const AVStream* st,
                           std::uint32_t clock, std::uint8_t stream);
@@ -189,7 +191,7 @@ core::Status MediaFileBuilder::select_streams() {
     }
     if (audio_index_ == -1) {
       const std::string text = std::string("audio codec ") + avcodec_get_name(par->codec_id) +
-                               " is not supported (AAC, Opus, PCM s16/s24); stream ignored";
+                               " is not supported (AAC, Opus, MP3, PCM s16/s24); stream ignored";
       warn(text);
       file_.skipped_.push_back(text);
       audio_index_ = -2;  // warned once
@@ -200,9 +202,10 @@ core::Status MediaFileBuilder::select_streams() {
     // A file whose only usable content is video of another codec keeps its clear error.
     if (!video.unsupported.empty())
       return core::make_error("'" + path_ + "': " + video.unsupported);
-    return core::make_error("'" + path_ +
-                            "': no H.264, H.265, VP8 or VP9 video and no AAC, Opus or PCM audio "
-                            "stream");
+    return core::make_error(
+        "'" + path_ +
+        "': no H.264, H.265, VP8 or VP9 video and no AAC, Opus, MP3 or PCM audio "
+        "stream");
   }
 
   // Stream order in MediaFile: video first.
@@ -233,9 +236,12 @@ core::Status MediaFileBuilder::select_streams() {
     info.channels = static_cast<std::uint16_t>(std::max(1, par->ch_layout.nb_channels));
     // RFC 7587 §4.1: Opus always uses a 48 kHz RTP clock; RFC 3640 and RFC 3551 §4.5.11 (L16,
     // L24 by RFC 3190 §4) use the sampling rate.
-    info.clock_rate = info.codec == Codec::kOpus
-                          ? 48000
+    // RFC 3551 §4.5.13 (MPA): 90 kHz whatever the sampling rate, on the static type 14.
+    info.clock_rate = info.codec == Codec::kOpus ? 48000
+                      : info.codec == Codec::kMp3
+                          ? 90000
                           : static_cast<std::uint32_t>(std::max(1, par->sample_rate));
+    if (info.codec == Codec::kMp3) info.payload_type = kMpaPayloadType;
     file_.audio_stream_ = static_cast<std::uint8_t>(file_.streams_.size());
     file_.streams_.push_back(info);
     if (is_pcm(info.codec)) {
@@ -359,7 +365,9 @@ void MediaFileBuilder::add_audio(const AVPacket& packet) {
   if (is_pcm(info.codec)) return add_pcm(packet, *pts);
   StagedFrame f = start_frame(*pts, packet, st, info.clock_rate, *file_.audio_stream_);
   f.frame.type = FrameType::kAudio;
-  const bool staged = info.codec == Codec::kAac ? aac_.add(au, sink_) : opus_.add(au, sink_);
+  const bool staged = info.codec == Codec::kAac   ? aac_.add(au, sink_)
+                      : info.codec == Codec::kMp3 ? add_mpa(au)
+                                                  : opus_.add(au, sink_);
   if (!staged) return;
   finish_frame(f);
   audio_.push_back(f);
@@ -396,6 +404,16 @@ void MediaFileBuilder::add_pcm(const AVPacket& packet, std::int64_t pts) {
   });
 }
 
+// MP3: one frame per packet, fragmented only above max_payload (RFC 2250 §3.5, mpa.hpp); the
+// marker bit is never set, as FFmpeg's muxer sends it.
+bool MediaFileBuilder::add_mpa(Bytes frame) {
+  const bool ok = packetize_mpa(frame, options_.max_payload, [&](Bytes head, Bytes body) {
+    sink_.add(head, body, false, false);
+  });
+  if (!ok) warn("MP3 frame of " + std::to_string(frame.size()) + " bytes skipped");
+  return ok;
+}
+
 void MediaFileBuilder::finish_stream_info() {
   if (file_.video_stream_) {
     StreamInfo& info = file_.streams_[*file_.video_stream_];
@@ -415,6 +433,10 @@ void MediaFileBuilder::finish_stream_info() {
           "profile-level-id=1;mode=AAC-hbr;sizelength=13;indexlength=3;indexdeltalength=3; "
           "config=" +
           detail::hex_upper(aac_.config());
+    } else if (info.codec == Codec::kMp3) {
+      // FFmpeg announces the static type 14 without an rtpmap; we add "MPA/90000" (RFC 3551
+      // Table 4's name, as live555 and GStreamer write it), which no receiver minds.
+      info.encoding = "MPA/90000";
     } else if (is_pcm(info.codec)) {
       // FFmpeg's sdp.c layout; it uses the static payload types 10/11 (RFC 3551 Table 4) for
       // 44.1 kHz stereo/mono L16 and writes no rtpmap for them; we always announce the

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The audio codecs of issue 24 (L16 per RFC 3551, L24 per RFC 3190), bit-exact at R = 0 through
-# three independent players. Audio-only clips generated here with the ffmpeg CLI (48 kHz stereo
-# pcm_s16le and pcm_s24le in WAV, 16 kHz mono pcm_s16be in AIFF) are each streamed by
-# predrop-server over RTSP/UDP with SRTP (the players: plain RTP) to:
+# The audio codecs of issue 24 (L16 per RFC 3551, L24 per RFC 3190, MP3 per RFC 2250), bit-exact
+# at R = 0 through three independent players. Audio-only clips generated here with the ffmpeg CLI
+# (48 kHz stereo pcm_s16le and pcm_s24le in WAV, 16 kHz mono pcm_s16be in AIFF, libmp3lame at
+# 44.1 kHz 128 kbit/s and at 32 kHz 320 kbit/s, whose 1440-byte frames are fragmented) are each
+# streamed by predrop-server over RTSP/UDP with SRTP (the players: plain RTP) to:
 #   1. the measuring client (predrop-client; the server's fixed policy at rate 0): every block
-#      must score the audio PSNR cap (the PCM identical to the file's, docs/media.md);
-#   2. the real ffmpeg CLI (--player-adaptation fixed, R = 0), writing the raw big-endian samples
-#      it receives: at least 90 % of the file's samples, identical to the file's from the first;
-#   3. GStreamer (rtspsrc ! rtpL16depay resp. rtpL24depay ! filesink): the same.
+#      must score the audio PSNR cap (the decoded PCM identical to the file's, docs/media.md);
+#   2. the real ffmpeg CLI (--player-adaptation fixed, R = 0), writing what it receives without
+#      decoding (PCM: the raw big-endian samples; MP3: the frames, -c copy, no tags): at least
+#      90 % of the file's bytes, identical to the file's from the first;
+#   3. GStreamer (rtspsrc ! rtpL16depay / rtpL24depay / rtpmpadepay ! filesink): the same.
 # A run whose ffmpeg reports "RTP: missed" lost packets in its own socket buffer and is repeated,
 # at most three times.
 # Usage: interop_audio.sh SERVER_BINARY CLIENT_BINARY WORKDIR
@@ -23,11 +25,15 @@ cd "$work"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap stop_server EXIT
 
-# name|file|ffmpeg encoding arguments|raw format of the received samples|GStreamer depayloader
+# name|file|ffmpeg encoding arguments|ffmpeg output arguments for the received (and reference)
+# bytes|GStreamer depayloader
+mp3_out="-c:a copy -write_xing 0 -id3v2_version 0 -f mp3"
 clips=(
-  "l16_stereo|l16.wav|-f lavfi -i sine=frequency=440:sample_rate=48000:duration=4 -f lavfi -i sine=frequency=660:sample_rate=48000:duration=4 -filter_complex amerge=inputs=2 -c:a pcm_s16le|s16be|rtpL16depay"
-  "l24_stereo|l24.wav|-f lavfi -i sine=frequency=1000:sample_rate=48000:duration=4 -ac 2 -c:a pcm_s24le|s24be|rtpL24depay"
-  "l16_mono_be|l16.aiff|-f lavfi -i anoisesrc=sample_rate=16000:duration=4:seed=3 -c:a pcm_s16be|s16be|rtpL16depay"
+  "l16_stereo|l16.wav|-f lavfi -i sine=frequency=440:sample_rate=48000:duration=4 -f lavfi -i sine=frequency=660:sample_rate=48000:duration=4 -filter_complex amerge=inputs=2 -c:a pcm_s16le|-c:a pcm_s16be -f s16be|rtpL16depay"
+  "l24_stereo|l24.wav|-f lavfi -i sine=frequency=1000:sample_rate=48000:duration=4 -ac 2 -c:a pcm_s24le|-c:a pcm_s24be -f s24be|rtpL24depay"
+  "l16_mono_be|l16.aiff|-f lavfi -i anoisesrc=sample_rate=16000:duration=4:seed=3 -c:a pcm_s16be|-c:a pcm_s16be -f s16be|rtpL16depay"
+  "mp3|lame.mp3|-f lavfi -i sine=frequency=440:sample_rate=44100:duration=4 -ac 2 -c:a libmp3lame -b:a 128k|$mp3_out|rtpmpadepay"
+  "mp3_fragments|lame32k.mp3|-f lavfi -i anoisesrc=sample_rate=32000:duration=4:seed=5 -ac 2 -c:a libmp3lame -b:a 320k|$mp3_out|rtpmpadepay"
 )
 
 check_client() {
@@ -55,7 +61,7 @@ compare() {
   want=$(stat -c %s "$name.ref.raw")
   have=$(stat -c %s "$got" 2>/dev/null || echo 0)
   if ((have * 10 >= want * 9)) && cmp -s -n "$have" "$got" "$name.ref.raw"; then
-    echo "$name: $player: $have of $want bytes received, identical to the file's samples"
+    echo "$name: $player: $have of $want bytes received, identical to the file's"
     return 0
   fi
   echo "$name: $player: $have of $want bytes received, $(cmp -n "$have" "$got" "$name.ref.raw" 2>&1 | head -1)"
@@ -63,13 +69,14 @@ compare() {
 }
 
 ffmpeg_once() {  # 0 identical, 1 failed, 2 ffmpeg lost packets (inconclusive)
-  local name="$1" file="$2" raw="$3" port
+  local name="$1" file="$2" out="$3" port
   port=$(pick_port)
   start_server "$name.ffmpeg-server.log" --stream "c=$file" --listen 127.0.0.1:"$port" \
     --player-adaptation fixed --log-level info || return 1
   rm -f "$name.ffmpeg.raw"
+  # shellcheck disable=SC2086 # the output arguments are several words
   timeout -s INT 20 ffmpeg -nostdin -v info -rtsp_transport udp -i "rtsp://127.0.0.1:$port/c" \
-    -map 0:a -c:a "pcm_$raw" -f "$raw" "$name.ffmpeg.raw" >"$name.ffmpeg.log" 2>&1 || true
+    -map 0:a $out "$name.ffmpeg.raw" >"$name.ffmpeg.log" 2>&1 || true
   stop_server
   compare "$name" ffmpeg "$name.ffmpeg.raw" && return 0
   grep -q "RTP: missed" "$name.ffmpeg.log" && return 2
@@ -95,7 +102,7 @@ check_gstreamer() {
 command -v gst-launch-1.0 >/dev/null || { echo "gst-launch-1.0 missing"; exit 1; }
 fail=0
 for entry in "${clips[@]}"; do
-  IFS='|' read -r name file args raw depay <<<"$entry"
+  IFS='|' read -r name file args out depay <<<"$entry"
   rm -f "$file" "$name".*
   # shellcheck disable=SC2086 # the encoding arguments are many words
   if ! ffmpeg -nostdin -v error -y $args "$file" 2>"$name.gen.log"; then
@@ -104,11 +111,12 @@ for entry in "${clips[@]}"; do
     fail=1
     continue
   fi
-  ffmpeg -nostdin -v error -i "$file" -map 0:a -c:a "pcm_$raw" -f "$raw" "$name.ref.raw"
+  # shellcheck disable=SC2086 # the output arguments are several words
+  ffmpeg -nostdin -v error -i "$file" -map 0:a $out "$name.ref.raw"
 
   check_client "$name" "$file" || fail=1
   for attempt in 1 2 3; do
-    ffmpeg_once "$name" "$file" "$raw" && result=0 || result=$?
+    ffmpeg_once "$name" "$file" "$out" && result=0 || result=$?
     ((result == 2)) || break
     echo "$name: attempt $attempt: ffmpeg lost packets in its socket buffer; again"
   done

@@ -79,10 +79,11 @@ TEST(AudioScorer, IntactPcmScoresTheCapAndALostPacketItsSilence) {
   }
 }
 
-TEST(AudioScorer, L24AndCodedAudioScoreTheCapWhenIntact) {
+TEST(AudioScorer, L24AndCodedAudioScoreTheCapWhenIntactAndLessWhenNot) {
   for (const auto& [name, args] : {std::pair<std::string, std::string>{"s24.wav", "-c:a pcm_s24le"},
                                    {"aac.m4a", "-c:a aac -b:a 96k"},
-                                   {"opus.mka", "-c:a libopus -b:a 64k"}}) {
+                                   {"opus.mka", "-c:a libopus -b:a 64k"},
+                                   {"lame.mp3", "-c:a libmp3lame -b:a 128k"}}) {
     const auto file =
         clip(name, "-f lavfi -i sine=frequency=440:sample_rate=48000:d=2.5 -ac 2 " + args);
     ASSERT_TRUE(file);

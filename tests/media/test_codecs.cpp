@@ -9,12 +9,14 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 
 #include "media_test_util.hpp"
 #include "predrop/media/depacketizer.hpp"
 #include "predrop/media/media_file.hpp"
+#include "predrop/media/mpa.hpp"
 #include "predrop/media/psnr.hpp"
 #include "predrop/media/video_decoder.hpp"
 
@@ -38,6 +40,14 @@ void expect_sdp_like_ffmpeg(const MediaFile& file, const std::string& path) {
   ASSERT_TRUE(reference) << reference.error().message;
   int ffmpeg_pt = 96;
   for (const StreamInfo& s : file.streams()) {
+    if (s.payload_type < 96) {
+      // A static type (MP3: 14): FFmpeg announces it on the m= line and writes no rtpmap; ours
+      // names it anyway (docs/media.md "MP3").
+      EXPECT_NE(reference->find(" RTP/AVP " + std::to_string(s.payload_type) + "\r\n"),
+                std::string::npos)
+          << *reference;
+      continue;
+    }
     std::istringstream lines(s.sdp_attributes());
     std::string line;
     const std::string ours = ":" + std::to_string(s.payload_type) + " ";
@@ -258,6 +268,65 @@ TEST(Codecs, L24FromWavIsTheFilesSamplesInNetworkOrder) {
              "L24/48000/2", Codec::kL24, "s24be", 6);
 }
 
+// MP3 (RFC 2250) from `args` at a payload limit: static type 14, MPA/90000, one frame per packet
+// (fragments above the limit), never discarded, 90 kHz timestamps; the reassembled frames are the
+// file's frames back to back (what the mp3 muxer writes without tags).
+void expect_mp3(const std::string& name, const std::string& args, std::size_t max_payload,
+                bool fragments) {
+  const auto path = make_clip(name, args);
+  PacketizeOptions options;
+  options.max_payload = max_payload;
+  auto opened = MediaFile::open(path, options);
+  ASSERT_TRUE(opened) << opened.error().message;
+  const MediaFile& file = **opened;
+  ASSERT_EQ(file.streams().size(), 1u);
+  const StreamInfo& info = file.streams()[0];
+  EXPECT_EQ(info.codec, Codec::kMp3);
+  EXPECT_EQ(info.payload_type, 14);
+  EXPECT_EQ(info.clock_rate, 90000u);
+  EXPECT_EQ(info.sdp_attributes(), "a=rtpmap:14 MPA/90000\r\n");
+  expect_sdp_like_ffmpeg(file, path);
+  std::vector<std::uint8_t> frames;
+  std::size_t fragmented = 0;
+  MpaReassembler r([&](std::uint32_t, std::span<const std::uint8_t> f) {
+    frames.insert(frames.end(), f.begin(), f.end());
+  });
+  for (const RtpPacket& p : file.packets()) {
+    EXPECT_LE(p.payload_size, max_payload);
+    EXPECT_EQ(p.importance, kImportanceNever);
+    const auto parsed = parse_mpa_payload(file.payload(p));
+    ASSERT_TRUE(parsed);
+    fragmented += parsed->fragment_offset != 0;
+    r.push(p.rtp_timestamp, file.payload(p));
+  }
+  r.flush();
+  EXPECT_EQ(r.malformed(), 0u);
+  EXPECT_EQ(fragmented > 0, fragments);
+  const auto copy = test::scratch_dir() / (name + ".frames.mp3");
+  std::string out;
+  ASSERT_EQ(test::run(test::kFfmpeg + " -nostdin -loglevel error -y -i " + path +
+                          " -c copy -write_xing 0 -id3v2_version 0 -f mp3 " + copy.string(),
+                      &out),
+            0)
+      << out;
+  EXPECT_TRUE(frames == test::read_file(copy)) << "reassembled frames differ from the file's";
+}
+
+TEST(Codecs, Mp3FramesGoOnePerPacket) {
+  expect_mp3("lame.mp3",
+             "-f lavfi -i sine=frequency=440:sample_rate=44100:duration=2.5 -ac 2 -c:a libmp3lame "
+             "-b:a 128k",
+             1200, false);
+}
+
+TEST(Codecs, Mp3FramesAboveTheLimitAreFragmented) {
+  // 320 kbit/s at 32 kHz: 1440-byte frames, over a 600-byte limit.
+  expect_mp3("lame32k.mp3",
+             "-f lavfi -i sine=frequency=440:sample_rate=32000:duration=2.5 -ac 2 -c:a libmp3lame "
+             "-b:a 320k",
+             600, true);
+}
+
 TEST(Codecs, PcmBesideUnsupportedVideoIsServedAndUnsupportedAudioAloneIsAnError) {
   const auto both = make_clip("mpeg4_pcm.avi",
                               "-f lavfi -i testsrc2=s=160x120:r=10:d=1 -f lavfi -i sine=d=1 "
@@ -272,7 +341,7 @@ TEST(Codecs, PcmBesideUnsupportedVideoIsServedAndUnsupportedAudioAloneIsAnError)
   const auto flac = make_clip("audio.flac", "-f lavfi -i sine=d=1");
   auto error = MediaFile::open(flac);
   ASSERT_FALSE(error);
-  EXPECT_NE(error.error().message.find("no AAC, Opus or PCM audio"), std::string::npos)
+  EXPECT_NE(error.error().message.find("no AAC, Opus, MP3 or PCM audio"), std::string::npos)
       << error.error().message;
 }
 

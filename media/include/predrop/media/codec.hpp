@@ -10,7 +10,7 @@
 namespace predrop::media {
 
 /// Codecs the packetizer supports.
-enum class Codec : std::uint8_t { kH264, kAac, kOpus, kH265, kVp8, kVp9, kL16, kL24 };
+enum class Codec : std::uint8_t { kH264, kAac, kOpus, kH265, kVp8, kVp9, kL16, kL24, kMp3 };
 
 /// True for the video codecs.
 constexpr bool is_video(Codec codec) {
@@ -31,7 +31,7 @@ std::string_view codec_name(Codec codec);
 std::optional<Codec> video_codec_from_rtpmap(std::string_view encoding);
 
 /// The audio codec of an rtpmap encoding ("MPEG4-GENERIC/..", "opus/48000/2", "L16/48000/2",
-/// "L24/..."; case-blind), or std::nullopt for anything else.
+/// "L24/...", "MPA/90000"; case-blind), or std::nullopt for anything else.
 std::optional<Codec> audio_codec_from_rtpmap(std::string_view encoding);
 
 }  // namespace predrop::media

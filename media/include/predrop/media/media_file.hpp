@@ -174,8 +174,9 @@ struct Block {
 /// A packetized media file, immutable after open(). See the file comment.
 class MediaFile {
  public:
-  /// Demuxes `path` (MP4, MKV, MPEG-TS, ...), packetizes its first H.264, H.265, VP8 or VP9 video
-  /// stream and its first AAC or Opus audio stream, and splits the result into blocks. A stream of
+  /// Demuxes `path` (MP4, MKV, MPEG-TS, WAV, MP3, ...), packetizes its first H.264, H.265, VP8 or
+  /// VP9 video stream and its first AAC, Opus, MP3 or PCM (s16/s24) audio stream, and splits the
+  /// result into blocks. A stream of
   /// another codec is skipped and named in skipped(); with nothing supported left, an error.
   static core::Result<std::shared_ptr<const MediaFile>> open(const std::string& path,
                                                              const PacketizeOptions& options = {});
