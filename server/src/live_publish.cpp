@@ -6,6 +6,7 @@
 #include "predrop/core/log.hpp"
 #include "predrop/core/text_util.hpp"
 #include "predrop/rtsp/sdp.hpp"
+#include "predrop/wire/rtcp.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
 namespace predrop::server::detail {
@@ -24,6 +25,68 @@ std::string_view fmtp_param(std::string_view fmtp, std::string_view name) {
     }
   }
   return {};
+}
+
+// The first audio section predrop can pass through: AAC as mpeg4-generic (RFC 3640 AAC-hbr or
+// AAC-lbr, the modes players read) or Opus (RFC 7587); nullopt for anything else (dropped).
+std::optional<media::LiveAudioSpec> audio_spec(const rtsp::SdpMedia& m) {
+  if (m.kind != "audio" || m.payload_type < 0) return std::nullopt;
+  const std::string_view rtpmap = m.rtpmap;
+  const auto slash = rtpmap.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  const std::string_view encoding = rtpmap.substr(0, slash);
+  const std::string_view rest = rtpmap.substr(slash + 1);
+  const auto slash2 = rest.find('/');
+  const auto rate = core::text::parse_uint<std::uint32_t>(rest.substr(0, slash2));
+  std::uint16_t channels = 1;
+  if (slash2 != std::string_view::npos) {
+    const auto c = core::text::parse_uint<std::uint16_t>(rest.substr(slash2 + 1));
+    if (!c || *c == 0 || *c > 8) return std::nullopt;
+    channels = *c;
+  }
+  if (!rate || *rate < 8000 || *rate > 192000) return std::nullopt;
+  media::LiveAudioSpec a;
+  if (core::text::iequals(encoding, "MPEG4-GENERIC")) {
+    const std::string_view mode = fmtp_param(m.fmtp, "mode");
+    if (!core::text::iequals(mode, "AAC-hbr") && !core::text::iequals(mode, "AAC-lbr")) {
+      return std::nullopt;
+    }
+    if (fmtp_param(m.fmtp, "config").empty() || fmtp_param(m.fmtp, "sizelength").empty()) {
+      return std::nullopt;
+    }
+    a.codec = media::Codec::kAac;
+    const auto width = [&](std::string_view name, int fallback) {
+      const std::string_view v = fmtp_param(m.fmtp, name);
+      if (v.empty()) return fallback;
+      const auto n = core::text::parse_uint<int>(v, 16);
+      return n ? *n : -1;
+    };
+    a.size_length = width("sizelength", 0);
+    a.index_length = width("indexlength", 0);
+    a.index_delta_length = width("indexdeltalength", 0);
+    if (a.size_length <= 0 || a.index_length < 0 || a.index_delta_length < 0) return std::nullopt;
+  } else if (core::text::iequals(encoding, "opus")) {
+    if (*rate != 48000) return std::nullopt;  // RFC 7587 §7: always 48000/2
+    a.codec = media::Codec::kOpus;
+  } else {
+    return std::nullopt;
+  }
+  a.clock_rate = *rate;
+  a.channels = channels;
+  a.encoding = std::string(rtpmap);
+  // Repeated to viewers as announced: only printable characters of one line.
+  if (!std::all_of(m.fmtp.begin(), m.fmtp.end(),
+                   [](char c) {
+                     return static_cast<unsigned char>(c) >= 0x20 &&
+                            static_cast<unsigned char>(c) < 0x7f;
+                   }) ||
+      !std::all_of(a.encoding.begin(), a.encoding.end(), [](char c) {
+        return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
+      })) {
+    return std::nullopt;
+  }
+  a.fmtp = m.fmtp;
+  return a;
 }
 }  // namespace
 
@@ -72,6 +135,9 @@ core::Result<Announced> read_live_sdp(const rtsp::SdpSession& sdp) {
       }
       t.video = true;
       have_video = true;
+    } else if (!out.audio) {
+      out.audio = audio_spec(m);
+      t.audio = out.audio.has_value();
     }
     out.tracks.push_back(std::move(t));
   }
@@ -139,17 +205,39 @@ Publisher::Frame Publisher::take(const PublishedTrack& t, std::span<const std::u
                                  std::uint64_t now_us) {
   if (released) return Frame::kDropped;
   if (!point->owns(token)) return Frame::kReplaced;
-  if (!recording || !t.video) return Frame::kDropped;  // not yet, or a track not served
+  if (!recording || (!t.video && !t.audio)) return Frame::kDropped;  // not yet, or not served
   const auto rtp = read_rtp(packet);
   if (!rtp || rtp->payload_type != t.payload_type) return Frame::kDropped;
-  source->push_video(rtp->sequence, rtp->timestamp, rtp->marker, rtp->payload, now_us);
+  if (t.video) {
+    source->push_video(rtp->sequence, rtp->timestamp, rtp->marker, rtp->payload, now_us);
+  } else {
+    source->push_audio(rtp->sequence, rtp->timestamp, rtp->marker, rtp->payload, now_us);
+  }
   return Frame::kTaken;
+}
+
+Publisher::Frame Publisher::take_rtcp(const PublishedTrack& t,
+                                      std::span<const std::uint8_t> packet) {
+  if (released) return Frame::kDropped;
+  if (!point->owns(token)) return Frame::kReplaced;
+  if (!t.video && !t.audio) return Frame::kDropped;
+  return feed_sender_reports(*source, t.video ? 0 : 1, packet) ? Frame::kTaken : Frame::kDropped;
+}
+
+bool feed_sender_reports(media::LiveSource& source, std::size_t stream,
+                         std::span<const std::uint8_t> rtcp) {
+  const auto compound = wire::parse_rtcp_compound(rtcp);
+  if (!compound || !compound->sender_report) return false;
+  source.sender_report(stream, compound->sender_report->ntp_timestamp,
+                       compound->sender_report->rtp_timestamp);
+  return true;
 }
 
 Publisher::Frame Publisher::on_frame(std::uint8_t channel, std::span<const std::uint8_t> payload,
                                      std::uint64_t now_us) {
   for (const PublishedTrack& t : tracks) {
     if (t.rtp_channel && *t.rtp_channel == channel) return take(t, payload, now_us);
+    if (t.rtcp_channel && *t.rtcp_channel == channel) return take_rtcp(t, payload);
   }
   if (!released && !point->owns(token)) return Frame::kReplaced;
   return Frame::kDropped;  // RTCP, or a channel nobody set up
@@ -164,6 +252,17 @@ Publisher::Frame Publisher::on_datagram(const net::SocketAddress& from,
   return Frame::kDropped;
 }
 
+Publisher::Frame Publisher::on_rtcp_datagram(const net::SocketAddress& from,
+                                             std::span<const std::uint8_t> payload) {
+  for (const PublishedTrack& t : tracks) {
+    if (t.udp_from && t.udp_from->port() + 1 == from.port() &&
+        t.udp_from->with_port(from.port()) == from) {
+      return take_rtcp(t, payload);
+    }
+  }
+  return Frame::kDropped;
+}
+
 void Publisher::release(std::uint64_t now_us) {
   if (released) return;
   released = true;
@@ -173,7 +272,8 @@ void Publisher::release(std::uint64_t now_us) {
   core::log(
       core::LogLevel::kInfo, "live",
       "'%s' ended: %llu packets, %llu pictures (%llu damaged, %llu before a key frame, %llu "
-      "too large), %llu blocks (%llu key), hold mean %.0f ms max %.0f ms",
+      "too large), %llu blocks (%llu key), hold mean %.0f ms max %.0f ms; audio %llu packets "
+      "(%llu not used)",
       stream.c_str(), static_cast<unsigned long long>(st.packets),
       static_cast<unsigned long long>(st.access_units),
       static_cast<unsigned long long>(st.damaged_units),
@@ -182,7 +282,8 @@ void Publisher::release(std::uint64_t now_us) {
       static_cast<unsigned long long>(st.key_blocks),
       st.blocks > 0 ? static_cast<double>(st.hold_us_sum) / 1e3 / static_cast<double>(st.blocks)
                     : 0.0,
-      static_cast<double>(st.hold_us_max) / 1e3);
+      static_cast<double>(st.hold_us_max) / 1e3, static_cast<unsigned long long>(st.audio_packets),
+      static_cast<unsigned long long>(st.audio_dropped));
 }
 
 }  // namespace predrop::server::detail

@@ -38,16 +38,21 @@ struct PublishedTrack {
   std::optional<std::uint8_t> rtp_channel;  ///< Interleaved channel of its RTP.
   /// Over UDP: the address its RTP comes from (the publisher's IP, its client_port).
   std::optional<net::SocketAddress> udp_from;
+  bool audio = false;  ///< The AAC or Opus track passed through (at most one).
+  std::optional<std::uint8_t> rtcp_channel;  ///< Interleaved channel of its RTCP (its SRs).
 };
 
 /// What an ANNOUNCE's SDP says.
 struct Announced {
   std::vector<PublishedTrack> tracks;
   media::LiveVideoSpec video;
+  /// The first AAC (mpeg4-generic, AAC-hbr or AAC-lbr) or Opus audio section, if any.
+  std::optional<media::LiveAudioSpec> audio;
 };
 
 /// Reads an ANNOUNCE body: every m= section becomes a track; the first H.264 video section
-/// (packetization-mode 0 or 1) is the one served. An error says why (no H.264, malformed).
+/// (packetization-mode 0 or 1) is the one served, with the first AAC or Opus audio section. An
+/// error says why (no H.264, malformed).
 core::Result<Announced> read_announce(std::string_view sdp);
 /// The same rules for an SDP already parsed (a pulled upstream's DESCRIBE answer,
 /// predrop/server/live_pull.hpp): what a pulled stream may carry is what a publisher may send.
@@ -72,6 +77,11 @@ struct RtpFields {
 };
 std::optional<RtpFields> read_rtp(std::span<const std::uint8_t> packet);
 
+/// The sender report of an RTCP compound (its first packet), if any, into `source` as stream
+/// `stream`'s (0 video, 1 audio); false if there was none.
+bool feed_sender_reports(media::LiveSource& source, std::size_t stream,
+                         std::span<const std::uint8_t> rtcp);
+
 /// A connection's publisher.
 struct Publisher {
   std::string stream;
@@ -85,18 +95,23 @@ struct Publisher {
 
   /// Outcome of one interleaved frame.
   enum class Frame : std::uint8_t { kTaken, kDropped, kReplaced };
-  /// A "$" frame on `channel` at `now_us`: RTP of the video track into the source; anything
-  /// else dropped; kReplaced once another publisher took the stream (close the connection).
+  /// A "$" frame on `channel` at `now_us`: RTP of the video or audio track into the source,
+  /// their RTCP sender reports too; anything else dropped; kReplaced once another publisher
+  /// took the stream (close the connection).
   Frame on_frame(std::uint8_t channel, std::span<const std::uint8_t> payload, std::uint64_t now_us);
   /// The same for a datagram from `from` on the server's RTP port.
   Frame on_datagram(const net::SocketAddress& from, std::span<const std::uint8_t> payload,
                     std::uint64_t now_us);
+  /// A datagram from `from` on the server's RTCP port: a track's RTCP (from its RTP port + 1).
+  Frame on_rtcp_datagram(const net::SocketAddress& from, std::span<const std::uint8_t> payload);
   /// The publisher stops (TEARDOWN, connection closed): the stream ends for its viewers.
   void release(std::uint64_t now_us);
 
  private:
   Frame take(const PublishedTrack& track, std::span<const std::uint8_t> packet,
              std::uint64_t now_us);
+  // A track's RTCP: its sender reports go to the source (they put audio on video's timeline).
+  Frame take_rtcp(const PublishedTrack& track, std::span<const std::uint8_t> packet);
 };
 
 }  // namespace predrop::server::detail

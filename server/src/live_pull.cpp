@@ -132,8 +132,11 @@ bool LivePull::on_described(const rtsp::SessionDescription& d, std::vector<std::
   while (!announced->tracks[video].video) {
     ++video;
   }
-  const rtsp::SessionTrack& track = d.tracks.at(video);
-  if (!source_ || !same_video(spec_, announced->video)) {
+  std::optional<std::size_t> audio;
+  for (std::size_t i = 0; i < announced->tracks.size(); ++i) {
+    if (announced->tracks[i].audio) audio = i;
+  }
+  if (!source_ || !same_video(spec_, announced->video) || audio_spec_ != announced->audio) {
     if (source_) {
       core::log(core::LogLevel::kWarn, "pull",
                 "'%s': the upstream's video parameters changed: a new source (viewers of the "
@@ -141,16 +144,24 @@ bool LivePull::on_described(const rtsp::SessionDescription& d, std::vector<std::
                 status_.stream.c_str());
     }
     spec_ = announced->video;
-    source_ = std::make_shared<media::LiveSource>(spec_, point_->settings().source);
+    audio_spec_ = announced->audio;
+    source_ = std::make_shared<media::LiveSource>(spec_, point_->settings().source, audio_spec_);
     (void)point_->claim(token_, source_, clock_.now_us());
     ++status_.new_sources;
     fed_ = false;
   }
-  payload_type_ = track.payload_type;
-  srtp_.reset();
-  if (track.key) {
-    srtp_ = std::make_unique<net::SrtpSession>(net::SrtpDirection::Inbound, track.key->suite,
-                                               track.key->key);
+  for (std::size_t k = 0; k < pulled_.size(); ++k) {
+    Pulled& p = pulled_[k];
+    p = Pulled{};
+    const std::optional<std::size_t> index = k == 0 ? std::optional(video) : audio;
+    if (!index) continue;
+    const rtsp::SessionTrack& track = d.tracks.at(*index);
+    p.wanted = true;
+    p.payload_type = track.payload_type;
+    if (track.key) {
+      p.srtp = std::make_unique<net::SrtpSession>(net::SrtpDirection::Inbound, track.key->suite,
+                                                  track.key->key);
+    }
   }
   if (probing_) {
     // Described: that is all a probe wanted. The session goes (no SETUP was sent).
@@ -163,13 +174,17 @@ bool LivePull::on_described(const rtsp::SessionDescription& d, std::vector<std::
     return true;
   }
   chosen.push_back(video);
+  if (audio) chosen.push_back(*audio);
   return true;
 }
 
 void LivePull::on_playing() {
-  const rtsp::SessionTrack& t = session_->tracks().front();
-  rtp_channel_ = t.channels ? t.channels->rtp : -1;
-  rtcp_channel_ = t.channels ? t.channels->rtcp : -1;
+  // The session's tracks are those chosen, in that order: the video, then the audio.
+  const auto tracks = session_->tracks();
+  for (std::size_t k = 0; k < pulled_.size() && k < tracks.size(); ++k) {
+    pulled_[k].rtp_channel = tracks[k].channels ? tracks[k].channels->rtp : -1;
+    pulled_[k].rtcp_channel = tracks[k].channels ? tracks[k].channels->rtcp : -1;
+  }
   const std::uint64_t now = clock_.now_us();
   status_.state = PullState::kPlaying;
   ++status_.plays;
@@ -177,9 +192,10 @@ void LivePull::on_playing() {
   playing_since_us_ = now;
   last_media_us_ = now;
   last_viewer_us_ = now;
-  core::log(core::LogLevel::kInfo, "pull", "'%s': playing %s (RTP/AVP/TCP channels %d-%d%s)",
-            status_.stream.c_str(), settings_.url.c_str(), rtp_channel_, rtcp_channel_,
-            srtp_ ? ", SRTP" : "");
+  core::log(core::LogLevel::kInfo, "pull", "'%s': playing %s (RTP/AVP/TCP channels %d-%d%s%s)",
+            status_.stream.c_str(), settings_.url.c_str(), pulled_[0].rtp_channel,
+            pulled_[0].rtcp_channel, pulled_[0].srtp ? ", SRTP" : "",
+            pulled_[1].rtp_channel >= 0 ? ", with audio" : "");
 }
 
 void LivePull::on_frame(std::uint8_t channel, std::span<const std::uint8_t> payload) {
@@ -190,21 +206,33 @@ void LivePull::on_frame(std::uint8_t channel, std::span<const std::uint8_t> payl
   }
   std::copy(payload.begin(), payload.end(), scratch_.begin());
   std::size_t len = payload.size();
-  if (channel == rtcp_channel_) {
-    if (srtp_) {
-      const auto r = srtp_->unprotect_rtcp(scratch_, len);
+  for (std::size_t k = 0; k < pulled_.size(); ++k) {
+    Pulled& p = pulled_[k];
+    if (channel != p.rtcp_channel) continue;
+    if (p.srtp) {
+      const auto r = p.srtp->unprotect_rtcp(scratch_, len);
       if (!r) return;
       len = r.length;
     }
-    if (has_bye(std::span(scratch_).first(len))) fail("the upstream sent an RTCP BYE");
+    const auto rtcp = std::span<const std::uint8_t>(scratch_).first(len);
+    if (has_bye(rtcp)) {
+      fail("the upstream sent an RTCP BYE");
+      return;
+    }
+    (void)detail::feed_sender_reports(*source_, k, rtcp);
     return;
   }
-  if (channel != rtp_channel_) {
+  std::size_t k = 0;
+  while (k < pulled_.size() && channel != pulled_[k].rtp_channel) {
+    ++k;
+  }
+  if (k == pulled_.size()) {
     ++status_.dropped;
     return;
   }
-  if (srtp_) {
-    const auto r = srtp_->unprotect_rtp(scratch_, len);
+  Pulled& p = pulled_[k];
+  if (p.srtp) {
+    const auto r = p.srtp->unprotect_rtp(scratch_, len);
     if (!r) {
       ++status_.dropped;
       return;
@@ -212,7 +240,7 @@ void LivePull::on_frame(std::uint8_t channel, std::span<const std::uint8_t> payl
     len = r.length;
   }
   const auto rtp = detail::read_rtp(std::span<const std::uint8_t>(scratch_).first(len));
-  if (!rtp || rtp->payload_type != payload_type_) {
+  if (!rtp || rtp->payload_type != p.payload_type) {
     ++status_.dropped;
     return;
   }
@@ -220,7 +248,11 @@ void LivePull::on_frame(std::uint8_t channel, std::span<const std::uint8_t> payl
   last_media_us_ = now;
   ++status_.packets;
   fed_ = true;
-  source_->push_video(rtp->sequence, rtp->timestamp, rtp->marker, rtp->payload, now);
+  if (k == 0) {
+    source_->push_video(rtp->sequence, rtp->timestamp, rtp->marker, rtp->payload, now);
+  } else {
+    source_->push_audio(rtp->sequence, rtp->timestamp, rtp->marker, rtp->payload, now);
+  }
 }
 
 void LivePull::fail(const std::string& why) {
@@ -260,8 +292,10 @@ void LivePull::close_session() {
     source_->restart(clock_.now_us());
     fed_ = false;
   }
-  rtp_channel_ = -1;
-  rtcp_channel_ = -1;
+  for (Pulled& p : pulled_) {
+    p.rtp_channel = -1;
+    p.rtcp_channel = -1;
+  }
 }
 
 void LivePull::tick() {

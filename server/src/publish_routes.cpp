@@ -12,6 +12,7 @@ void PublishRoutes::apply(MethodOutcome& o, RtspConnection& c, std::uint64_t now
     auto& t = c.publisher->tracks.at(o.publish_track->index);
     t.set_up = true;
     t.rtp_channel = o.publish_track->channel;
+    t.rtcp_channel = o.publish_track->rtcp_channel;
     t.udp_from = o.publish_track->udp_from;
     if (t.udp_from) by_address_.insert_or_assign(*t.udp_from, c.id);
   }
@@ -46,6 +47,16 @@ PublishVerdict PublishRoutes::on_datagram(RtspConnection* c, const net::SocketAd
   // Its media is the connection's sign of life: a publisher sends no keep-alive requests.
   if (outcome == Publisher::Frame::kTaken) c->last_activity_us = now_us;
   return count(*c, outcome);
+}
+
+bool PublishRoutes::on_rtcp_datagram(RtspConnections& connections, const net::SocketAddress& from,
+                                     std::span<const std::uint8_t> data) {
+  if (from.port() == 0) return false;
+  const auto id = connection_for(from.with_port(static_cast<std::uint16_t>(from.port() - 1)));
+  RtspConnection* c = id ? connections.find(*id) : nullptr;
+  if (c == nullptr || !c->publisher) return false;
+  (void)c->publisher->on_rtcp_datagram(from, data);
+  return true;
 }
 
 PublishVerdict PublishRoutes::on_frame(RtspConnection& c, std::uint8_t channel,

@@ -42,6 +42,11 @@ class PublishRoutes {
   /// counted. kClose: the publisher was replaced; close and forget `c`.
   PublishVerdict on_datagram(RtspConnection* c, const net::SocketAddress& from,
                              std::span<const std::uint8_t> data, std::uint64_t now_us);
+  /// A datagram on the RTCP port from `from` that no viewer's session sent: a UDP publisher's
+  /// RTCP (from its client_port + 1; its sender reports go to its source). False if no publisher
+  /// sends from there.
+  bool on_rtcp_datagram(RtspConnections& connections, const net::SocketAddress& from,
+                        std::span<const std::uint8_t> data);
   /// A "$" frame on publishing connection `c` (c.publisher set). kClose: replaced; close `c`.
   PublishVerdict on_frame(RtspConnection& c, std::uint8_t channel,
                           std::span<const std::uint8_t> payload, std::uint64_t now_us);

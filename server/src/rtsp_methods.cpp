@@ -462,8 +462,8 @@ MethodOutcome RtspMethods::announce(Request& q) {
   publisher->token = LivePoint::next_token();
   publisher->session_id = sessions_.fresh_id();
   publisher->tracks = std::move(announced->tracks);
-  publisher->source =
-      std::make_shared<media::LiveSource>(announced->video, stream.live->settings().source);
+  publisher->source = std::make_shared<media::LiveSource>(
+      announced->video, stream.live->settings().source, announced->audio);
   switch (stream.live->claim(publisher->token, publisher->source, q.now_us)) {
     case LivePoint::Claim::kBusy:
       ++stats_.publishes_refused;
@@ -547,6 +547,7 @@ MethodOutcome RtspMethods::setup_publish(Request& q) {
     reply.lower = rtsp::LowerTransport::kTcp;
     reply.interleaved = channels;
     track.channel = channels.rtp;
+    track.rtcp_channel = channels.rtcp;
   } else {
     // Its RTP comes from the RTSP peer's own address and client_port (a destination= or
     // source= of the request is never honoured).

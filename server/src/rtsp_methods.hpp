@@ -65,6 +65,7 @@ struct MethodOutcome {
     std::size_t index = 0;
     std::optional<std::uint8_t> channel;
     std::optional<net::SocketAddress> udp_from;
+    std::optional<std::uint8_t> rtcp_channel;
   };
   std::optional<PublishTrack> publish_track;
   enum class Publish : std::uint8_t { kNone, kRecord, kStop };

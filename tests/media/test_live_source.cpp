@@ -370,5 +370,183 @@ TEST(LiveSource, AResolutionChangeMidStreamStartsAKeyBlockThatDecodesAtTheNewSiz
   EXPECT_EQ((*decoder)->stats().rejected, 0u);
 }
 
+// ---- audio (docs/live.md "Audio") ----
+
+constexpr std::uint32_t kAudioBase = 0x7FFFF000u;  // any: tied to the video by the SRs
+constexpr std::uint64_t kNtp = std::uint64_t{3'900'000'000} << 32;  // some NTP second
+
+media::LiveAudioSpec opus() {
+  media::LiveAudioSpec a;
+  a.codec = media::Codec::kOpus;
+  a.clock_rate = 48000;
+  a.channels = 2;
+  a.encoding = "opus/48000/2";
+  a.fmtp = "sprop-stereo=1";
+  return a;
+}
+
+// The video timeline's 0 is the first IDR's timestamp; the sample's first picture is one.
+std::uint32_t first_video_rtp() {
+  const auto& file = *sample();
+  for (const auto& p : file.packets()) {
+    if (p.stream == *file.video_stream()) return kTimestampBase + p.rtp_timestamp;
+  }
+  return kTimestampBase;
+}
+
+// Video as Publisher sends it, and between its packets 20 ms Opus packets of 100 bytes (byte 0:
+// the packet's number) whose times, by the sender reports, start `lead_us` after video time 0;
+// returns how many were pushed.
+std::size_t publish_with_audio(media::LiveSource& src, std::int64_t lead_us) {
+  const auto& file = *sample();
+  // Video rtp first_video_rtp() and audio rtp kAudioBase are both at NTP kNtp + lead (the
+  // audio's report says so for its own timestamp), so audio packet 0 is at video time lead.
+  const std::uint64_t lead_ntp = (static_cast<std::uint64_t>(lead_us) << 32) / 1'000'000;
+  src.sender_report(0, kNtp, first_video_rtp());
+  src.sender_report(1, kNtp + lead_ntp, kAudioBase);
+  Publisher pub{src};
+  std::size_t sent = 0;
+  std::uint16_t seq = 7;
+  std::vector<std::uint8_t> payload(100, 0);
+  const auto packets = file.packets();
+  for (std::size_t i = 0; i < packets.size(); ++i) {
+    const auto& p = packets[i];
+    if (p.stream != *file.video_stream()) continue;
+    const auto& b = file.blocks()[file.frames()[p.frame].block];
+    const auto arrival = b.start_us + p.send_offset_us;
+    // Audio as a muxer interleaves it: up to 30 ms ahead of the video.
+    while (lead_us + static_cast<std::int64_t>(sent) * 20'000 <= arrival + 30'000) {
+      payload[0] = static_cast<std::uint8_t>(sent);
+      src.push_audio(seq++, kAudioBase + static_cast<std::uint32_t>(sent * 960), false, payload,
+                     static_cast<std::uint64_t>(arrival));
+      ++sent;
+    }
+    pub.until(i + 1);
+  }
+  return sent;
+}
+
+TEST(LiveSource, AudioGoesOnTheVideoTimelineByTheSenderReportsAndIsNeverDiscarded) {
+  media::LiveSourceOptions o;
+  o.ring_blocks = 64;
+  media::LiveSource src(spec(), o, opus());
+  ASSERT_EQ(src.streams().size(), 2u);
+  EXPECT_EQ(src.streams()[1].kind, media::MediaKind::kAudio);
+  EXPECT_EQ(src.streams()[1].encoding, "opus/48000/2");
+  EXPECT_EQ(src.streams()[1].fmtp, "sprop-stereo=1");
+  EXPECT_EQ(src.streams()[1].payload_type, o.audio_payload_type);
+  const std::size_t sent = publish_with_audio(src, 500'000);
+  ASSERT_GT(sent, 100u);
+  src.end(60'000'000);
+  const auto st = src.stats();
+  EXPECT_EQ(st.audio_packets, sent);
+  EXPECT_EQ(st.audio_dropped, 0u);
+  std::size_t got = 0;
+  for (std::uint64_t s = 0; s < st.blocks; ++s) {
+    media::SourceBlock b;
+    ASSERT_EQ(src.read(s, b), media::BlockState::kReady);
+    EXPECT_EQ(b.rtp_start[1], static_cast<std::uint32_t>(b.start_us * 48000 / 1'000'000));
+    std::int64_t last_offset = 0;
+    for (std::size_t i = 0; i < b.packets.size(); ++i) {
+      const auto& p = b.packets[i];
+      EXPECT_GE(p.send_offset_us, last_offset) << "send order";
+      last_offset = p.send_offset_us;
+      if (p.stream != 1) continue;
+      EXPECT_EQ(b.importance[i], media::kImportanceNever);
+      EXPECT_EQ(p.frame_type, media::FrameType::kAudio);
+      ASSERT_EQ(p.payload_size, 100u);
+      EXPECT_EQ(b.payload(p)[0], static_cast<std::uint8_t>(got)) << "in order, none lost";
+      // Packet n is at 0.5 s + 20 ms n on the timeline, 48 kHz from 0.
+      EXPECT_EQ(p.rtp_timestamp, 24000u + 960u * got);
+      // In the block of its time (the last block's end is estimated: it may run over).
+      const auto t = static_cast<std::int64_t>(p.rtp_timestamp) * 1'000'000 / 48000;
+      EXPECT_GE(t, static_cast<std::int64_t>(b.start_us)) << "block " << s;
+      if (s + 1 < st.blocks) EXPECT_LT(t, static_cast<std::int64_t>(b.start_us) + b.duration_us);
+      ++got;
+    }
+  }
+  EXPECT_EQ(got, sent);
+}
+
+TEST(LiveSource, AudioWaitsForBothSenderReportsAndATrackToGoTo) {
+  media::LiveSourceOptions o;
+  {
+    media::LiveSource src(spec(), o, opus());
+    Publisher pub{src};
+    std::vector<std::uint8_t> payload(50, 1);
+    pub.until(sample()->blocks()[1].first_packet);
+    src.sender_report(1, kNtp, kAudioBase);  // the video's report never comes
+    for (std::uint32_t k = 0; k < 10; ++k) {
+      src.push_audio(static_cast<std::uint16_t>(k), kAudioBase + 960 * k, false, payload, 0);
+    }
+    src.end(10'000'000);
+    EXPECT_EQ(src.stats().audio_packets, 10u);
+    EXPECT_EQ(src.stats().audio_dropped, 10u);
+  }
+  {
+    media::LiveSource src(spec(), o);  // no audio track announced
+    std::vector<std::uint8_t> payload(50, 1);
+    src.push_audio(1, 0, false, payload, 0);
+    EXPECT_EQ(src.streams().size(), 1u);
+    EXPECT_EQ(src.stats().audio_dropped, 0u) << "counted at the next publication";
+    src.end(1);
+    EXPECT_EQ(src.stats().audio_dropped, 1u);
+  }
+}
+
+TEST(LiveSource, AnAacPacketLargerThanThePayloadSizeIsSplitBetweenItsAccessUnits) {
+  media::LiveSourceOptions o;
+  o.max_payload = 1200;
+  media::LiveAudioSpec aac;
+  aac.codec = media::Codec::kAac;
+  aac.clock_rate = 48000;
+  aac.channels = 1;
+  aac.encoding = "MPEG4-GENERIC/48000/1";
+  aac.fmtp = "profile-level-id=1;mode=AAC-hbr;sizelength=13;indexlength=3;indexdeltalength=3";
+  media::LiveSource src(spec(), o, aac);
+  src.sender_report(0, kNtp, first_video_rtp());
+  src.sender_report(1, kNtp, kAudioBase);
+  Publisher pub{src};
+  pub.until(sample()->blocks()[0].packet_count / 2);
+  // Three AUs of 500, 450 and 400 bytes (bytes 0xA0, 0xB0, 0xC0) in one packet of 1356 bytes.
+  const std::size_t sizes[] = {500, 450, 400};
+  std::vector<std::uint8_t> packet = {0x00, 0x30};  // 48 bits of AU headers
+  for (const std::size_t n : sizes) {
+    packet.push_back(static_cast<std::uint8_t>(n >> 5));
+    packet.push_back(static_cast<std::uint8_t>((n & 0x1f) << 3));  // index (delta) 0
+  }
+  for (std::size_t k = 0; k < 3; ++k) {
+    packet.insert(packet.end(), sizes[k], static_cast<std::uint8_t>(0xA0 + 0x10 * k));
+  }
+  src.push_audio(1, kAudioBase + 4 * 1024, true, packet, 0);
+  src.end(10'000'000);
+  EXPECT_EQ(src.stats().audio_dropped, 0u);
+  std::vector<media::RtpPacket> audio;
+  std::vector<std::vector<std::uint8_t>> payloads;
+  for (std::uint64_t s = 0; s < src.stats().blocks; ++s) {
+    media::SourceBlock b;
+    ASSERT_EQ(src.read(s, b), media::BlockState::kReady);
+    for (const auto& p : b.packets) {
+      if (p.stream != 1) continue;
+      audio.push_back(p);
+      const auto bytes = b.payload(p);
+      payloads.emplace_back(bytes.begin(), bytes.end());
+    }
+  }
+  ASSERT_EQ(audio.size(), 2u) << "AUs 1 and 2 fit one packet, AU 3 the next";
+  EXPECT_EQ(audio[1].rtp_timestamp - audio[0].rtp_timestamp, 2u * 1024u);
+  EXPECT_FALSE(audio[0].marker);
+  EXPECT_TRUE(audio[1].marker);
+  ASSERT_EQ(payloads[0].size(), 2u + 4u + 950u);
+  EXPECT_EQ(payloads[0][1], 32) << "two AU headers";
+  EXPECT_EQ(((payloads[0][2] << 5) | (payloads[0][3] >> 3)), 500);
+  EXPECT_EQ(((payloads[0][4] << 5) | (payloads[0][5] >> 3)), 450);
+  EXPECT_EQ(payloads[0][6], 0xA0);
+  EXPECT_EQ(payloads[0][6 + 500], 0xB0);
+  ASSERT_EQ(payloads[1].size(), 2u + 2u + 400u);
+  EXPECT_EQ(payloads[1][1], 16);
+  EXPECT_EQ(payloads[1][4], 0xC0);
+}
+
 }  // namespace
 }  // namespace predrop

@@ -45,6 +45,47 @@ TEST(LivePublish, ReadsFfmpegsAnnounce) {
   EXPECT_EQ(a->video.parameter_sets[4], 0x67) << "the SPS first, Annex B";
 }
 
+// The audio sections ffmpeg 5.1 adds for -c:a aac and -c:a libopus.
+constexpr std::string_view kAacSection =
+    "m=audio 0 RTP/AVP 97\r\nb=AS:96\r\na=rtpmap:97 MPEG4-GENERIC/48000/1\r\n"
+    "a=fmtp:97 profile-level-id=1;mode=AAC-hbr;sizelength=13;indexlength=3;"
+    "indexdeltalength=3; config=1188\r\na=control:streamid=1\r\n";
+constexpr std::string_view kOpusSection =
+    "m=audio 0 RTP/AVP 97\r\nb=AS:64\r\na=rtpmap:97 opus/48000/2\r\n"
+    "a=fmtp:97 sprop-stereo=1\r\na=control:streamid=1\r\n";
+
+TEST(LivePublish, ReadsAnAacOrOpusTrackAndPassesItsSdpOn) {
+  auto a = read_announce(std::string(kFfmpegSdp) + std::string(kAacSection));
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  ASSERT_EQ(a->tracks.size(), 2u);
+  EXPECT_TRUE(a->tracks[1].audio);
+  EXPECT_EQ(a->tracks[1].payload_type, 97);
+  ASSERT_TRUE(a->audio);
+  EXPECT_EQ(a->audio->codec, media::Codec::kAac);
+  EXPECT_EQ(a->audio->clock_rate, 48000u);
+  EXPECT_EQ(a->audio->channels, 1u);
+  EXPECT_EQ(a->audio->encoding, "MPEG4-GENERIC/48000/1");
+  EXPECT_NE(a->audio->fmtp.find("config=1188"), std::string::npos);
+  EXPECT_EQ(a->audio->size_length, 13);
+  EXPECT_EQ(a->audio->index_delta_length, 3);
+  auto o = read_announce(std::string(kFfmpegSdp) + std::string(kOpusSection));
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  ASSERT_TRUE(o->audio);
+  EXPECT_EQ(o->audio->codec, media::Codec::kOpus);
+  EXPECT_EQ(o->audio->channels, 2u);
+  // What cannot be passed through stays a track that is not served (its packets dropped).
+  for (const std::string_view other :
+       {"m=audio 0 RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\na=control:streamid=1\r\n",
+        "m=audio 0 RTP/AVP 97\r\na=rtpmap:97 MPEG4-GENERIC/48000/1\r\n"
+        "a=fmtp:97 mode=AAC-hbr;config=1188\r\na=control:streamid=1\r\n",
+        "m=audio 0 RTP/AVP 97\r\na=rtpmap:97 opus/44100/2\r\na=control:streamid=1\r\n"}) {
+    auto x = read_announce(std::string(kFfmpegSdp) + std::string(other));
+    ASSERT_TRUE(x.ok()) << x.error().message;
+    EXPECT_FALSE(x->audio) << other;
+    EXPECT_FALSE(x->tracks[1].audio);
+  }
+}
+
 TEST(LivePublish, RefusesAnnouncesItCannotServe) {
   std::string audio_only(kFfmpegSdp);
   audio_only.replace(audio_only.find("m=video"), 7, "m=audio");

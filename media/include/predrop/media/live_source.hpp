@@ -20,10 +20,13 @@
 // IDR, a timestamp that goes backwards or jumps by more than kMaxJumpUs restarts the cut at the
 // next IDR. Nothing the publisher sends can make a block exceed max_block_packets().
 //
-// Threading: push_video() on one writer thread at a time, end() on any (a writer mutex, never
-// contended but by an end() from elsewhere: a replacing publisher); read(), join_sequence(),
-// stats() and the other BlockSource queries on any thread (a mutex around the ring, taken once
-// per block read).
+// Audio (push_audio(), docs/live.md "Audio"): an AAC or Opus track's packets are passed
+// through, never discarded, put on the video's timeline through the RTCP sender reports.
+//
+// Threading: push_video(), push_audio() and sender_report() on one writer thread at a time, end()
+// on any (a writer mutex, never contended but by an end() from elsewhere: a replacing publisher);
+// read(), join_sequence(), stats() and the other BlockSource queries on any thread (a mutex around
+// the ring, taken once per block read).
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -52,6 +55,8 @@ struct LiveSourceOptions {
   std::size_t max_block_packets = 8192;
   /// Dynamic payload type of the H.264 stream it announces.
   std::uint8_t payload_type = 96;
+  /// Dynamic payload type of the audio stream it announces, if it has one.
+  std::uint8_t audio_payload_type = 97;
 };
 
 /// What a publisher's stream says about its video: from the ANNOUNCE SDP.
@@ -64,6 +69,24 @@ struct LiveVideoSpec {
   std::uint32_t clock_rate = 90000;
 };
 
+/// What a publisher's stream says about its audio (AAC as mpeg4-generic, RFC 3640, or Opus,
+/// RFC 7587): from the ANNOUNCE SDP. Its RTP payloads are passed through as they come (one
+/// packet, one "frame"), so the SDP viewers get repeats the publisher's rtpmap and fmtp.
+struct LiveAudioSpec {
+  Codec codec = Codec::kAac;  ///< kAac or kOpus.
+  std::uint32_t clock_rate = 48000;
+  std::uint16_t channels = 2;
+  std::string encoding;  ///< The rtpmap encoding as announced, e.g. "MPEG4-GENERIC/44100/2".
+  std::string fmtp;      ///< The fmtp parameters as announced.
+  /// AAC: the AU-header fields' widths in bits (RFC 3640 §3.2.1; AAC-hbr: 13, 3, 3). A packet
+  /// larger than the server's payload size is split between its access units (each part with
+  /// its own AU headers, its timestamp 1024 samples per AU on); else passed through.
+  int size_length = 13;
+  int index_length = 3;
+  int index_delta_length = 3;
+  friend bool operator==(const LiveAudioSpec&, const LiveAudioSpec&) = default;
+};
+
 /// Counters of a live source (a copy, taken under its lock).
 struct LiveSourceStats {
   std::uint64_t packets = 0;          ///< RTP packets pushed.
@@ -74,9 +97,13 @@ struct LiveSourceStats {
   std::uint64_t oversized = 0;        ///< Pictures that would not fit a block: dropped.
   std::uint64_t timestamp_resets = 0;  ///< Timestamp went back or jumped: cut restarted at an IDR.
   std::uint64_t restarts = 0;          ///< restart() calls (a pulled stream's reconnections).
-  std::uint64_t blocks = 0;            ///< Blocks published.
-  std::uint64_t key_blocks = 0;        ///< Of them, starting with an IDR (join points).
-  std::uint64_t forced_cuts = 0;       ///< Cut without a key frame (long GOP or packet bound).
+  std::uint64_t audio_packets = 0;     ///< Audio RTP packets pushed.
+  /// Of them, not used: no audio track, before the first key frame or before both tracks' RTCP
+  /// sender reports (no common timeline yet), a jump, no room in the block.
+  std::uint64_t audio_dropped = 0;
+  std::uint64_t blocks = 0;       ///< Blocks published.
+  std::uint64_t key_blocks = 0;   ///< Of them, starting with an IDR (join points).
+  std::uint64_t forced_cuts = 0;  ///< Cut without a key frame (long GOP or packet bound).
   /// Hold: from the arrival of a block's first packet to its publication (the latency this
   /// source adds on top of the network and the viewer's own buffer), last and largest, µs.
   std::uint64_t hold_us_last = 0;
@@ -91,7 +118,9 @@ class LiveSource final : public BlockSource {
   /// Pictures whose timestamps jump by more than this restart the cut (a publisher restart).
   static constexpr std::int64_t kMaxJumpUs = 10'000'000;
 
-  LiveSource(const LiveVideoSpec& video, const LiveSourceOptions& options);
+  /// With `audio`, the source has a second stream (index 1) of the publisher's audio.
+  LiveSource(const LiveVideoSpec& video, const LiveSourceOptions& options,
+             const std::optional<LiveAudioSpec>& audio = std::nullopt);
   ~LiveSource() override;
   LiveSource(const LiveSource&) = delete;
   LiveSource& operator=(const LiveSource&) = delete;
@@ -102,6 +131,15 @@ class LiveSource final : public BlockSource {
   /// monotonic clock (it measures the hold only).
   void push_video(std::uint16_t sequence, std::uint32_t timestamp, bool marker,
                   std::span<const std::uint8_t> payload, std::uint64_t arrival_us);
+  /// One RTP packet of the audio stream (dropped without an audio track). Audio is put on the
+  /// video's timeline through the publisher's RTCP sender reports (RFC 3550 §6.4.1: both
+  /// tracks' RTP timestamps against one NTP clock), so nothing is kept before both came; each
+  /// packet goes into the block whose time it falls in (the block in progress, or the next one
+  /// when it is ahead of the cut), with kImportanceNever: audio is never discarded, as a file's.
+  void push_audio(std::uint16_t sequence, std::uint32_t timestamp, bool marker,
+                  std::span<const std::uint8_t> payload, std::uint64_t arrival_us);
+  /// An RTCP sender report of stream `stream` (0 video, 1 audio): its NTP and RTP timestamps.
+  void sender_report(std::size_t stream, std::uint64_t ntp, std::uint32_t rtp_timestamp);
   /// The publisher is gone: the block in progress is published as it is, then kEnded.
   void end(std::uint64_t now_us);
   /// The writer's RTP stream starts over (a pulled stream reconnected to its upstream, whose

@@ -24,6 +24,7 @@
 //
 // Threading: the loop given (the program's main loop); status() on that thread. Every timer
 // callback runs inside the CallbackGuard given; the RTSP client contains its own.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -111,16 +112,22 @@ class LivePull {
   std::unique_ptr<net::Timer> timer_;
   std::unique_ptr<rtsp::ClientSession> session_;
   std::unique_ptr<rtsp::ClientSession> retired_;  // closed from its own handler: freed next tick
-  std::unique_ptr<net::SrtpSession> srtp_;        // the upstream's SRTP, when it keys the track
   std::vector<std::uint8_t> scratch_;             // one frame, unprotected in place
   std::shared_ptr<media::LiveSource> source_;
   media::LiveVideoSpec spec_;
+  std::optional<media::LiveAudioSpec> audio_spec_;
+  // The tracks pulled: [0] the video, [1] the audio (if the upstream has AAC or Opus).
+  struct Pulled {
+    std::unique_ptr<net::SrtpSession> srtp;  // the upstream's SRTP, when it keys the track
+    int rtp_channel = -1;                    // its interleaved channels
+    int rtcp_channel = -1;
+    int payload_type = -1;
+    bool wanted = false;
+  };
+  std::array<Pulled, 2> pulled_;
   std::uint64_t token_ = 0;
   bool probing_ = false;  // this attempt only DESCRIBEs
-  int rtp_channel_ = -1;  // the video's interleaved channels
-  int rtcp_channel_ = -1;
-  int payload_type_ = -1;
-  bool fed_ = false;  // RTP went into the source since its last restart()
+  bool fed_ = false;      // RTP went into the source since its last restart()
   std::uint64_t retry_at_us_ = 0;
   std::uint64_t last_media_us_ = 0;
   std::uint64_t last_viewer_us_ = 0;
