@@ -45,6 +45,9 @@ int run(int argc, char** argv) {
   app.add_option("--pause", pause,
                  "AT,SECONDS: pause the session (RTSP PAUSE) AT s after PLAY, resume it SECONDS "
                  "later where it stopped, the server's controller state kept (RFC 8867 5.8)");
+  app.add_flag("--live", o.live,
+               "A live stream: blocks are the server's, pictures found in the reference by "
+               "content, then by RTP timestamp (the R column is then not known: planned = 0)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
   app.set_version_flag("--version", "predrop-client " PREDROP_VERSION);
   CLI11_PARSE(app, argc, argv);
@@ -74,12 +77,13 @@ int run(int argc, char** argv) {
       std::fprintf(stderr, "predrop-client: cannot write %s\n", csv_path.c_str());
       return 2;
     }
-    std::fprintf(csv,
-                 "block,rate,reception_period_ms,psnr_db,planned,sent,discarded,received,"
-                 "network_loss,queue_delay_ms,queue_max_ms,dispersion_kbps\n");
+    std::fprintf(
+        csv,
+        "block,rate,reception_period_ms,psnr_db,planned,sent,discarded,received,"
+        "network_loss,queue_delay_ms,queue_max_ms,dispersion_kbps,first_reference_picture\n");
   }
-  std::printf("%6s %7s %9s %9s %7s %9s %9s %7s %8s\n", "block", "R", "L ms", "PSNR dB", "sent",
-              "discarded", "received", "lost", "queue ms");
+  std::printf("%6s %7s %9s %9s %7s %9s %9s %7s %8s%s\n", "block", "R", "L ms", "PSNR dB", "sent",
+              "discarded", "received", "lost", "queue ms", o.live ? "  ref pic" : "");
   std::fflush(stdout);
   // libsrtp's init runs its self-tests (~50-100 ms): once per process, not per session.
   net::SrtpLibraryGuard srtp_library;
@@ -91,14 +95,19 @@ int run(int argc, char** argv) {
       [csv](const client::BlockResult& r) {
         const std::uint32_t discarded = r.planned > r.sent ? r.planned - r.sent : 0;
         const std::uint32_t lost = r.sent > r.received ? r.sent - r.received : 0;
-        std::printf("%6u %7.3f %9.1f %9.2f %7u %9u %9u %7u %8.1f\n", r.stage, r.rate,
+        std::printf("%6u %7.3f %9.1f %9.2f %7u %9u %9u %7u %8.1f", r.stage, r.rate,
                     r.reception_period_ms, r.psnr_db, r.sent, discarded, r.received, lost,
                     r.queue_delay_ms);
+        if (r.first_reference_picture >= 0) {
+          std::printf(" %8lld", static_cast<long long>(r.first_reference_picture));
+        }
+        std::printf("\n");
         std::fflush(stdout);
         if (csv != nullptr) {
-          std::fprintf(csv, "%u,%.4f,%.3f,%.3f,%u,%u,%u,%u,%.4f,%.3f,%.3f,%.1f\n", r.stage, r.rate,
-                       r.reception_period_ms, r.psnr_db, r.planned, r.sent, discarded, r.received,
-                       r.network_loss, r.queue_delay_ms, r.queue_max_ms, r.dispersion_kbps);
+          std::fprintf(csv, "%u,%.4f,%.3f,%.3f,%u,%u,%u,%u,%.4f,%.3f,%.3f,%.1f,%lld\n", r.stage,
+                       r.rate, r.reception_period_ms, r.psnr_db, r.planned, r.sent, discarded,
+                       r.received, r.network_loss, r.queue_delay_ms, r.queue_max_ms,
+                       r.dispersion_kbps, static_cast<long long>(r.first_reference_picture));
           std::fflush(csv);
         }
       },

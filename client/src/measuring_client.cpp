@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <optional>
 #include <random>
 #include <utility>
@@ -146,6 +147,14 @@ struct MeasuringClient::Impl {
   ClientSummary summary;
   double psnr_sum = 0.0;
   std::uint64_t impair_counter = 0;
+  // --live: the anchor (a decoded picture's stream time and its reference index found by
+  // content), and each stage's earliest video time (its key picture: a block's first in display
+  // order), in 90 kHz ticks from the video's rtp_base.
+  std::optional<std::int64_t> anchor_pts;
+  std::size_t anchor_index = 0;
+  std::uint32_t unanchored = 0;
+  std::map<std::uint32_t, std::int64_t> stage_start;
+  std::size_t last_shown = 0;
 
   Impl(net::EventLoop& l, const net::Clock& c, ClientOptions o, OnBlock b, OnDone d)
       : loop(l), clock(c), options(std::move(o)), on_block(std::move(b)), on_done(std::move(d)) {}
@@ -447,6 +456,11 @@ struct MeasuringClient::Impl {
     if (v.header.payload_type != session->tracks()[scored_track].payload_type) return;
     const std::uint8_t stream =
         audio_scorer ? *reference_media->audio_stream() : *reference_media->video_stream();
+    if (options.live && !audio_scorer && track.have_base && v.stage) {
+      const std::int64_t t = static_cast<std::int32_t>(v.header.timestamp - track.rtp_base);
+      auto [it, fresh] = stage_start.try_emplace(v.stage->stage_id, t);
+      if (!fresh) it->second = std::min(it->second, t);
+    }
     if (!track.have_base) {
       // Media may overtake the PLAY response. The first packet of the stream the server sends
       // is never discarded (video: the SPS of the first keyframe; audio: every packet), so its
@@ -466,8 +480,67 @@ struct MeasuringClient::Impl {
     depacketizer->push(v.header.sequence, v.header.timestamp, v.header.marker, v.payload);
   }
 
+  // --live: the reference picture identical (or nearest, above 40 dB) to `f`, searched over the
+  // whole reference: the stream may start anywhere in it.
+  std::optional<std::size_t> find_by_content(const media::FrameView& f) {
+    std::optional<std::size_t> best;
+    double best_mse = 0;
+    for (std::size_t i = 0; i < reference->frame_count(); ++i) {
+      auto ref = reference->frame(i);
+      if (!ref) continue;
+      auto mse = media::frame_mse(f, *ref);
+      if (!mse) continue;
+      if (!best || *mse < best_mse) {
+        best = i;
+        best_mse = *mse;
+        if (*mse == 0) break;
+      }
+    }
+    if (!best || media::psnr_from_mse(best_mse, 100) < 40) return std::nullopt;
+    return best;
+  }
+
+  // --live: the reference index of stream time `pts` (90 kHz ticks from rtp_base): the anchor's
+  // presentation time plus the time since it, to the nearest reference picture.
+  std::size_t live_index(std::int64_t pts) const {
+    const std::int64_t want =
+        reference->pts_us(anchor_index) + (pts - *anchor_pts) * 1'000'000 / 90'000;
+    std::size_t lo = 0;
+    std::size_t hi = reference->frame_count();
+    while (lo < hi) {  // the first index at or after `want`
+      const std::size_t mid = (lo + hi) / 2;
+      if (reference->pts_us(mid) < want) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    if (lo == reference->frame_count()) return lo == 0 ? 0 : lo - 1;
+    if (lo > 0 && want - reference->pts_us(lo - 1) < reference->pts_us(lo) - want) return lo - 1;
+    return lo;
+  }
+
   void on_frame(const media::FrameView& f) {
     ++summary.frames_decoded;
+    if (options.live) {
+      if (!anchor_pts) {
+        const auto found = find_by_content(f);
+        if (!found) {
+          ++unanchored;  // a damaged picture: the next one is tried
+          return;
+        }
+        anchor_pts = f.pts;
+        anchor_index = *found;
+        core::log(core::LogLevel::kInfo, "client",
+                  "live: the first picture is the reference's picture %zu (%.3f s)", *found,
+                  static_cast<double>(reference->pts_us(*found)) / 1e6);
+      }
+      const std::size_t index = live_index(f.pts);
+      last_shown = std::max(last_shown, index);
+      (void)scorer->show(index, f);
+      settle(clock.now_us());
+      return;
+    }
     const auto index = reference_media->display_index_for_rtp(static_cast<std::uint32_t>(f.pts));
     if (!index) return;
     (void)scorer->show(*index, f);
@@ -484,18 +557,63 @@ struct MeasuringClient::Impl {
       if (options.max_blocks != 0 && summary.blocks >= options.max_blocks) finish(core::Ok{});
       return;
     }
-    if (m.stage + 1 == reference_media->blocks().size()) {
+    if (!options.live && m.stage + 1 == reference_media->blocks().size()) {
       // The last block: no later picture will push its held-back frames out of the decoder.
       depacketizer->flush();
       decoder->flush();
     }
     const std::uint64_t now = clock.now_us();
-    pending.push_back(PendingBlock{m, now + options.settle_ms * 1000ull});
+    // Live: the wait starts when the next block's start is known (settle_live).
+    pending.push_back(
+        PendingBlock{m, options.live ? UINT64_MAX : now + options.settle_ms * 1000ull});
     settle(now);
   }
 
+  // --live: a block's pictures are the reference's from its key picture up to the next block's
+  // (or, for the last, up to the last picture shown); it is reported once those are scored, or
+  // settle_ms after the next block's start was seen, or at the end (`over`).
+  void settle_live(std::uint64_t now, bool over) {
+    while (!pending.empty() && !done) {
+      PendingBlock& p = pending.front();
+      const auto start = stage_start.find(p.m.stage);
+      if (start == stage_start.end() || !anchor_pts) {
+        if (!over) return;
+        pending.pop_front();  // no picture of it was ever seen: nothing to score against
+        continue;
+      }
+      const auto next = stage_start.upper_bound(p.m.stage);
+      const std::size_t first = live_index(start->second);
+      std::size_t end = 0;
+      if (next != stage_start.end()) {
+        end = live_index(next->second);
+        if (p.deadline_us == 0 || p.deadline_us == UINT64_MAX) {
+          p.deadline_us = now + options.settle_ms * 1000ull;
+        }
+      } else if (over) {
+        end = last_shown + 1;
+      } else {
+        return;  // the next block's start is not known yet
+      }
+      end = std::max(end, first + 1);
+      if (scorer->scored_until() < end && now < p.deadline_us && !over) return;
+      (void)scorer->fill_until(end);
+      auto psnr = scorer->psnr(first, end - first, options.psnr_cap_db);
+      media::Block b;
+      b.first_display = static_cast<std::uint32_t>(first);
+      b.display_count = static_cast<std::uint32_t>(end - first);
+      b.packet_count = 0;  // planned: not known on a live stream
+      report(p.m, b, psnr ? *psnr : std::nan(""));
+      pending.pop_front();
+      if (options.max_blocks != 0 && summary.blocks >= options.max_blocks) {
+        finish(core::Ok{});
+        return;
+      }
+    }
+  }
+
   // Reports every pending block whose pictures are all scored (or whose wait is over).
-  void settle(std::uint64_t now) {
+  void settle(std::uint64_t now, bool over = false) {
+    if (options.live && scorer) return settle_live(now, over);
     while (!pending.empty() && !done && scorer) {
       const PendingBlock& p = pending.front();
       const auto blocks = reference_media->blocks();
@@ -541,7 +659,8 @@ struct MeasuringClient::Impl {
     r.planned = b.packet_count;
     r.sent = m.announced;
     r.received = m.received;
-    r.rate = b.packet_count ? 1.0 - static_cast<double>(m.announced) / b.packet_count : 0.0;
+    r.rate = b.packet_count ? 1.0 - static_cast<double>(m.announced) / b.packet_count
+                            : (options.live ? std::nan("") : 0.0);
     r.network_loss = m.announced ? 1.0 - static_cast<double>(m.received) / m.announced : 0.0;
     r.queue_delay_ms = m.queue_delay_us.value_or(0.0) / 1000.0;
     if (m.path) {
@@ -552,6 +671,7 @@ struct MeasuringClient::Impl {
       }
     }
     r.frames = b.display_count;
+    if (options.live) r.first_reference_picture = b.first_display;
     ++summary.blocks;
     if (std::isfinite(psnr)) psnr_sum += psnr;
     if (on_block) on_block(r);
@@ -573,7 +693,7 @@ struct MeasuringClient::Impl {
       for (auto& p : pending) {
         p.deadline_us = 0;
       }
-      settle(now);
+      settle(now, true);
       finish(core::Ok{});
     }
   }

@@ -63,6 +63,10 @@ struct ClientOptions {
   /// Packet arrival times from the kernel's receive stamps; off: the clock's time when the loop
   /// handles the datagram (for a FakeClock, whose time the kernel does not know).
   bool kernel_timestamps = true;
+  /// A live stream (docs/live.md "The measuring client on a live stream"): its blocks are the
+  /// server's, not the reference file's; the first decoded picture is found in the reference
+  /// by its content (the anchor), every later one by its RTP timestamp from there.
+  bool live = false;
 };
 
 /// One block as the client measured and reported it.
@@ -79,6 +83,8 @@ struct BlockResult {
   double queue_max_ms = 0.0;     ///< Largest of any packet of the block (PDFB v1.1)
   double dispersion_kbps = 0.0;  ///< Bottleneck rate by packet dispersion, link kbit/s; 0 = none
   std::uint32_t frames = 0;      ///< Pictures the block should show
+  /// Live: the block's first picture's index in the reference (display order); -1 otherwise.
+  std::int64_t first_reference_picture = -1;
 };
 
 /// Totals at the end.

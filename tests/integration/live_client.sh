@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The measuring client on a live stream (docs/live.md "The measuring client on a live stream"):
+#   - a clip made here (testsrc H.264, 25 fps, a key frame every 25 pictures, 12 s) is published
+#     with ffmpeg -re from 2 s into it (-ss 2: the stream starts at the clip's picture 50, the
+#     shifted start), and predrop-client --live --reference clip.mp4 watches: it must find its
+#     first picture at the reference's picture 50 by content, and then every block must start at
+#     a key picture of the clip (a multiple of 25) with a high PSNR (R = 0: no feedback, so the
+#     server discards nothing; every picture bit-exact: the cap, 60 dB);
+#   - a second viewer loses 20 % of one block's packets (--impair STAGE:drop=0.2): that block's
+#     PSNR falls, and the blocks after it are matched as before (pictures found by timestamp,
+#     not by counting: a lost picture shifts nothing).
+# Loopback only; nothing is timed but the hang guards.
+#   live_client.sh SERVER_BINARY CLIENT_BINARY WORKDIR
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+server="$1"
+client="$2"
+work="$3"
+mkdir -p "$work"
+cd "$work"
+rm -f ./*.log ./*.csv ./*.toml
+
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+
+ffmpeg -nostdin -v error -f lavfi -i testsrc=size=320x240:rate=25 -t 12 -c:v libx264 -g 25 \
+  -keyint_min 25 -sc_threshold 0 -bf 2 -pix_fmt yuv420p -y clip.mp4
+
+rtsp_port=$(pick_port)
+metrics_port=$(pick_port)
+secret="test-secret-0123456789"
+cat >live.toml <<EOF
+[server]
+mode = "stream"
+rtsp_listen = "127.0.0.1:$rtsp_port"
+metrics_listen = "127.0.0.1:$metrics_port"
+workers = 1
+log_level = "info"
+
+[server.streams.live]
+source = "publish"
+publish_secret = "$secret"
+
+[blocks]
+duration_ms = 1000
+EOF
+
+trap 'stop_server; kill "${pub_pid:-}" "${c1:-}" "${c2:-}" 2>/dev/null || true' EXIT
+start_server server.log -c live.toml
+base="rtsp://127.0.0.1:$rtsp_port/live"
+
+timeout -s INT 40 ffmpeg -nostdin -v info -ss 2 -re -i clip.mp4 -c copy -f rtsp \
+  -rtsp_transport tcp "$base?secret=$secret" >publisher.log 2>&1 &
+pub_pid=$!
+for _ in $(seq 100); do
+  grep -q "'live' published" server.log && break
+  sleep 0.05
+done
+
+timeout -s INT 40 "$client" "$base" --reference clip.mp4 --live --no-feedback \
+  --csv shifted.csv --log-level info >shifted.log 2>&1 &
+c1=$!
+timeout -s INT 40 "$client" "$base" --reference clip.mp4 --live --no-feedback \
+  --impair 3:drop=0.2 --csv dropped.csv --log-level info >dropped.log 2>&1 &
+c2=$!
+fail=0
+wait "$pub_pid" || { echo "FAIL: the publisher failed"; tail -5 publisher.log; fail=1; }
+wait "$c1" || { echo "FAIL: the first client failed"; tail -5 shifted.log; fail=1; }
+wait "$c2" || { echo "FAIL: the second client failed"; tail -5 dropped.log; fail=1; }
+pub_pid=""
+c1=""
+c2=""
+
+grep -h "live: the first picture" shifted.log dropped.log || true
+python3 - <<'PY' || fail=1
+import csv, sys
+
+ok = True
+for name in ("shifted", "dropped"):
+    rows = list(csv.DictReader(open(f"{name}.csv")))
+    blocks = [(int(r["block"]), float(r["psnr_db"]), int(r["first_reference_picture"]))
+              for r in rows]
+    print(name, " ".join(f"{b}:{p:.1f}dB@{f}" for b, p, f in blocks))
+    if len(blocks) < 8:
+        print(f"FAIL: {name}: {len(blocks)} blocks"); ok = False
+        continue
+    first = blocks[0][2]
+    if first != 50:
+        print(f"FAIL: {name}: the first block is at reference picture {first}, not 50"); ok = False
+    for b, p, f in blocks:
+        # Block n of the stream is the clip's GOP n + 2: its first picture 25 (n + 2).
+        if f != 25 * (b + 2):
+            print(f"FAIL: {name}: block {b} at reference picture {f}, not {25 * (b + 2)}")
+            ok = False
+        impaired = name == "dropped" and b == 3
+        # The last block's end is estimated from the pictures shown.
+        if not impaired and b != blocks[-1][0] and p < 55:
+            print(f"FAIL: {name}: block {b} PSNR {p:.2f} dB"); ok = False
+    if name == "dropped":
+        p3 = [p for b, p, f in blocks if b == 3]
+        if not p3 or p3[0] >= 55:
+            print(f"FAIL: dropped: block 3 (20 % of its packets lost) at {p3} dB"); ok = False
+sys.exit(0 if ok else 1)
+PY
+if ! kill -0 "$server_pid" 2>/dev/null; then
+  echo "FAIL: the server died"; fail=1
+fi
+exit $fail
