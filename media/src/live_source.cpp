@@ -9,6 +9,7 @@
 #include "h264_packetizer.hpp"
 #include "importance.hpp"
 #include "predrop/media/h264_depacketizer.hpp"
+#include "reorder_window.hpp"
 #include "staging.hpp"
 
 namespace predrop::media {
@@ -91,6 +92,14 @@ struct LiveSource::Writer {
   LiveSource& source;
   std::uint32_t clock_rate;
   H264Depacketizer depacketizer;
+  // In front of the depacketizer: a UDP path's reordering is undone before a swapped pair can
+  // read as a loss (reorder_window.hpp).
+  detail::ReorderWindow reorder;
+  // What the reorder window releases goes to the depacketizer, with its own arrival time.
+  void depacketize(const detail::ReorderWindow::Packet& p) {
+    arrival_us = p.arrival_us;
+    depacketizer.push(p.sequence, p.timestamp, p.marker, p.payload);
+  }
   detail::H264Packetizer packetizer;
   std::vector<detail::Bytes> nals;
   // RTP timestamps unwrapped to 64 bits; the origin is the first IDR's (then timeline 0).
@@ -593,8 +602,8 @@ void LiveSource::push_video(std::uint16_t sequence, std::uint32_t timestamp, boo
   Writer& w = *writer_;
   if (w.ended) return;
   ++w.packets;
-  w.arrival_us = arrival_us;
-  w.depacketizer.push(sequence, timestamp, marker, payload);
+  w.reorder.push(detail::ReorderWindow::Packet{sequence, timestamp, marker, payload, arrival_us},
+                 [&w](const detail::ReorderWindow::Packet& p) { w.depacketize(p); });
 }
 
 void LiveSource::push_audio(std::uint16_t /*sequence*/, std::uint32_t timestamp, bool marker,
@@ -617,6 +626,7 @@ void LiveSource::end(std::uint64_t now_us) {
   std::lock_guard write(write_mutex_);
   Writer& w = *writer_;
   if (w.ended) return;
+  w.reorder.flush([&w](const detail::ReorderWindow::Packet& p) { w.depacketize(p); });
   w.arrival_us = now_us;
   w.depacketizer.flush();
   w.cut(w.pending.max_pts_us + 1, true);
@@ -632,6 +642,7 @@ void LiveSource::restart(std::uint64_t now_us) {
   Writer& w = *writer_;
   if (w.ended) return;
   ++w.restarts;
+  w.reorder.reset();  // the old stream's held packets go with its last picture
   w.arrival_us = now_us;
   w.depacketizer.reset();  // the old stream's last picture is incomplete: it goes
   w.cut(w.pending.max_pts_us + 1, true);
@@ -657,6 +668,8 @@ void LiveSource::sync_counters() {
   stats_.timestamp_resets = w.resets;
   stats_.forced_cuts = w.forced;
   stats_.restarts = w.restarts;
+  stats_.reordered = w.reorder.stats().reordered;
+  stats_.late_packets = w.reorder.stats().late + w.reorder.stats().duplicates;
   stats_.audio_packets = w.audio_packets;
   stats_.audio_dropped = w.audio_dropped;
 }

@@ -243,27 +243,29 @@ TEST(LiveSource, ARestartedRtpStreamContinuesTheTimelineAtItsFirstKeyFrame) {
   }
 }
 
-// A path that reorders the publisher's packets (every 53rd pair swapped): there is no reorder
-// buffer, so the depacketizer takes the first of a swapped pair as lost and the second as late:
-// the picture is reassembled without it and counted damaged (forwarded, as the publisher's own
-// loss would be), and a key frame that lost its first fragment goes with what depends on it
-// (the stream waits for the next IDR). Blocks still start with a key frame, stay within the
-// bound, and decode without a rejection.
-TEST(LiveSource, ReorderedPacketsAreCountedDamagedAndBlocksStayKeyedAndBounded) {
+// A path that reorders the publisher's packets (every 7th pair swapped, and one packet 20
+// places late): the ingest's reorder window puts the swapped pairs back, so every picture is
+// whole and every block as without reordering; the packet too late for the window is dropped
+// and counted, and its picture is the only damaged one. Blocks start with a key frame, stay
+// within the bound, and decode without a rejection.
+TEST(LiveSource, ReorderedPacketsArePutBackAndOnlyAPacketTooLateIsLost) {
   media::LiveSourceOptions o;
   o.ring_blocks = 64;
-  o.max_block_packets = 2048;
   media::LiveSource src(spec(), o);
   const auto& file = *sample();
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < file.packets().size(); ++i) {
     if (file.packets()[i].stream == *file.video_stream()) order.push_back(i);
   }
-  for (std::size_t k = 53; k + 1 < order.size(); k += 53) {
+  for (std::size_t k = 7; k + 1 < order.size(); k += 7) {
     std::swap(order[k], order[k + 1]);
   }
-  std::uint16_t seq = 100;
+  const std::size_t late_at = order.size() / 2;
+  const std::size_t late = order[late_at];
+  order.erase(order.begin() + static_cast<std::ptrdiff_t>(late_at));
+  order.insert(order.begin() + static_cast<std::ptrdiff_t>(late_at + 20), late);
   std::vector<std::uint16_t> seq_of(file.packets().size());
+  std::uint16_t seq = 100;
   for (std::size_t i = 0; i < file.packets().size(); ++i) {
     seq_of[i] = seq;
     if (file.packets()[i].stream == *file.video_stream()) ++seq;
@@ -276,26 +278,33 @@ TEST(LiveSource, ReorderedPacketsAreCountedDamagedAndBlocksStayKeyedAndBounded) 
   }
   src.end(10'000'000);
   const auto st = src.stats();
-  EXPECT_GT(st.damaged_units, 0u);
+  EXPECT_GT(st.reordered, order.size() / 8);
+  EXPECT_EQ(st.late_packets, 1u);
+  EXPECT_EQ(st.damaged_units, 1u) << "only the late packet's picture";
+  EXPECT_EQ(st.malformed, 0u);
+  EXPECT_EQ(st.blocks, file.blocks().size());
   EXPECT_EQ(st.key_blocks, st.blocks);
-  EXPECT_GE(st.blocks, 1u) << "units " << st.access_units << " damaged " << st.damaged_units
-                           << " malformed " << st.malformed << " waiting " << st.waiting_for_key;
   auto decoder = media::VideoDecoder::create([](const media::FrameView&) {});
   ASSERT_TRUE(decoder) << decoder.error().message;
   media::H264Depacketizer depack(
       [&](const media::AccessUnit& au) { (*decoder)->decode(au.data, au.rtp_timestamp); });
   std::uint16_t out_seq = 0;
+  std::size_t pictures = 0;
   for (std::uint64_t s = 0; s < st.blocks; ++s) {
     media::SourceBlock b;
     ASSERT_EQ(src.read(s, b), media::BlockState::kReady) << s;
-    EXPECT_LE(b.packets.size(), o.max_block_packets);
+    EXPECT_LE(b.packets.size(), src.max_block_packets());
     EXPECT_EQ(b.packets[0].frame_type, media::FrameType::kKey) << "block " << s;
     for (const auto& p : b.packets) {
       depack.push(out_seq++, p.rtp_timestamp, p.marker, b.payload(p));
+      if (p.marker) ++pictures;
     }
   }
   depack.flush();
   (*decoder)->flush();
+  // Every picture but, at most, the one whose packet came too late (a lost first fragment takes
+  // its slice with it).
+  EXPECT_GE(pictures + 1, file.video_display_order().size());
   EXPECT_EQ((*decoder)->stats().rejected, 0u);
 }
 

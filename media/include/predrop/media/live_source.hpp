@@ -97,7 +97,11 @@ struct LiveSourceStats {
   std::uint64_t oversized = 0;        ///< Pictures that would not fit a block: dropped.
   std::uint64_t timestamp_resets = 0;  ///< Timestamp went back or jumped: cut restarted at an IDR.
   std::uint64_t restarts = 0;          ///< restart() calls (a pulled stream's reconnections).
-  std::uint64_t audio_packets = 0;     ///< Audio RTP packets pushed.
+  /// Packets that came ahead of a gap and were held until it filled or was given up (the
+  /// ingest's reorder window, 8 packets).
+  std::uint64_t reordered = 0;
+  std::uint64_t late_packets = 0;   ///< Behind what the window released, or duplicates: dropped.
+  std::uint64_t audio_packets = 0;  ///< Audio RTP packets pushed.
   /// Of them, not used: no audio track, before the first key frame or before both tracks' RTCP
   /// sender reports (no common timeline yet), a jump, no room in the block.
   std::uint64_t audio_dropped = 0;
