@@ -254,7 +254,6 @@ class StreamSession {
   // lines: with a thousand sessions per worker a session is cold each time the pacer comes back
   // to it, and every further line is another miss per packet (bench/perf/README.md).
   bool playing_ = false;
-  std::uint64_t paused_at_us_ = 0;  // when pause() stopped a playing session (0: not paused)
   bool finished_ = false;
   bool bye_sent_ = false;
   bool end_bye_sent_ = false;  // the BYE at the end of the media (the session lives on)
@@ -285,6 +284,9 @@ class StreamSession {
   bool waited_ = false;           // the source had no block when it was due
   bool sr_phase_set_ = false;     // the SRs after the first are offset by half a block
   std::uint64_t report_timeout_us_ = 0;
+  // When pause() stopped a playing session (0: not paused). Not with the hot fields above: the
+  // first two cache lines are full (the constructor asserts it).
+  std::uint64_t paused_at_us_ = 0;
   std::shared_ptr<const media::BlockSource> source_;
   media::SourceBlock block_;  // the block at sequence_ (holds it while it is read)
   StreamSessionConfig config_;
