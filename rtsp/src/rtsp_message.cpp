@@ -566,11 +566,19 @@ std::optional<RtspParseEvent> RtspFramer::next_once(Raw& raw, InterleavedFrame& 
         raw.header_error = "continuation line before any header";
         continue;
       }
+      // A folded line is part of the header's value and gets the value's control-character
+      // check (fuzz_rtsp found a \x16 that passed here and failed the re-parse of its own
+      // serialisation).
+      const auto folded = core::text::trim(line);
+      if (core::text::has_ctl(folded)) {
+        raw.header_error = "control character in header " + raw.headers.back().first;
+        continue;
+      }
       auto& value = raw.headers.back().second;
       if (!value.empty()) {
         value += ' ';
       }
-      value += core::text::trim(line);
+      value += folded;
       continue;
     }
     const auto colon = line.find(':');

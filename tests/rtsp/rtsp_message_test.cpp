@@ -198,6 +198,8 @@ TEST(RtspRequestParser, MalformedRequestLinesAndHeadersAre400) {
         "OPTIONS * RTSP/1.0\r\nCSeq: 1\r\nNoColonHere\r\n\r\n",
         "OPTIONS * RTSP/1.0\r\n continued\r\nCSeq: 1\r\n\r\n",
         "OPTIONS * RTSP/1.0\r\nCSeq: 1\r\nX: a\rb\r\n\r\n",
+        // A control character on a folded line is one in the value (fuzz_rtsp's finding).
+        "OPTIONS * RTSP/1.0\r\nCSeq: 1\r\nSession: 1\r\n 2\x16\r\n\r\n",
         "OPTIONS * RTSP/1.0\r\nCSeq: 1\r\nBad Name: v\r\n\r\n"}) {
     RtspRequestParser p;
     EXPECT_EQ(p.feed(bad), RtspParseEvent::kError) << bad;
