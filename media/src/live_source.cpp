@@ -2,12 +2,12 @@
 #include "predrop/media/live_source.hpp"
 
 #include <algorithm>
-#include <array>
 #include <numeric>
 
 #include "bitstream.hpp"
 #include "h264_packetizer.hpp"
 #include "importance.hpp"
+#include "live_audio.hpp"
 #include "predrop/media/h264_depacketizer.hpp"
 #include "reorder_window.hpp"
 #include "staging.hpp"
@@ -41,19 +41,10 @@ struct LiveSource::Writer {
     FrameType type = FrameType::kUnknown;
     bool reference = true;
   };
-  // An audio packet's payload as it came (in the arena) and its place on the timeline.
-  struct Sound {
-    std::int64_t t_us = 0;
-    std::uint32_t rtp = 0;  // relative to the audio's origin (timeline 0)
-    std::uint32_t offset = 0;
-    std::uint16_t size = 0;
-    bool marker = false;
-  };
   struct Pending {
     std::vector<std::uint8_t> arena;
     std::vector<detail::StagedPacket> staged;
     std::vector<Picture> pictures;
-    std::vector<Sound> sounds;
     std::int64_t start_us = 0;
     std::int64_t max_pts_us = 0;
     std::uint64_t first_arrival_us = 0;
@@ -62,7 +53,6 @@ struct LiveSource::Writer {
       arena.clear();
       staged.clear();
       pictures.clear();
-      sounds.clear();
       key = false;
     }
   };
@@ -80,11 +70,11 @@ struct LiveSource::Writer {
   // Publishes the block in progress; the next one starts at `next_start_us`. Audio at or after
   // it is carried into the next block unless `last`.
   void cut(std::int64_t next_start_us, bool last = false);
-  void forget_audio_timeline() { audio_synced = false; }
-  void add_sound(std::int64_t rel, bool marker, std::span<const std::uint8_t> head,
-                 std::span<const std::uint8_t> body);
-  bool split_aac(std::int64_t rel, bool marker, std::span<const std::uint8_t> payload);
-  static constexpr std::int64_t kAacFrameSamples = 1024;
+  void forget_audio_timeline() {
+    if (audio) audio->forget_timeline();
+  }
+  // Audio packets held for the block in progress.
+  std::size_t pending_sounds() const { return audio ? audio->pending() : 0; }
   std::int64_t to_us(std::int64_t ticks) const {
     return ticks * 1'000'000 / static_cast<std::int64_t>(clock_rate);
   }
@@ -114,22 +104,9 @@ struct LiveSource::Writer {
   std::uint64_t arrival_us = 0;  // of the packet being pushed
   std::int64_t last_end_us = 0;  // end of the last published block
   Pending pending;
-  // Audio: its clock, the last sender report of each stream (NTP 32.32, RTP), and its RTP
-  // timestamps unwrapped, with the tick that is timeline 0 (audio_origin).
-  std::uint32_t audio_clock = 0;  // 0: no audio track
-  LiveAudioSpec audio_spec;
-  std::vector<std::span<const std::uint8_t>> aus;  // scratch of split_aac()
-  std::vector<std::uint8_t> head, body;
-  struct Report {
-    std::uint64_t ntp = 0;
-    std::uint32_t rtp = 0;
-  };
-  std::array<std::optional<Report>, 2> reports{};
-  bool audio_synced = false;
-  std::uint32_t audio_last = 0;
-  std::int64_t audio_unwrapped = 0;
-  std::int64_t audio_origin = 0;
-  std::vector<std::uint8_t> carry;  // audio bytes carried over a cut
+  // The audio track, if the stream has one (live_audio.hpp): its timeline and its share of
+  // the block in progress.
+  std::optional<detail::LiveAudioTrack> audio;
   // Counters the writer keeps (copied into stats_ at each publication).
   std::uint64_t packets = 0, access_units = 0, damaged = 0, malformed = 0, waiting = 0,
                 oversized = 0, resets = 0, forced = 0, restarts = 0, audio_packets = 0,
@@ -208,7 +185,7 @@ void LiveSource::Writer::on_access_unit(const AccessUnit& au) {
     // A cut before a reference picture shown after everything so far keeps every picture of a
     // block contiguous in display order (B pictures after it in decode order show after it).
     const bool clean = idr || (reference && pts_us > pending.max_pts_us);
-    const bool full = pending.staged.size() + pending.sounds.size() + estimate > max_packets;
+    const bool full = pending.staged.size() + pending_sounds() + estimate > max_packets;
     if ((idr && (held >= source.options_.block_us || need_key)) ||
         (clean && (held >= 2 * source.options_.block_us || full))) {
       if (!idr) ++forced;
@@ -245,188 +222,31 @@ void LiveSource::Writer::on_access_unit(const AccessUnit& au) {
   pending.pictures.push_back(p);
 }
 
-// An audio packet onto the timeline. The first one after the tracks are synchronised fixes
-// where the audio's RTP clock is on the video's (through both sender reports); the rest follow
-// their own timestamps, so the audio keeps the publisher's exact spacing.
+// An audio packet: placed by the audio track while the video has a block in progress.
 void LiveSource::Writer::on_audio(std::uint32_t timestamp, bool marker,
                                   std::span<const std::uint8_t> payload) {
   ++audio_packets;
-  const bool room =
-      pending.staged.size() + pending.sounds.size() + 8 <= source.options_.max_block_packets;
-  if (audio_clock == 0 || payload.empty() || payload.size() > 65535 || !have_origin || need_key ||
-      pending.pictures.empty() || !room) {
+  if (!audio || !have_origin || need_key || pending.pictures.empty()) {
     ++audio_dropped;
     return;
   }
-  const auto audio_delta = static_cast<std::int32_t>(timestamp - audio_last);
-  if (audio_synced && audio_delta != 0) {
-    // A jump of the audio clock alone (the publisher restarted it): synchronise again.
-    const std::int64_t step = std::int64_t{audio_delta} * 1'000'000 / audio_clock;
-    if (step > kMaxJumpUs || step < -kMaxJumpUs) audio_synced = false;
-  }
-  if (!audio_synced) {
-    if (!reports[0] || !reports[1]) {
-      ++audio_dropped;
-      return;
-    }
-    // NTP of this packet by the audio's report, then the video tick of that NTP by the video's.
-    const auto ntp_us = [](std::uint64_t ntp) {
-      return static_cast<std::int64_t>((ntp >> 32) * 1'000'000 +
-                                       (((ntp & 0xffffffffULL) * 1'000'000) >> 32));
-    };
-    const std::int64_t since_audio_report_us =
-        std::int64_t{static_cast<std::int32_t>(timestamp - reports[1]->rtp)} * 1'000'000 /
-        audio_clock;
-    const std::int64_t after_video_report_us =
-        ntp_us(reports[1]->ntp) - ntp_us(reports[0]->ntp) + since_audio_report_us;
-    const auto video_rtp = static_cast<std::uint32_t>(
-        reports[0]->rtp +
-        static_cast<std::uint32_t>(after_video_report_us * static_cast<std::int64_t>(clock_rate) /
-                                   1'000'000));
-    const std::int64_t ticks =
-        unwrapped + static_cast<std::int32_t>(video_rtp - last_timestamp) - origin;
-    const std::int64_t t_us = to_us(ticks);
-    if (t_us + kMaxJumpUs < pending.start_us || t_us > pending.max_pts_us + kMaxJumpUs) {
-      ++audio_dropped;  // reports that do not fit the video: wait for newer ones
-      return;
-    }
-    audio_unwrapped = 0;
-    audio_origin = -t_us * static_cast<std::int64_t>(audio_clock) / 1'000'000;
-    audio_last = timestamp;
-    audio_synced = true;
-  } else {
-    audio_unwrapped += audio_delta;
-    audio_last = timestamp;
-  }
-  const std::int64_t rel = audio_unwrapped - audio_origin;
-  if (payload.size() <= source.options_.max_payload) {
-    add_sound(rel, marker, payload, {});
-    return;
-  }
-  // Too large for the server's packets (FFmpeg puts up to 5 AAC frames in one): split between
-  // its access units.
-  if (!split_aac(rel, marker, payload)) ++audio_dropped;
-}
-
-void LiveSource::Writer::add_sound(std::int64_t rel, bool marker,
-                                   std::span<const std::uint8_t> head,
-                                   std::span<const std::uint8_t> body) {
-  if (pending.staged.size() + pending.sounds.size() >= source.options_.max_block_packets) {
-    ++audio_dropped;  // the block's packet bound holds whatever the publisher sends
-    return;
-  }
-  Sound snd;
-  snd.t_us = rel * 1'000'000 / static_cast<std::int64_t>(audio_clock);
-  snd.rtp = static_cast<std::uint32_t>(rel);
-  snd.offset = static_cast<std::uint32_t>(pending.arena.size());
-  snd.size = static_cast<std::uint16_t>(head.size() + body.size());
-  snd.marker = marker;
-  pending.arena.insert(pending.arena.end(), head.begin(), head.end());
-  pending.arena.insert(pending.arena.end(), body.begin(), body.end());
-  pending.sounds.push_back(snd);
-}
-
-// RFC 3640 §3.2: AU-headers-length (bits), the AU headers (AU-size, then AU-Index for the first
-// and AU-Index-delta for the rest), padding to a byte, the access units back to back. Parts of
-// whole AUs each fit max_payload; non-zero index deltas (interleaving) are refused.
-bool LiveSource::Writer::split_aac(std::int64_t rel, bool marker,
-                                   std::span<const std::uint8_t> payload) {
-  if (audio_spec.codec != Codec::kAac || payload.size() < 2) return false;
-  const int size_bits = audio_spec.size_length;
-  const int first_bits = size_bits + audio_spec.index_length;
-  const int next_bits = size_bits + audio_spec.index_delta_length;
-  if (size_bits <= 0 || size_bits > 16 || first_bits > 24 || next_bits > 24) return false;
-  const std::size_t header_bits = (std::size_t{payload[0]} << 8) | payload[1];
-  const std::size_t header_bytes = (header_bits + 7) / 8;
-  if (2 + header_bytes > payload.size()) return false;
-  const auto bit = [&](std::size_t pos) { return (payload[2 + pos / 8] >> (7 - pos % 8)) & 1U; };
-  const auto field = [&](std::size_t pos, int width) {
-    std::uint32_t v = 0;
-    for (int i = 0; i < width; ++i) {
-      v = (v << 1) | bit(pos + static_cast<std::size_t>(i));
-    }
-    return v;
-  };
-  aus.clear();
-  std::size_t pos = 0;
-  std::size_t data = 2 + header_bytes;
-  while (pos < header_bits) {
-    const int width = aus.empty() ? first_bits : next_bits;
-    if (pos + static_cast<std::size_t>(width) > header_bits) return false;
-    const std::uint32_t size = field(pos, size_bits);
-    if (field(pos + static_cast<std::size_t>(size_bits), width - size_bits) != 0) return false;
-    if (size == 0 || data + size > payload.size()) return false;
-    aus.push_back(payload.subspan(data, size));
-    data += size;
-    pos += static_cast<std::size_t>(width);
-  }
-  // Groups of whole AUs, each with its own headers (the first AU's header is the widest).
-  const std::size_t head_room = 2 + (static_cast<std::size_t>(first_bits) + 7) / 8;
-  std::size_t i = 0;
-  while (i < aus.size()) {
-    std::size_t bytes = aus[i].size();
-    std::size_t end = i + 1;
-    std::size_t bits = static_cast<std::size_t>(first_bits);
-    while (end < aus.size() &&
-           2 + (bits + static_cast<std::size_t>(next_bits) + 7) / 8 + bytes + aus[end].size() <=
-               source.options_.max_payload) {
-      bits += static_cast<std::size_t>(next_bits);
-      bytes += aus[end].size();
-      ++end;
-    }
-    if (head_room + aus[i].size() > source.options_.max_payload) return false;
-    // The headers: sizes, zero indexes.
-    head.assign(2 + (bits + 7) / 8, 0);
-    head[0] = static_cast<std::uint8_t>(bits >> 8);
-    head[1] = static_cast<std::uint8_t>(bits);
-    std::size_t at = 0;
-    for (std::size_t k = i; k < end; ++k) {
-      const int width = k == i ? first_bits : next_bits;
-      for (int b = 0; b < size_bits; ++b) {
-        if (((aus[k].size() >> (size_bits - 1 - b)) & 1U) != 0) {
-          head[2 + (at + static_cast<std::size_t>(b)) / 8] |=
-              static_cast<std::uint8_t>(0x80U >> ((at + static_cast<std::size_t>(b)) % 8));
-        }
-      }
-      at += static_cast<std::size_t>(width);
-    }
-    body.clear();
-    for (std::size_t k = i; k < end; ++k) {
-      body.insert(body.end(), aus[k].begin(), aus[k].end());
-    }
-    add_sound(rel + static_cast<std::int64_t>(i) * kAacFrameSamples, marker && end == aus.size(),
-              head, body);
-    i = end;
-  }
-  return true;
+  detail::LiveVideoClock clock;
+  clock.clock_rate = clock_rate;
+  clock.last_timestamp = last_timestamp;
+  clock.unwrapped = unwrapped;
+  clock.origin = origin;
+  clock.block_start_us = pending.start_us;
+  clock.block_max_pts_us = pending.max_pts_us;
+  clock.block_packets = pending.staged.size();
+  audio->push(timestamp, marker, payload, clock);
 }
 
 // Publishes the block in progress; the next one starts at `next_start_us`.
 void LiveSource::Writer::cut(std::int64_t next_start_us, bool last) {
   if (pending.pictures.empty()) {
     pending.clear();
+    if (audio) audio->clear();
     return;
-  }
-  // In timestamp order (a late packet after one carried over a cut goes before it).
-  std::stable_sort(pending.sounds.begin(), pending.sounds.end(),
-                   [](const Sound& a, const Sound& b) { return a.t_us < b.t_us; });
-  // Audio ahead of the cut (sent before the key frame that cuts) belongs to the next block.
-  carry.clear();
-  std::vector<Sound> later;
-  if (!last) {
-    std::vector<Sound> kept;
-    for (const Sound& snd : pending.sounds) {
-      if (snd.t_us < next_start_us) {
-        kept.push_back(snd);
-        continue;
-      }
-      Sound moved = snd;
-      moved.offset = static_cast<std::uint32_t>(carry.size());
-      carry.insert(carry.end(), pending.arena.begin() + snd.offset,
-                   pending.arena.begin() + snd.offset + snd.size);
-      later.push_back(moved);
-    }
-    pending.sounds = std::move(kept);
   }
   auto e = std::make_shared<Entry>();
   const std::size_t n = pending.pictures.size();
@@ -458,17 +278,16 @@ void LiveSource::Writer::cut(std::int64_t next_start_us, bool last) {
   const std::int64_t duration = std::max<std::int64_t>(1, end - start);
 
   std::vector<detail::StagedFrame> video(n);
-  std::vector<detail::StagedFrame> audio(pending.sounds.size());
+  std::vector<detail::StagedFrame> no_audio;  // the audio track's packets are kImportanceNever
   for (std::size_t i = 0; i < n; ++i) {
     video[i].frame.type = pending.pictures[i].type;
     video[i].frame.reference = pending.pictures[i].reference;
     video[i].frame.block = 0;
   }
-  detail::assign_importance(video, audio, display_of, 1);
+  detail::assign_importance(video, no_audio, display_of, 1);
 
   e->arena = std::move(pending.arena);
-  e->packets.reserve(pending.staged.size() + pending.sounds.size());
-  e->importance.reserve(pending.staged.size() + pending.sounds.size());
+  e->packets.reserve(pending.staged.size() + pending_sounds());
   std::int64_t last_offset = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const Picture& pic = pending.pictures[i];
@@ -493,29 +312,15 @@ void LiveSource::Writer::cut(std::int64_t next_start_us, bool last) {
       e->packets.push_back(p);
     }
   }
-  // Audio at its own time (a file's audio frames are sent at theirs too), never discarded
-  // (assign_importance gives audio kImportanceNever, as for a file); merged into send order.
-  std::int64_t audio_offset = 0;
-  for (std::size_t j = 0; j < pending.sounds.size(); ++j) {
-    const Sound& snd = pending.sounds[j];
-    RtpPacket p;
-    p.payload_offset = snd.offset;
-    p.payload_size = snd.size;
-    // Never before the one ahead of it: the merge into send order keeps audio in its order.
-    audio_offset =
-        std::max(audio_offset, std::clamp(snd.t_us - start, std::int64_t{0}, duration - 1));
-    p.send_offset_us = audio_offset;
-    p.rtp_timestamp = snd.rtp;
-    p.frame = static_cast<std::uint32_t>(n + j);
-    p.stream = 1;
-    p.importance = audio[j].frame.importance;
-    p.frame_type = FrameType::kAudio;
-    p.marker = snd.marker;
-    e->packets.push_back(p);
+  // The block's audio after its video, merged into send order.
+  if (audio) {
+    audio->cut(next_start_us, last, start, duration, static_cast<std::uint32_t>(n), e->arena,
+               e->packets);
   }
   std::stable_sort(
       e->packets.begin(), e->packets.end(),
       [](const RtpPacket& a, const RtpPacket& b) { return a.send_offset_us < b.send_offset_us; });
+  e->importance.reserve(e->packets.size());
   for (const RtpPacket& p : e->packets) {
     e->importance.push_back(p.importance);
   }
@@ -527,15 +332,13 @@ void LiveSource::Writer::cut(std::int64_t next_start_us, bool last) {
   v.arena = e->arena;
   v.rtp_start[0] =
       static_cast<std::uint32_t>(static_cast<std::uint64_t>(v.start_us) * clock_rate / 1'000'000);
-  v.rtp_start[1] =
-      static_cast<std::uint32_t>(static_cast<std::uint64_t>(v.start_us) * audio_clock / 1'000'000);
+  v.rtp_start[1] = static_cast<std::uint32_t>(static_cast<std::uint64_t>(v.start_us) *
+                                              (audio ? audio->clock_rate() : 0) / 1'000'000);
   e->key = pending.key;
   last_end_us = start + duration;
   const std::uint64_t first_arrival = pending.first_arrival_us;
   pending.arena = {};
   pending.clear();
-  pending.arena.assign(carry.begin(), carry.end());
-  pending.sounds = std::move(later);
   source.publish(std::move(e));
   // The hold is measured against this block's first picture.
   std::lock_guard lock(source.mutex_);
@@ -589,8 +392,7 @@ LiveSource::LiveSource(const LiveVideoSpec& video, const LiveSourceOptions& opti
     a.encoding = audio->encoding;
     a.fmtp = audio->fmtp;
     streams_.push_back(std::move(a));
-    writer_->audio_clock = audio->clock_rate;
-    writer_->audio_spec = *audio;
+    writer_->audio.emplace(*audio, options_.max_payload, options_.max_block_packets);
   }
 }
 
@@ -618,8 +420,8 @@ void LiveSource::push_audio(std::uint16_t /*sequence*/, std::uint32_t timestamp,
 void LiveSource::sender_report(std::size_t stream, std::uint64_t ntp, std::uint32_t rtp_timestamp) {
   std::lock_guard write(write_mutex_);
   Writer& w = *writer_;
-  if (stream >= 2 || w.ended) return;
-  w.reports[stream] = Writer::Report{ntp, rtp_timestamp};
+  if (w.ended || !w.audio) return;  // the reports only put audio on the video's timeline
+  w.audio->sender_report(stream, ntp, rtp_timestamp);
 }
 
 void LiveSource::end(std::uint64_t now_us) {
@@ -646,8 +448,7 @@ void LiveSource::restart(std::uint64_t now_us) {
   w.arrival_us = now_us;
   w.depacketizer.reset();  // the old stream's last picture is incomplete: it goes
   w.cut(w.pending.max_pts_us + 1, true);
-  w.reports[0].reset();  // the new RTP stream has its own timestamps and reports
-  w.reports[1].reset();
+  if (w.audio) w.audio->forget_reports();  // the new RTP stream has its own timestamps and reports
   w.forget_audio_timeline();
   w.have_timestamp = false;
   w.have_origin = false;
@@ -671,7 +472,7 @@ void LiveSource::sync_counters() {
   stats_.reordered = w.reorder.stats().reordered;
   stats_.late_packets = w.reorder.stats().late + w.reorder.stats().duplicates;
   stats_.audio_packets = w.audio_packets;
-  stats_.audio_dropped = w.audio_dropped;
+  stats_.audio_dropped = w.audio_dropped + (w.audio ? w.audio->dropped() : 0);
 }
 
 void LiveSource::publish(std::shared_ptr<Entry> entry) {

@@ -21,7 +21,8 @@
 // next IDR. Nothing the publisher sends can make a block exceed max_block_packets().
 //
 // Audio (push_audio(), docs/live.md "Audio"): an AAC or Opus track's packets are passed
-// through, never discarded, put on the video's timeline through the RTCP sender reports.
+// through, never discarded, put on the video's timeline through the RTCP sender reports (the
+// audio track, media/src/live_audio.hpp).
 //
 // Threading: push_video(), push_audio() and sender_report() on one writer thread at a time, end()
 // on any (a writer mutex, never contended but by an end() from elsewhere: a replacing publisher);
