@@ -9,6 +9,7 @@
 #include <random>
 #include <utility>
 
+#include "live_picture_matcher.hpp"
 #include "predrop/chain/feedback.hpp"
 #include "predrop/chain/stage_receiver.hpp"
 #include "predrop/core/log.hpp"
@@ -95,6 +96,20 @@ struct PendingBlock {
   std::uint64_t deadline_us = 0;
 };
 
+// The reference file's pictures, for the live matcher.
+class DecodedReference final : public ReferencePictures {
+ public:
+  explicit DecodedReference(media::ReferenceDecoder& decoder) : decoder_(decoder) {}
+  std::size_t count() const override { return decoder_.frame_count(); }
+  std::int64_t pts_us(std::size_t index) const override { return decoder_.pts_us(index); }
+  core::Result<media::FrameView> picture(std::size_t index) override {
+    return decoder_.frame(index);
+  }
+
+ private:
+  media::ReferenceDecoder& decoder_;
+};
+
 }  // namespace
 
 struct MeasuringClient::Impl {
@@ -147,14 +162,12 @@ struct MeasuringClient::Impl {
   ClientSummary summary;
   double psnr_sum = 0.0;
   std::uint64_t impair_counter = 0;
-  // --live: the anchor (a decoded picture's stream time and its reference index found by
-  // content), and each stage's earliest video time (its key picture: a block's first in display
-  // order), in 90 kHz ticks from the video's rtp_base.
-  std::optional<std::int64_t> anchor_pts;
-  std::size_t anchor_index = 0;
-  std::uint32_t unanchored = 0;
+  // --live: decoded pictures to reference pictures (live_picture_matcher.hpp), and each
+  // stage's earliest video time (its key picture: a block's first in display order), in 90 kHz
+  // ticks from the video's rtp_base.
+  std::unique_ptr<DecodedReference> live_reference;
+  std::unique_ptr<LivePictureMatcher> matcher;
   std::map<std::uint32_t, std::int64_t> stage_start;
-  std::size_t last_shown = 0;
 
   Impl(net::EventLoop& l, const net::Clock& c, ClientOptions o, OnBlock b, OnDone d)
       : loop(l), clock(c), options(std::move(o)), on_block(std::move(b)), on_done(std::move(d)) {}
@@ -307,6 +320,10 @@ struct MeasuringClient::Impl {
     if (!ref) return core::make_error("reference: " + ref.error().message);
     reference = std::move(ref.value());
     scorer = std::make_unique<media::ShownFrameScorer>(*reference);
+    if (options.live) {
+      live_reference = std::make_unique<DecodedReference>(*reference);
+      matcher = std::make_unique<LivePictureMatcher>(*live_reference);
+    }
     media::VideoDecoderOptions decoder_options;
     decoder_options.codec = video_codec;
     auto dec = media::VideoDecoder::create([this](const media::FrameView& f) { on_frame(f); },
@@ -480,64 +497,19 @@ struct MeasuringClient::Impl {
     depacketizer->push(v.header.sequence, v.header.timestamp, v.header.marker, v.payload);
   }
 
-  // --live: the reference picture identical (or nearest, above 40 dB) to `f`, searched over the
-  // whole reference: the stream may start anywhere in it.
-  std::optional<std::size_t> find_by_content(const media::FrameView& f) {
-    std::optional<std::size_t> best;
-    double best_mse = 0;
-    for (std::size_t i = 0; i < reference->frame_count(); ++i) {
-      auto ref = reference->frame(i);
-      if (!ref) continue;
-      auto mse = media::frame_mse(f, *ref);
-      if (!mse) continue;
-      if (!best || *mse < best_mse) {
-        best = i;
-        best_mse = *mse;
-        if (*mse == 0) break;
-      }
-    }
-    if (!best || media::psnr_from_mse(best_mse, 100) < 40) return std::nullopt;
-    return best;
-  }
-
-  // --live: the reference index of stream time `pts` (90 kHz ticks from rtp_base): the anchor's
-  // presentation time plus the time since it, to the nearest reference picture.
-  std::size_t live_index(std::int64_t pts) const {
-    const std::int64_t want =
-        reference->pts_us(anchor_index) + (pts - *anchor_pts) * 1'000'000 / 90'000;
-    std::size_t lo = 0;
-    std::size_t hi = reference->frame_count();
-    while (lo < hi) {  // the first index at or after `want`
-      const std::size_t mid = (lo + hi) / 2;
-      if (reference->pts_us(mid) < want) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    if (lo == reference->frame_count()) return lo == 0 ? 0 : lo - 1;
-    if (lo > 0 && want - reference->pts_us(lo - 1) < reference->pts_us(lo) - want) return lo - 1;
-    return lo;
-  }
-
   void on_frame(const media::FrameView& f) {
     ++summary.frames_decoded;
-    if (options.live) {
-      if (!anchor_pts) {
-        const auto found = find_by_content(f);
-        if (!found) {
-          ++unanchored;  // a damaged picture: the next one is tried
-          return;
-        }
-        anchor_pts = f.pts;
-        anchor_index = *found;
+    if (matcher) {
+      const bool anchored = matcher->anchored();
+      const auto index = matcher->match(f);
+      if (!index) return;  // before the anchor
+      if (!anchored) {
+        const std::size_t found = matcher->anchor_index();
         core::log(core::LogLevel::kInfo, "client",
-                  "live: the first picture is the reference's picture %zu (%.3f s)", *found,
-                  static_cast<double>(reference->pts_us(*found)) / 1e6);
+                  "live: the first picture is the reference's picture %zu (%.3f s)", found,
+                  static_cast<double>(reference->pts_us(found)) / 1e6);
       }
-      const std::size_t index = live_index(f.pts);
-      last_shown = std::max(last_shown, index);
-      (void)scorer->show(index, f);
+      (void)scorer->show(*index, f);
       settle(clock.now_us());
       return;
     }
@@ -576,21 +548,21 @@ struct MeasuringClient::Impl {
     while (!pending.empty() && !done) {
       PendingBlock& p = pending.front();
       const auto start = stage_start.find(p.m.stage);
-      if (start == stage_start.end() || !anchor_pts) {
+      if (start == stage_start.end() || !matcher->anchored()) {
         if (!over) return;
         pending.pop_front();  // no picture of it was ever seen: nothing to score against
         continue;
       }
       const auto next = stage_start.upper_bound(p.m.stage);
-      const std::size_t first = live_index(start->second);
+      const std::size_t first = matcher->index_at(start->second);
       std::size_t end = 0;
       if (next != stage_start.end()) {
-        end = live_index(next->second);
+        end = matcher->index_at(next->second);
         if (p.deadline_us == 0 || p.deadline_us == UINT64_MAX) {
           p.deadline_us = now + options.settle_ms * 1000ull;
         }
       } else if (over) {
-        end = last_shown + 1;
+        end = matcher->last_shown() + 1;
       } else {
         return;  // the next block's start is not known yet
       }
@@ -613,7 +585,7 @@ struct MeasuringClient::Impl {
 
   // Reports every pending block whose pictures are all scored (or whose wait is over).
   void settle(std::uint64_t now, bool over = false) {
-    if (options.live && scorer) return settle_live(now, over);
+    if (matcher) return settle_live(now, over);
     while (!pending.empty() && !done && scorer) {
       const PendingBlock& p = pending.front();
       const auto blocks = reference_media->blocks();
