@@ -37,16 +37,13 @@ clips=(
 )
 
 check_client() {
-  local name="$1" file="$2" port
-  port=$(pick_port)
-  start_server "$name.client-server.log" --stream "c=$file" --listen 127.0.0.1:"$port" \
-    --policy fixed --fixed-rate 0 --log-level info || return 1
-  timeout 60 "$client" "rtsp://127.0.0.1:$port/c" -r "$file" --csv "$name.client.csv" \
+  local name="$1" file="$2"
+  serve_clip "$name.client-server.log" "$file" --policy fixed --fixed-rate 0 || return 1
+  timeout 60 "$client" "$clip_url" -r "$file" --csv "$name.client.csv" \
     >"$name.client.log" 2>&1 || true
   stop_server
   local blocks below
-  blocks=$(tail -n +2 "$name.client.csv" 2>/dev/null | wc -l)
-  below=$(tail -n +2 "$name.client.csv" 2>/dev/null | awk -F, '$4 != "60.000"' | wc -l)
+  read -r blocks below < <(below_cap "$name.client.csv")
   echo "$name: measuring client: $blocks blocks, $below below the audio PSNR cap"
   if ((blocks == 0 || below != 0)); then
     echo "FAIL: $name: measuring client"
@@ -68,14 +65,13 @@ compare() {
   return 1
 }
 
+# shellcheck disable=SC2317 # run through retry_lossy
 ffmpeg_once() {  # 0 identical, 1 failed, 2 ffmpeg lost packets (inconclusive)
-  local name="$1" file="$2" out="$3" port
-  port=$(pick_port)
-  start_server "$name.ffmpeg-server.log" --stream "c=$file" --listen 127.0.0.1:"$port" \
-    --player-adaptation fixed --log-level info || return 1
+  local name="$1" file="$2" out="$3"
+  serve_clip "$name.ffmpeg-server.log" "$file" --player-adaptation fixed || return 1
   rm -f "$name.ffmpeg.raw"
   # shellcheck disable=SC2086 # the output arguments are several words
-  timeout -s INT 20 ffmpeg -nostdin -v info -rtsp_transport udp -i "rtsp://127.0.0.1:$port/c" \
+  timeout -s INT 20 ffmpeg -nostdin -v info -rtsp_transport udp -i "$clip_url" \
     -map 0:a $out "$name.ffmpeg.raw" >"$name.ffmpeg.log" 2>&1 || true
   stop_server
   compare "$name" ffmpeg "$name.ffmpeg.raw" && return 0
@@ -85,12 +81,10 @@ ffmpeg_once() {  # 0 identical, 1 failed, 2 ffmpeg lost packets (inconclusive)
 }
 
 check_gstreamer() {
-  local name="$1" file="$2" depay="$3" port
-  port=$(pick_port)
-  start_server "$name.gst-server.log" --stream "c=$file" --listen 127.0.0.1:"$port" \
-    --player-adaptation fixed --log-level info || return 1
+  local name="$1" file="$2" depay="$3"
+  serve_clip "$name.gst-server.log" "$file" --player-adaptation fixed || return 1
   rm -f "$name.gst.raw"
-  timeout -s INT 20 gst-launch-1.0 -q rtspsrc location="rtsp://127.0.0.1:$port/c" protocols=udp \
+  timeout -s INT 20 gst-launch-1.0 -q rtspsrc location="$clip_url" protocols=udp \
     latency=200 ! "$depay" ! filesink location="$name.gst.raw" >"$name.gst.log" 2>&1 || true
   stop_server
   compare "$name" GStreamer "$name.gst.raw" && return 0
@@ -103,24 +97,12 @@ command -v gst-launch-1.0 >/dev/null || { echo "gst-launch-1.0 missing"; exit 1;
 fail=0
 for entry in "${clips[@]}"; do
   IFS='|' read -r name file args out depay <<<"$entry"
-  rm -f "$file" "$name".*
-  # shellcheck disable=SC2086 # the encoding arguments are many words
-  if ! ffmpeg -nostdin -v error -y $args "$file" 2>"$name.gen.log"; then
-    echo "FAIL: $name: could not generate the clip"
-    cat "$name.gen.log"
-    fail=1
-    continue
-  fi
+  generate_clip "$name" "$file" "$args" || { fail=1; continue; }
   # shellcheck disable=SC2086 # the output arguments are several words
   ffmpeg -nostdin -v error -i "$file" -map 0:a $out "$name.ref.raw"
 
   check_client "$name" "$file" || fail=1
-  for attempt in 1 2 3; do
-    ffmpeg_once "$name" "$file" "$out" && result=0 || result=$?
-    ((result == 2)) || break
-    echo "$name: attempt $attempt: ffmpeg lost packets in its socket buffer; again"
-  done
-  ((result == 0)) || { echo "FAIL: $name: ffmpeg"; fail=1; }
+  retry_lossy "$name" ffmpeg_once "$name" "$file" "$out" || { echo "FAIL: $name: ffmpeg"; fail=1; }
   check_gstreamer "$name" "$file" "$depay" || fail=1
 done
 exit $fail

@@ -35,26 +35,14 @@ clips=(
   "vp9_layers|vp9.webm|320x240|-f lavfi -i testsrc2=s=320x240:r=30:d=2 -c:v libvpx-vp9 -b:v 500k -g 30 -error-resilient 1 -deadline realtime -cpu-used 8 -ts-parameters ts_layering_mode=2:ts_target_bitrate=300,500|rtpvp9depay ! avdec_vp9"
 )
 
-hashes() {  # framemd5 file -> hash column only (time stamps differ between a file and RTP)
-  grep -v '^#' "$1" 2>/dev/null | awk -F, '{gsub(/ /,"",$6); print $6}' || true
-}
-
-# same_prefix REF GOT: how many leading lines are identical.
-same_prefix() {
-  paste -d' ' "$1" "$2" | awk 'NF==2 && $1==$2 {n++} NF==2 && $1!=$2 {exit} END {print n+0}'
-}
-
 check_client() {
-  local name="$1" file="$2" total="$3" port
-  port=$(pick_port)
-  start_server "$name.client-server.log" --stream "c=$file" --listen 127.0.0.1:"$port" \
-    --policy fixed --fixed-rate 0 --log-level info || return 1
-  timeout 60 "$client" "rtsp://127.0.0.1:$port/c" -r "$file" --csv "$name.client.csv" \
+  local name="$1" file="$2" total="$3"
+  serve_clip "$name.client-server.log" "$file" --policy fixed --fixed-rate 0 || return 1
+  timeout 60 "$client" "$clip_url" -r "$file" --csv "$name.client.csv" \
     --save "$name.client.es" >"$name.client.log" 2>&1 || true
   stop_server
   local blocks below decoded
-  blocks=$(tail -n +2 "$name.client.csv" 2>/dev/null | wc -l)
-  below=$(tail -n +2 "$name.client.csv" 2>/dev/null | awk -F, '$4 != "60.000"' | wc -l)
+  read -r blocks below < <(below_cap "$name.client.csv")
   decoded=$(sed -n 's/.*frames decoded \([0-9]*\).*/\1/p' "$name.client.log")
   echo "$name: measuring client: $blocks blocks, $below below the PSNR cap, ${decoded:-0} of $total pictures decoded"
   if ((blocks == 0 || below != 0)) || [[ "${decoded:-0}" != "$total" ]]; then
@@ -65,7 +53,7 @@ check_client() {
   if [[ "$file" == *h265* ]]; then
     ffmpeg -nostdin -v error -f hevc -i "$name.client.es" -fps_mode passthrough -f framemd5 \
       "$name.saved.md5" || true
-    hashes "$name.saved.md5" >"$name.saved.hashes"
+    md5_hashes "$name.saved.md5" >"$name.saved.hashes"
     local same
     same=$(same_prefix "$name.ref.hashes" "$name.saved.hashes")
     echo "$name: measuring client's saved stream: $same of $total pictures identical"
@@ -74,16 +62,15 @@ check_client() {
   return 0
 }
 
+# shellcheck disable=SC2317 # run through retry_lossy
 ffmpeg_once() {  # 0 identical, 1 failed, 2 ffmpeg lost packets (inconclusive)
-  local name="$1" file="$2" want="$3" port
-  port=$(pick_port)
-  start_server "$name.ffmpeg-server.log" --stream "c=$file" --listen 127.0.0.1:"$port" \
-    --player-adaptation fixed --log-level info || return 1
-  timeout -s INT 30 ffmpeg -nostdin -v info -rtsp_transport udp -i "rtsp://127.0.0.1:$port/c" \
+  local name="$1" file="$2" want="$3"
+  serve_clip "$name.ffmpeg-server.log" "$file" --player-adaptation fixed || return 1
+  timeout -s INT 30 ffmpeg -nostdin -v info -rtsp_transport udp -i "$clip_url" \
     -map 0:v -fps_mode passthrough -frames:v "$want" -f framemd5 "$name.ffmpeg.md5" \
     >"$name.ffmpeg.log" 2>&1 || true
   stop_server
-  hashes "$name.ffmpeg.md5" >"$name.ffmpeg.hashes"
+  md5_hashes "$name.ffmpeg.md5" >"$name.ffmpeg.hashes"
   local got same
   got=$(wc -l <"$name.ffmpeg.hashes")
   same=$(same_prefix "$name.ref.hashes" "$name.ffmpeg.hashes")
@@ -95,19 +82,17 @@ ffmpeg_once() {  # 0 identical, 1 failed, 2 ffmpeg lost packets (inconclusive)
 }
 
 check_gstreamer() {
-  local name="$1" file="$2" size="$3" chain="$4" total="$5" port
-  port=$(pick_port)
-  start_server "$name.gst-server.log" --stream "c=$file" --listen 127.0.0.1:"$port" \
-    --player-adaptation fixed --log-level info || return 1
+  local name="$1" file="$2" size="$3" chain="$4" total="$5"
+  serve_clip "$name.gst-server.log" "$file" --player-adaptation fixed || return 1
   rm -f "$name.gst.yuv"
   # shellcheck disable=SC2086 # the decoding chain is several gst-launch arguments
-  timeout -s INT 20 gst-launch-1.0 -q rtspsrc location="rtsp://127.0.0.1:$port/c" protocols=udp \
+  timeout -s INT 20 gst-launch-1.0 -q rtspsrc location="$clip_url" protocols=udp \
     latency=200 ! $chain ! video/x-raw,format=I420 ! filesink location="$name.gst.yuv" \
     >"$name.gst.log" 2>&1 || true
   stop_server
   ffmpeg -nostdin -v error -f rawvideo -pix_fmt yuv420p -s "$size" -i "$name.gst.yuv" \
     -f framemd5 "$name.gst.md5" 2>/dev/null || true
-  hashes "$name.gst.md5" >"$name.gst.hashes"
+  md5_hashes "$name.gst.md5" >"$name.gst.hashes"
   local got same
   got=$(wc -l <"$name.gst.hashes")
   same=$(same_prefix "$name.ref.hashes" "$name.gst.hashes")
@@ -123,25 +108,14 @@ command -v gst-launch-1.0 >/dev/null || { echo "gst-launch-1.0 missing"; exit 1;
 fail=0
 for entry in "${clips[@]}"; do
   IFS='|' read -r name file size args chain <<<"$entry"
-  rm -f "$file" "$name".*
-  # shellcheck disable=SC2086 # the encoding arguments are many words
-  if ! ffmpeg -nostdin -v error -y $args "$file" 2>"$name.gen.log"; then
-    echo "FAIL: $name: could not generate the clip"
-    cat "$name.gen.log"
-    fail=1
-    continue
-  fi
+  generate_clip "$name" "$file" "$args" || { fail=1; continue; }
   ffmpeg -nostdin -v error -i "$file" -map 0:v -fps_mode passthrough -f framemd5 "$name.ref.md5"
-  hashes "$name.ref.md5" >"$name.ref.hashes"
+  md5_hashes "$name.ref.md5" >"$name.ref.hashes"
   total=$(wc -l <"$name.ref.hashes")
 
   check_client "$name" "$file" "$total" || fail=1
-  for attempt in 1 2 3; do
-    ffmpeg_once "$name" "$file" $((total - 6)) && result=0 || result=$?
-    ((result == 2)) || break
-    echo "$name: attempt $attempt: ffmpeg lost packets in its socket buffer; again"
-  done
-  ((result == 0)) || { echo "FAIL: $name: ffmpeg"; fail=1; }
+  retry_lossy "$name" ffmpeg_once "$name" "$file" $((total - 6)) ||
+    { echo "FAIL: $name: ffmpeg"; fail=1; }
   check_gstreamer "$name" "$file" "$size" "$chain" "$total" || fail=1
 done
 exit $fail

@@ -36,22 +36,21 @@ clips=(
 
 # stream_once NAME FILE WANT: serves FILE once to a receiving ffmpeg and compares what it decodes
 # with NAME.ref.hashes. Returns 0 (identical), 1 (failed), 2 (ffmpeg lost packets: inconclusive).
+# shellcheck disable=SC2317 # run through retry_lossy
 stream_once() {
-  local name="$1" file="$2" want="$3" port
-  port=$(pick_port)
-  start_server "$name.server.log" --stream "c=$file" --listen 127.0.0.1:"$port" \
-    --player-adaptation fixed --log-level info || return 1
+  local name="$1" file="$2" want="$3"
+  serve_clip "$name.server.log" "$file" --player-adaptation fixed || return 1
   # Every picture is passed through as decoded (no frame-rate sync).
-  timeout -s INT 20 ffmpeg -nostdin -v info -rtsp_transport udp -i "rtsp://127.0.0.1:$port/c" \
+  timeout -s INT 20 ffmpeg -nostdin -v info -rtsp_transport udp -i "$clip_url" \
     -map 0:v -fps_mode passthrough -frames:v "$want" -f framemd5 "$name.rtsp.md5" \
     >"$name.ffmpeg.log" 2>&1 || true
   stop_server
   # Hash column only: time stamps differ between a file and an RTP stream.
-  grep -v '^#' "$name.rtsp.md5" 2>/dev/null | awk -F, '{gsub(/ /,"",$6); print $6}' >"$name.rtsp.hashes" || true
+  md5_hashes "$name.rtsp.md5" >"$name.rtsp.hashes"
   local ref_n got_n same
   ref_n=$(wc -l <"$name.ref.hashes")
   got_n=$(wc -l <"$name.rtsp.hashes")
-  same=$(paste -d' ' "$name.ref.hashes" "$name.rtsp.hashes" | awk 'NF==2 && $1==$2 {n++} NF==2 && $1!=$2 {exit} END {print n+0}')
+  same=$(same_prefix "$name.ref.hashes" "$name.rtsp.hashes")
   echo "$name: $got_n of $ref_n pictures received, first $same identical to the file's"
   if grep -qiE "hmac|authentication|srtp.*(fail|error)" "$name.ffmpeg.log"; then
     echo "FAIL: $name: SRTP errors in ffmpeg's log"
@@ -93,18 +92,13 @@ for entry in "${clips[@]}"; do
 
   # The reference: what ffmpeg decodes from the file itself.
   ffmpeg -nostdin -v error -i "$file" -map 0:v -fps_mode passthrough -f framemd5 "$name.ref.md5"
-  grep -v '^#' "$name.ref.md5" | awk -F, '{gsub(/ /,"",$6); print $6}' >"$name.ref.hashes"
+  md5_hashes "$name.ref.md5" >"$name.ref.hashes"
   # ffmpeg decodes all but the last few pictures of the clip and exits by itself (the count does
   # not depend on how ffmpeg flushes its reordering queue and decoder at the server's BYE).
   want=$(($(grep -vc '^#' "$name.ref.md5") - 6))
   # An attempt whose ffmpeg reports "RTP: missed N packets" lost them in its own socket buffer
   # (a busy machine; on loopback at R = 0 the server sends every packet): it proves nothing
   # either way and is repeated, at most three times. Without such loss any difference fails.
-  for attempt in 1 2 3; do
-    stream_once "$name" "$file" "$want" && result=0 || result=$?
-    ((result == 2)) || break
-    echo "$name: attempt $attempt: ffmpeg lost packets in its socket buffer; again"
-  done
-  ((result == 0)) || fail=1
+  retry_lossy "$name" stream_once "$name" "$file" "$want" || fail=1
 done
 exit $fail

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Shared by the interop scripts (source it after `cd` into the work dir, with $server set to the
-# predrop-server binary): a free loopback port, and the server started, awaited and stopped.
+# Shared by the integration scripts (source it after `cd` into the work dir, with $server set to the
+# predrop-server binary): a free loopback port, the server started, awaited and stopped, and the
+# pieces the interop and live tests share (below).
 
 # Prints a TCP port free on 127.0.0.1 now (the kernel picks it).
 pick_port() {
@@ -32,4 +33,116 @@ stop_server() {
   kill "$server_pid" 2>/dev/null || true
   wait "$server_pid" 2>/dev/null || true
   server_pid=""
+}
+
+# ---- Files served to players (interop_*.sh) --------------------------------------------------
+
+# serve_clip LOG FILE [SERVER OPTIONS...]: start_server with FILE as stream "c" on a free loopback
+# port (log level info); sets clip_url to its rtsp:// URL.
+serve_clip() {
+  local log="$1" file="$2" port
+  shift 2
+  port=$(pick_port)
+  # shellcheck disable=SC2034 # for the caller
+  clip_url="rtsp://127.0.0.1:$port/c"
+  start_server "$log" --stream "c=$file" --listen 127.0.0.1:"$port" "$@" --log-level info
+}
+
+# generate_clip NAME FILE ARGS: ffmpeg encodes FILE from ARGS (one string, split into words),
+# after removing FILE and NAME.*; on failure prints FAIL with ffmpeg's log and returns 1.
+generate_clip() {
+  rm -f "$2" "$1".*
+  # shellcheck disable=SC2086 # the encoding arguments are many words
+  ffmpeg -nostdin -v error -y $3 "$2" 2>"$1.gen.log" && return 0
+  echo "FAIL: $1: could not generate the clip"
+  cat "$1.gen.log"
+  return 1
+}
+
+# retry_lossy NAME COMMAND...: runs COMMAND up to three times while it returns 2 (the receiving
+# ffmpeg reported "RTP: missed": it lost packets in its own socket buffer, inconclusive); returns
+# COMMAND's last status.
+retry_lossy() {
+  local name="$1" attempt result=0
+  shift
+  for attempt in 1 2 3; do
+    "$@" && result=0 || result=$?
+    ((result == 2)) || break
+    echo "$name: attempt $attempt: ffmpeg lost packets in its socket buffer; again"
+  done
+  return "$result"
+}
+
+# md5_hashes FRAMEMD5: the hash column of an ffmpeg framemd5 file, a line a frame (time stamps
+# differ between a file and an RTP stream, the frames must not); nothing if the file is missing.
+md5_hashes() {
+  awk -F, '!/^#/ { gsub(/ /, "", $6); print $6 }' "$1" 2>/dev/null || true
+}
+
+# same_prefix REF GOT: how many leading lines of the two files are identical.
+same_prefix() {
+  paste -d' ' "$1" "$2" | awk 'NF==2 && $1==$2 {n++} NF==2 && $1!=$2 {exit} END {print n+0}'
+}
+
+# below_cap CSV: "BLOCKS BELOW" of a predrop-client --csv file: the blocks it reported and how
+# many of them scored under the 60 dB PSNR cap.
+below_cap() {
+  local blocks below
+  blocks=$(tail -n +2 "$1" 2>/dev/null | wc -l)
+  below=$(tail -n +2 "$1" 2>/dev/null | awk -F, '$4 != "60.000"' | wc -l)
+  echo "$blocks $below"
+}
+
+# ---- Live streams (live_*.sh, pull_relay.sh) ---------------------------------------------------
+
+# The H.264 the live tests publish: B-frames, a key frame every 25 pictures (1 s at 25 fps).
+live_h264=(-c:v libx264 -g 25 -keyint_min 25 -sc_threshold 0 -bf 2 -pix_fmt yuv420p)
+
+# make_live_clip FILE SECONDS: testsrc 320x240 at 25 fps, SECONDS long, as live_h264.
+make_live_clip() {
+  ffmpeg -nostdin -v error -f lavfi -i testsrc=size=320x240:rate=25 -t "$2" "${live_h264[@]}" \
+    -y "$1"
+}
+
+# write_config FILE RTSP_PORT METRICS_PORT WORKERS: a stream-mode server config on loopback (log
+# level info, 1 s blocks) with the stream tables read from stdin.
+write_config() {
+  {
+    printf '[server]\nmode = "stream"\nrtsp_listen = "127.0.0.1:%s"\n' "$2"
+    printf 'metrics_listen = "127.0.0.1:%s"\nworkers = %s\nlog_level = "info"\n\n' "$3" "$4"
+    cat
+    printf '\n[blocks]\nduration_ms = 1000\n'
+  } >"$1"
+}
+
+# await LOG PATTERN [COUNT]: returns once LOG has COUNT (default 1) lines matching PATTERN; after
+# 20 s prints FAIL with the log's tail and returns 1.
+await() {
+  local count="${3:-1}"
+  for _ in $(seq 200); do
+    [[ "$(grep -c -- "$2" "$1" 2>/dev/null || true)" -ge "$count" ]] && return 0
+    sleep 0.1
+  done
+  echo "FAIL: no '$2' (x$count) in $1"
+  tail -20 "$1"
+  return 1
+}
+
+# publish_clip CLIP URL TRANSPORT LOG [INPUT OPTIONS...]: ffmpeg publishes CLIP in real time
+# (-re, -c copy) to URL over RTSP (TRANSPORT tcp or udp), its output in LOG; 40 s at most.
+publish_clip() {
+  local clip="$1" url="$2" transport="$3" log="$4"
+  shift 4
+  timeout -s INT 40 ffmpeg -nostdin -v info "$@" -re -i "$clip" -c copy -f rtsp \
+    -rtsp_transport "$transport" "$url" >"$log" 2>&1
+}
+
+# fetch_metrics PORT FILE: the server's /metrics on loopback PORT into FILE (empty if it fails).
+fetch_metrics() {
+  curl -sf --max-time 5 "http://127.0.0.1:$1/metrics" >"$2" || true
+}
+
+# metric FILE NAME: the value of metric NAME (labels included) in a /metrics dump.
+metric() {
+  awk -v n="$2" '$1 == n { print $2 }' "$1"
 }

@@ -29,10 +29,9 @@ tone="sine=frequency=440:sample_rate=48000,aeval=val(0)*(0.6+0.4*sin(2*PI*1.3*t)
 inputs=(-f lavfi -i testsrc=size=320x240:rate=25 -f lavfi -i "$tone" -t 8)
 # Pictures stamped on the 90 kHz clock (not rounded to the frame rate) for the A/V check.
 exact=(-fps_mode passthrough -enc_time_base:v 1/90000)
-video=(-c:v libx264 -g 25 -keyint_min 25 -sc_threshold 0 -bf 2 -pix_fmt yuv420p)
-ffmpeg -nostdin -v error "${inputs[@]}" "${video[@]}" -c:a aac -aac_pns 0 -b:a 96k -ac 1 \
+ffmpeg -nostdin -v error "${inputs[@]}" "${live_h264[@]}" -c:a aac -aac_pns 0 -b:a 96k -ac 1 \
   -y aac.mp4
-ffmpeg -nostdin -v error "${inputs[@]}" "${video[@]}" -c:a libopus -b:a 64k -ac 2 -y opus.mp4
+ffmpeg -nostdin -v error "${inputs[@]}" "${live_h264[@]}" -c:a libopus -b:a 64k -ac 2 -y opus.mp4
 for clip in aac opus; do
   ffmpeg -nostdin -v error -i "$clip.mp4" -map 0:v "${exact[@]}" -f framemd5 "$clip-v.md5" \
     -map 0:a -c:a copy -f framemd5 "$clip-a.md5" -map 0:a -f framemd5 "$clip-pcm.md5"
@@ -43,35 +42,15 @@ origin_metrics=$(pick_port)
 edge_port=$(pick_port)
 edge_metrics=$(pick_port)
 secret="test-secret-0123456789"
-cat >origin.toml <<EOF
-[server]
-mode = "stream"
-rtsp_listen = "127.0.0.1:$origin_port"
-metrics_listen = "127.0.0.1:$origin_metrics"
-workers = 2
-log_level = "info"
-
+write_config origin.toml "$origin_port" "$origin_metrics" 2 <<EOF
 [server.streams.live]
 source = "publish"
 publish_secret = "$secret"
-
-[blocks]
-duration_ms = 1000
 EOF
-cat >edge.toml <<EOF
-[server]
-mode = "stream"
-rtsp_listen = "127.0.0.1:$edge_port"
-metrics_listen = "127.0.0.1:$edge_metrics"
-workers = 1
-log_level = "info"
-
+write_config edge.toml "$edge_port" "$edge_metrics" 1 <<EOF
 [server.streams.relay]
 source = "rtsp://127.0.0.1:$origin_port/live"
 pull = "always"
-
-[blocks]
-duration_ms = 1000
 EOF
 
 pids=()
@@ -82,15 +61,6 @@ pids+=($!)
 edge_pid=$!
 pids+=("$edge_pid")
 
-await() {  # await LOG PATTERN COUNT: until LOG has COUNT lines matching PATTERN (20 s at most)
-  for _ in $(seq 200); do
-    [[ "$(grep -c -- "$2" "$1" 2>/dev/null)" -ge "$3" ]] && return 0
-    sleep 0.1
-  done
-  echo "FAIL: no '$2' in $1"
-  tail -20 "$1"
-  return 1
-}
 await origin.log "serving rtsp" 1
 await edge.log "serving rtsp" 1
 
@@ -170,8 +140,7 @@ PY
 fail=0
 # publish CLIP TRANSPORT: ffmpeg sends the clip in real time.
 publish() {
-  timeout -s INT 40 ffmpeg -nostdin -v info -re -i "$1.mp4" -c copy -f rtsp \
-    -rtsp_transport "$2" "rtsp://127.0.0.1:$origin_port/live?secret=$secret" >"pub-$1-$2.log" 2>&1
+  publish_clip "$1.mp4" "rtsp://127.0.0.1:$origin_port/live?secret=$secret" "$2" "pub-$1-$2.log"
 }
 round=0
 for run in aac:tcp opus:tcp aac:udp; do

@@ -23,39 +23,25 @@ rm -f ./*.log ./*.csv ./*.toml
 # shellcheck source=lib.sh
 source "$here/lib.sh"
 
-ffmpeg -nostdin -v error -f lavfi -i testsrc=size=320x240:rate=25 -t 12 -c:v libx264 -g 25 \
-  -keyint_min 25 -sc_threshold 0 -bf 2 -pix_fmt yuv420p -y clip.mp4
+make_live_clip clip.mp4 12
 
 rtsp_port=$(pick_port)
 metrics_port=$(pick_port)
 secret="test-secret-0123456789"
-cat >live.toml <<EOF
-[server]
-mode = "stream"
-rtsp_listen = "127.0.0.1:$rtsp_port"
-metrics_listen = "127.0.0.1:$metrics_port"
-workers = 1
-log_level = "info"
-
+write_config live.toml "$rtsp_port" "$metrics_port" 1 <<EOF
 [server.streams.live]
 source = "publish"
 publish_secret = "$secret"
-
-[blocks]
-duration_ms = 1000
 EOF
 
 trap 'stop_server; kill "${pub_pid:-}" "${c1:-}" "${c2:-}" 2>/dev/null || true' EXIT
 start_server server.log -c live.toml
 base="rtsp://127.0.0.1:$rtsp_port/live"
 
-timeout -s INT 40 ffmpeg -nostdin -v info -ss 2 -re -i clip.mp4 -c copy -f rtsp \
-  -rtsp_transport tcp "$base?secret=$secret" >publisher.log 2>&1 &
+fail=0
+publish_clip clip.mp4 "$base?secret=$secret" tcp publisher.log -ss 2 &
 pub_pid=$!
-for _ in $(seq 100); do
-  grep -q "'live' published" server.log && break
-  sleep 0.05
-done
+await server.log "'live' published" || fail=1
 
 timeout -s INT 40 "$client" "$base" --reference clip.mp4 --live --no-feedback \
   --csv shifted.csv --log-level info >shifted.log 2>&1 &
@@ -63,7 +49,6 @@ c1=$!
 timeout -s INT 40 "$client" "$base" --reference clip.mp4 --live --no-feedback \
   --impair 3:drop=0.2 --csv dropped.csv --log-level info >dropped.log 2>&1 &
 c2=$!
-fail=0
 wait "$pub_pid" || { echo "FAIL: the publisher failed"; tail -5 publisher.log; fail=1; }
 wait "$c1" || { echo "FAIL: the first client failed"; tail -5 shifted.log; fail=1; }
 wait "$c2" || { echo "FAIL: the second client failed"; tail -5 dropped.log; fail=1; }

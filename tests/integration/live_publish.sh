@@ -23,45 +23,28 @@ rm -f ./*.log ./*.md5 metrics.txt live.toml
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ffmpeg -nostdin -v error -f lavfi -i testsrc=size=320x240:rate=25 -t 8 -c:v libx264 -g 25 \
-  -keyint_min 25 -sc_threshold 0 -bf 2 -pix_fmt yuv420p -y clip.mp4
+make_live_clip clip.mp4 8
 ffmpeg -nostdin -v error -i clip.mp4 -f framemd5 clip.md5
 
 rtsp_port=$(pick_port)
 metrics_port=$(pick_port)
 secret="test-secret-0123456789"
-cat >live.toml <<EOF
-[server]
-mode = "stream"
-rtsp_listen = "127.0.0.1:$rtsp_port"
-metrics_listen = "127.0.0.1:$metrics_port"
-workers = 2
-log_level = "info"
-
+write_config live.toml "$rtsp_port" "$metrics_port" 2 <<EOF
 [server.streams.live]
 source = "publish"
 publish_secret = "$secret"
-
-[blocks]
-duration_ms = 1000
 EOF
 
 trap 'stop_server; kill "${pub_pid:-}" "${view_pid:-}" "${client_pid:-}" 2>/dev/null || true' EXIT
 start_server server.log -c live.toml
 base="rtsp://127.0.0.1:$rtsp_port/live"
 
-publish() {  # publish URL LOG: ffmpeg sends the clip in real time
-  timeout -s INT 40 ffmpeg -nostdin -v info -re -i clip.mp4 -c copy -f rtsp \
-    -rtsp_transport tcp "$1" >"$2" 2>&1
-}
+publish() { publish_clip clip.mp4 "$1" tcp "$2"; }  # publish URL LOG
 
 fail=0
 publish "$base?secret=$secret" publisher.log &
 pub_pid=$!
-for _ in $(seq 100); do
-  grep -q "'live' published" server.log && break
-  sleep 0.05
-done
+await server.log "'live' published" || fail=1
 
 # Refused: a wrong secret, then a second publisher with the right one.
 if publish "$base?secret=wrong-secret-0123456" wrong.log; then
@@ -91,8 +74,7 @@ wait "$client_pid" || client_rc=$?
 pub_pid=""
 view_pid=""
 client_pid=""
-curl -sf --max-time 5 "http://127.0.0.1:$metrics_port/metrics" >metrics.txt || true
-metric() { awk -v n="$1" '$1 == n { print $2 }' metrics.txt; }
+fetch_metrics "$metrics_port" metrics.txt
 
 # After the publisher left: nobody publishes, DESCRIBE gets 404.
 if timeout -s INT 10 ffprobe -v error -rtsp_transport tcp "$base" >probe.log 2>&1; then
@@ -100,8 +82,8 @@ if timeout -s INT 10 ffprobe -v error -rtsp_transport tcp "$base" >probe.log 2>&
 fi
 
 # Bit-exact pictures: every picture the viewer decoded is one of the clip's.
-awk -F, '!/^#/ { gsub(/ /, "", $6); print $6 }' clip.md5 | sort -u >clip.hashes
-awk -F, '!/^#/ { gsub(/ /, "", $6); print $6 }' viewer.md5 >viewer.hashes
+md5_hashes clip.md5 | sort -u >clip.hashes
+md5_hashes viewer.md5 >viewer.hashes
 frames=$(wc -l <viewer.hashes)
 foreign=$(sort viewer.hashes | comm -23 - clip.hashes | wc -l)
 blocks=$(awk '/^blocks / { print $2 }' client.log | tr -d ',')
@@ -109,8 +91,9 @@ psnr=$(sed -n 's/.*mean PSNR \([0-9.]*\) dB.*/\1/p' client.log)
 hold=$(grep -o "hold mean [0-9]* ms max [0-9]* ms" server.log || true)
 echo "publisher rc=$pub_rc; ffmpeg viewer rc=$view_rc: $frames pictures, $foreign not the clip's;" \
   "measuring client rc=$client_rc: ${blocks:-?} blocks, mean PSNR ${psnr:-?} dB;" \
-  "server: ${hold:-no hold figure}, publishes $(metric predrop_publishes_total)," \
-  "refused $(metric predrop_publishes_refused_total), packets $(metric predrop_publish_packets_total)"
+  "server: ${hold:-no hold figure}, publishes $(metric metrics.txt predrop_publishes_total)," \
+  "refused $(metric metrics.txt predrop_publishes_refused_total)," \
+  "packets $(metric metrics.txt predrop_publish_packets_total)"
 
 [[ "$pub_rc" -eq 0 ]] || { echo "FAIL: the publisher failed"; tail -5 publisher.log; fail=1; }
 [[ "$view_rc" -eq 0 ]] || { echo "FAIL: the ffmpeg viewer did not end cleanly"; tail -5 viewer.log; fail=1; }
@@ -130,16 +113,9 @@ if [[ -z "$hold" ]]; then
 fi
 
 # Again over UDP: the stream is free, the publisher sends RTP from its client_port.
-udp_publish() {
-  timeout -s INT 40 ffmpeg -nostdin -v info -re -i clip.mp4 -c copy -f rtsp \
-    -rtsp_transport udp "$base?secret=$secret" >publisher-udp.log 2>&1
-}
-udp_publish &
+publish_clip clip.mp4 "$base?secret=$secret" udp publisher-udp.log &
 pub_pid=$!
-for _ in $(seq 100); do
-  [[ "$(grep -c "'live' published" server.log)" -ge 2 ]] && break
-  sleep 0.05
-done
+await server.log "'live' published" 2 || fail=1
 timeout -s INT 40 ffmpeg -nostdin -v info -rtsp_transport udp -i "$base" -map 0:v \
   -f framemd5 viewer-udp.md5 >viewer-udp.log 2>&1 &
 view_pid=$!
@@ -149,7 +125,7 @@ udp_view_rc=0
 wait "$view_pid" || udp_view_rc=$?
 pub_pid=""
 view_pid=""
-awk -F, '!/^#/ { gsub(/ /, "", $6); print $6 }' viewer-udp.md5 >viewer-udp.hashes
+md5_hashes viewer-udp.md5 >viewer-udp.hashes
 udp_frames=$(wc -l <viewer-udp.hashes)
 udp_foreign=$(sort viewer-udp.hashes | comm -23 - clip.hashes | wc -l)
 echo "over UDP: publisher rc=$udp_pub_rc; ffmpeg viewer rc=$udp_view_rc: $udp_frames pictures," \

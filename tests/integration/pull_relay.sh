@@ -25,8 +25,7 @@ rm -f ./*.log ./*.md5 ./*.toml ./*.txt ./*.hashes
 # shellcheck source=lib.sh
 source "$here/lib.sh"
 
-ffmpeg -nostdin -v error -f lavfi -i testsrc=size=320x240:rate=25 -t 8 -c:v libx264 -g 25 \
-  -keyint_min 25 -sc_threshold 0 -bf 2 -pix_fmt yuv420p -y clip.mp4
+make_live_clip clip.mp4 8
 ffmpeg -nostdin -v error -i clip.mp4 -f framemd5 clip.md5
 
 origin_port=$(pick_port)
@@ -35,39 +34,19 @@ edge_metrics=$(pick_port)
 dead_port=$(pick_port)
 origin_metrics=$(pick_port)
 secret="test-secret-0123456789"
-cat >origin.toml <<EOF
-[server]
-mode = "stream"
-rtsp_listen = "127.0.0.1:$origin_port"
-metrics_listen = "127.0.0.1:$origin_metrics"
-workers = 1
-log_level = "info"
-
+write_config origin.toml "$origin_port" "$origin_metrics" 1 <<EOF
 [server.streams.live]
 source = "publish"
 publish_secret = "$secret"
 edges = ["rtsp://127.0.0.1:$edge_port/relay"]
-
-[blocks]
-duration_ms = 1000
 EOF
-cat >edge.toml <<EOF
-[server]
-mode = "stream"
-rtsp_listen = "127.0.0.1:$edge_port"
-metrics_listen = "127.0.0.1:$edge_metrics"
-workers = 2
-log_level = "info"
-
+write_config edge.toml "$edge_port" "$edge_metrics" 2 <<EOF
 [server.streams.relay]
 source = "rtsp://127.0.0.1:$origin_port/live"
 
 [server.streams.nowhere]
 source = "rtsp://127.0.0.1:$dead_port/none"
 pull = "always"
-
-[blocks]
-duration_ms = 1000
 EOF
 
 origin_pid=""
@@ -76,25 +55,16 @@ pub_pid=""
 view_pid=""
 trap 'kill "$pub_pid" "$view_pid" "$origin_pid" "$edge_pid" 2>/dev/null || true; wait' EXIT
 
-await() {  # await LOG PATTERN COUNT: until LOG has COUNT lines matching PATTERN (20 s at most)
-  for _ in $(seq 200); do
-    [[ "$(grep -c -- "$2" "$1" 2>/dev/null || true)" -ge "$3" ]] && return 0
-    sleep 0.1
-  done
-  echo "FAIL: no '$2' (x$3) in $1"; tail -20 "$1"; return 1
-}
 start_origin() {  # start_origin LOG
   "$server" -c origin.toml 2>"$1" &
   origin_pid=$!
   await "$1" "serving rtsp" 1
 }
 publish() {  # publish LOG: ffmpeg sends the clip in real time to the origin
-  timeout -s INT 40 ffmpeg -nostdin -v info -re -i clip.mp4 -c copy -f rtsp \
-    -rtsp_transport tcp "rtsp://127.0.0.1:$origin_port/live?secret=$secret" >"$1" 2>&1 &
+  publish_clip clip.mp4 "rtsp://127.0.0.1:$origin_port/live?secret=$secret" tcp "$1" &
   pub_pid=$!
 }
-metrics() { curl -sf --max-time 5 "http://127.0.0.1:$edge_metrics/metrics" >"$1" || true; }
-metric() { awk -v n="$2" '$1 == n { print $2 }' "$1"; }
+metrics() { fetch_metrics "$edge_metrics" "$1"; }
 
 fail=0
 start_origin origin-1.log
@@ -124,8 +94,8 @@ for _ in $(seq 200); do
   sleep 0.1
 done
 before=$(grep -vc '^#' viewer.md5 || true)
-redirects=$(curl -sf --max-time 5 "http://127.0.0.1:$origin_metrics/metrics" |
-  awk '$1 == "predrop_redirects_total" { print $2 }')
+fetch_metrics "$origin_metrics" metrics-origin.txt
+redirects=$(metric metrics-origin.txt predrop_redirects_total)
 kill -9 "$origin_pid"
 wait "$origin_pid" 2>/dev/null || true
 origin_pid=""
@@ -147,8 +117,8 @@ wait "$view_pid" 2>/dev/null || true
 view_pid=""
 metrics metrics-end.txt
 
-awk -F, '!/^#/ { gsub(/ /, "", $6); print $6 }' clip.md5 | sort -u >clip.hashes
-awk -F, '!/^#/ { gsub(/ /, "", $6); print $6 }' viewer.md5 >viewer.hashes
+md5_hashes clip.md5 | sort -u >clip.hashes
+md5_hashes viewer.md5 >viewer.hashes
 frames=$(wc -l <viewer.hashes)
 foreign=$(sort -u viewer.hashes | comm -23 - clip.hashes | wc -l)  # the clip plays twice
 after=$((frames - before))
