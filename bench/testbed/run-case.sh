@@ -66,6 +66,9 @@ done
   exit 2
 }
 [[ -r "$case_file" ]] || { echo "run-case: no case file $case_file" >&2; exit 2; }
+# CLIENT_ARGS: extra predrop-client arguments for every media flow (e.g. "--alert-ms 80").
+client_extra=()
+[[ -n "${CLIENT_ARGS:-}" ]] && read -ra client_extra <<<"$CLIENT_ARGS"
 CASE_DURATION=0 CASE_RATE=open CASE_QUEUE_MS=300 CASE_BURST=3000b CASE_OWD=50 CASE_SCALE=rfc
 CASE_BACK_QUEUE_MS="" CASE_BACK_RATE=open CASE_TITLE=""
 CASE_EVENTS=() CASE_FLOWS=()
@@ -250,7 +253,7 @@ run_segment() {
           pids+=("$!")
         else
           setsid ip netns exec "$(bed_ns_name "rcv$i")" "${NICE[@]}" "$bin/predrop-client" "rtsp://$sip:$port/clip" \
-            --reference "$clip" -n "$blocks" "${pause_args[@]}" --csv "$out/client-$tag.csv" --log-level warn \
+            --reference "$clip" -n "$blocks" "${pause_args[@]}" "${client_extra[@]}" --csv "$out/client-$tag.csv" --log-level warn \
             >"$out/client-$tag.log" 2>&1 &
           pids+=("$!")
         fi

@@ -96,6 +96,46 @@ core::Result<std::size_t> encode_feedback(std::span<std::uint8_t> out, std::uint
   return r.length;
 }
 
+wire::PdalAlert make_alert(const core::StageAlert& alert, std::uint32_t media_ssrc) {
+  const auto per_second = [](double bytes_per_us) {
+    return wire::saturate_u32(
+        static_cast<std::uint64_t>(std::llround(std::max(0.0, bytes_per_us) * 1e6)));
+  };
+  wire::PdalAlert a;
+  a.media_ssrc = media_ssrc;
+  a.stage_id = alert.stage;
+  a.queue_us =
+      wire::saturate_u32(static_cast<std::uint64_t>(std::llround(std::max(0.0, alert.queue_us))));
+  a.rate_bytes_per_s = per_second(alert.rate);
+  a.pair_rate_bytes_per_s = per_second(alert.pair_rate);
+  return a;
+}
+
+core::StageAlert to_stage_alert(const wire::PdalAlert& alert) {
+  core::StageAlert a;
+  a.stage = alert.stage_id;
+  a.queue_us = static_cast<double>(alert.queue_us);
+  a.rate = static_cast<double>(alert.rate_bytes_per_s) / 1e6;
+  a.pair_rate = static_cast<double>(alert.pair_rate_bytes_per_s) / 1e6;
+  return a;
+}
+
+core::Result<std::size_t> encode_alert(std::span<std::uint8_t> out, std::uint32_t reporter_ssrc,
+                                       const wire::PdalAlert& alert, net::SrtpSession* srtp) {
+  if (out.size() < net::kSrtpMaxTrailer) return core::make_error("alert buffer too small");
+  const auto plain = out.first(out.size() - net::kSrtpMaxTrailer);
+  wire::ReceiverReport rr;
+  rr.ssrc = reporter_ssrc;
+  auto n = wire::write_receiver_report(plain, rr);
+  if (!n) return n.error();
+  auto m = wire::write_pdal(plain.subspan(*n), reporter_ssrc, alert);
+  if (!m) return m.error();
+  if (srtp == nullptr) return *n + *m;
+  const net::SrtpResult r = srtp->protect_rtcp(out, *n + *m);
+  if (!r) return core::make_error(std::string("SRTCP protect: ") + std::string(to_string(r.error)));
+  return r.length;
+}
+
 core::Result<wire::RtcpCompound> decode_rtcp(std::span<std::uint8_t> buffer, std::size_t len,
                                              net::SrtpSession* srtp, std::size_t* plain_len) {
   if (plain_len != nullptr) *plain_len = 0;

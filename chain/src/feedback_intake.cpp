@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <string_view>
 
 #include "predrop/chain/feedback.hpp"
 
@@ -120,7 +121,10 @@ const Intake& FeedbackIntake::read(std::span<std::uint8_t> buffer, std::size_t l
       (void)read_rr(*compound->receiver_report, true, arrival_compact, packets_sent, ledger);
     }
   }
-  if (config_.pdfb) read_pdfb(*compound, ledger);
+  if (config_.pdfb) {
+    read_pdfb(*compound, ledger);
+    read_alerts(std::span<const std::uint8_t>(buffer.data(), plain_len), ledger);
+  }
   out_.reports = std::span<const core::StageReport>(reports.data(), count_);
   return out_;
 }
@@ -137,6 +141,28 @@ void FeedbackIntake::read_pdfb(const wire::RtcpCompound& compound, const StageLe
     }
     report.rate_used = r->rate_used();
     *slot = report;
+  }
+}
+
+void FeedbackIntake::read_alerts(std::span<const std::uint8_t> plain, const StageLedger& ledger) {
+  // The compound parsed already (lengths add up); walk it for APP packets named PDAL.
+  std::size_t at = 0;
+  while (plain.size() - at >= 12 && (plain[at] >> 6) == 2) {
+    const std::size_t size = (std::size_t{plain[at + 2]} << 8 | plain[at + 3]) * 4 + 4;
+    if (size > plain.size() - at) break;
+    const auto packet = plain.subspan(at, size);
+    at += size;
+    if (packet[1] != wire::kRtcpApp || (packet[0] & 0x1F) != 0 ||
+        std::string_view(reinterpret_cast<const char*>(packet.data() + 8), 4) != wire::kPdalName) {
+      continue;
+    }
+    const auto alert = wire::parse_pdal_payload(packet.subspan(12));
+    const StageRecord* r = alert ? ledger.find(alert->stage_id) : nullptr;
+    if (r == nullptr || r->settled) {
+      ++out_.alerts_refused;
+      continue;
+    }
+    out_.alert = to_stage_alert(*alert);
   }
 }
 

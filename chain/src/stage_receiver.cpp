@@ -14,6 +14,7 @@ StageReceiver::StageReceiver(ReceiverConfig config, std::optional<net::SrtpSessi
       srtp_(std::move(srtp)),
       on_packet_(std::move(on_packet)),
       meter_(config.meter, std::move(on_stage)),
+      alert_(config_.alert),
       buffer_(config.max_datagram + net::kSrtpMaxTrailer) {}
 
 void StageReceiver::on_datagram(std::span<const std::uint8_t> data, std::uint64_t arrival_us) {
@@ -75,6 +76,9 @@ void StageReceiver::on_datagram(std::span<const std::uint8_t> data, std::uint64_
                                                         *view->abs_send_time);
     }
     meter_.on_packet(a);
+    if (alert_.enabled() && on_alert_) {
+      if (const auto alert = alert_.on_packet(a, meter_)) on_alert_(*alert);
+    }
   } else {
     ++stats_.without_stage;
   }

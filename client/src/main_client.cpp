@@ -48,6 +48,11 @@ int run(int argc, char** argv) {
   app.add_flag("--live", o.live,
                "A live stream: blocks are the server's, pictures found in the reference by "
                "content, then by RTP timestamp (the R column is then not known: planned = 0)");
+  app.add_option("--alert-ms", o.alert_ms,
+                 "Send an interim alert (PDAL) when a packet of the block in flight has queued "
+                 "this many ms, so that the server re-plans the rest of the block (default 0: "
+                 "off; docs/design.md 2.9)")
+      ->check(CLI::Range(0, 10'000));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
   app.set_version_flag("--version", "predrop-client " PREDROP_VERSION);
   CLI11_PARSE(app, argc, argv);
@@ -122,6 +127,9 @@ int run(int argc, char** argv) {
             s.blocks, static_cast<unsigned long long>(s.packets),
             static_cast<unsigned long long>(s.frames_decoded), s.mean_psnr_db,
             static_cast<unsigned long long>(s.srtp_failures));
+        if (o.alert_ms != 0) {
+          std::printf("interim alerts sent %llu\n", static_cast<unsigned long long>(s.alerts));
+        }
         loop.stop();
       });
   net::SignalWatcher signals(loop, {SIGINT, SIGTERM}, [&](int) { c.stop(); });

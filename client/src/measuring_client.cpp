@@ -365,9 +365,11 @@ struct MeasuringClient::Impl {
       srtp_in.emplace(net::SrtpDirection::Inbound, *suite, key);
       feedback_out.emplace(net::SrtpDirection::Outbound, *suite, key);
     }
+    if (options.feedback) rc.alert.queue_threshold_us = std::int64_t{options.alert_ms} * 1000;
     receiver = std::make_unique<chain::StageReceiver>(
         rc, std::move(srtp_in), [this](const wire::RtpPacketView& v, std::uint64_t) { on_rtp(v); },
         [this](const core::StageMeasurement& m) { on_stage(m); });
+    receiver->set_on_alert([this](const core::StageAlert& a) { send_alert(a); });
     reporter_ssrc = net::random_u32();
     return core::Ok{};
   }
@@ -607,22 +609,35 @@ struct MeasuringClient::Impl {
     }
   }
 
-  void report(const core::StageMeasurement& m, const media::Block& b, double psnr) {
+  // Feedback (PDFB, PDAL) goes to the scored track's server RTCP port.
+  void send_feedback(std::span<const std::uint8_t> datagram) {
     const Track& scored = tracks[scored_track];
     const rtsp::SessionTrack& negotiated = session->tracks()[scored_track];
+    // The session's server: after a DESCRIBE redirect (an origin's edge, docs/edge.md) it is no
+    // longer the one the URL named.
+    auto to =
+        net::SocketAddress::from_ip(session->server().ip_string(), negotiated.server_port.rtcp);
+    if (to) scored.rtcp->send(datagram, *to);
+  }
+
+  void send_alert(const core::StageAlert& a) {
+    if (!options.feedback || session == nullptr) return;
+    const auto pdal = chain::make_alert(a, session->tracks()[scored_track].ssrc.value_or(0));
+    std::uint8_t buf[wire::kPdalPacketSize + 8 + net::kSrtpMaxTrailer];  // RR + PDAL + SRTCP
+    auto n = chain::encode_alert(buf, reporter_ssrc, pdal, feedback_out ? &*feedback_out : nullptr);
+    if (!n) return;
+    send_feedback(std::span<const std::uint8_t>(buf, *n));
+    ++summary.alerts;
+  }
+
+  void report(const core::StageMeasurement& m, const media::Block& b, double psnr) {
     if (options.feedback) {
-      auto fb =
-          chain::make_feedback(m, psnr, wire::PdfbMetric::kPsnrDb, negotiated.ssrc.value_or(0));
+      auto fb = chain::make_feedback(m, psnr, wire::PdfbMetric::kPsnrDb,
+                                     session->tracks()[scored_track].ssrc.value_or(0));
       std::uint8_t buf[256];
       auto n =
           chain::encode_feedback(buf, reporter_ssrc, fb, feedback_out ? &*feedback_out : nullptr);
-      if (n) {
-        // The session's server: after a DESCRIBE redirect (an origin's edge, docs/edge.md) it
-        // is no longer the one the URL named.
-        auto to =
-            net::SocketAddress::from_ip(session->server().ip_string(), negotiated.server_port.rtcp);
-        if (to) scored.rtcp->send(std::span<const std::uint8_t>(buf, *n), *to);
-      }
+      if (n) send_feedback(std::span<const std::uint8_t>(buf, *n));
     }
     BlockResult r;
     r.stage = m.stage;

@@ -116,6 +116,7 @@ ReceptionMeter::OpenStage* ReceptionMeter::slot_for(std::uint32_t stage, std::ui
 
 void ReceptionMeter::on_packet(const PacketArrival& p) {
   ++stats_.packets;
+  latest_queue_us_.reset();  // set again by account_path for a packet it measures
   if (p.count != 0 && p.index >= p.count) {
     ++stats_.out_of_range;
     return;
@@ -206,6 +207,7 @@ void ReceptionMeter::account_path(OpenStage& s, const PacketArrival& p) {
   have_prev_ = true;
   prev_arrival_ = p.arrival_us;
   prev_owd_ = owd;
+  latest_queue_us_ = owd - base_owd(s);
 }
 
 void ReceptionMeter::poll(std::uint64_t now_us) {

@@ -83,6 +83,8 @@ void add_stats(ServerStats& a, const ServerStats& b) {
   a.webrtc_consent_lost += b.webrtc_consent_lost;
   a.webrtc_twcc_feedback += b.webrtc_twcc_feedback;
   a.webrtc_twcc_reports += b.webrtc_twcc_reports;
+  a.alerts += b.alerts;
+  a.alerts_taken += b.alerts_taken;
   a.redirects += b.redirects;
 }
 
@@ -151,6 +153,13 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
           "Block reports (L, rate, loss, queue) made from transport-cc feedback for the "
           "controller.",
           s.webrtc_twcc_reports);
+  counter("predrop_alerts_total",
+          "Interim alerts (PDAL) from measuring receivers about a stage in flight "
+          "(docs/design.md §2.9).",
+          s.alerts);
+  counter("predrop_alerts_taken_total",
+          "Interim alerts the policy acted on: the rest of the stage in flight was re-planned.",
+          s.alerts_taken);
   counter("predrop_redirects_total", "DESCRIBEs answered 302 to an edge (docs/edge.md).",
           s.redirects);
   counter("predrop_rtsp_foreign_session_requests_total",

@@ -277,13 +277,15 @@ class StreamServer::Impl final : public detail::RtspConnectionListener, public d
   void deliver(SessionEntry& e, std::span<const std::uint8_t> data) {
     if (options_.fault_injection) options_.fault_injection(CallbackKind::kRtcp);
     std::copy(data.begin(), data.end(), rtcp_buffer_.begin());
-    const SessionStats before = e.webrtc ? e.session->stats() : SessionStats{};
+    const SessionStats before = e.session->stats();
     e.session->on_rtcp(rtcp_buffer_, data.size(), clock_.now_us());
+    const SessionStats& after = e.session->stats();
     if (e.webrtc) {
-      const SessionStats after = e.session->stats();
       stats_.webrtc_twcc_feedback += after.twcc_feedback - before.twcc_feedback;
       stats_.webrtc_twcc_reports += after.twcc_reports - before.twcc_reports;
     }
+    stats_.alerts += after.alerts - before.alerts;
+    stats_.alerts_taken += after.alerts_taken - before.alerts_taken;
     reschedule(e);
   }
 

@@ -533,7 +533,24 @@ void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std
   }
   // Every stage an RR interval covered is settled, whatever the controller made of its report.
   if (in.covered_through) ledger_.settle_through(*in.covered_through);
+  stats_.alerts_refused += in.alerts_refused;
+  if (in.alert) taken = apply_alert(*in.alert) || taken;
   if (taken || in.covered_through) replan_current(now_us);
+}
+
+bool StreamSession::apply_alert(const core::StageAlert& alert) {
+  // An alert on a stage a PAUSE cut says nothing about the path (the stage's report is settled
+  // as paused, docs/design.md §2.8); one on an older stage may still change the estimate, but
+  // only the stage in flight has a rest to re-plan.
+  const chain::StageRecord* r = ledger_.find(alert.stage);
+  if (r == nullptr || ledger_.extra(*r).paused) return false;
+  ++stats_.alerts;
+  if (!controller_->on_alert(alert)) return false;
+  ++stats_.alerts_taken;
+  core::log(core::LogLevel::kDebug, "session",
+            "stage %u: interim alert taken (queue %.0f ms, arrival %.0f kbit/s, pairs %.0f kbit/s)",
+            alert.stage, alert.queue_us / 1000.0, alert.rate * 8000.0, alert.pair_rate * 8000.0);
+  return alert.stage == stage_;
 }
 
 bool StreamSession::apply_report(const core::StageReport& report, bool from_rr) {

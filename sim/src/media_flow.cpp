@@ -45,7 +45,8 @@ MediaFlow::MediaFlow(Network& net, MediaConfig config, FlowPath path, std::strin
       config_(std::move(config)),
       id_(net.add_flow(*this, path, std::move(name))),
       planner_(config_.discard),
-      meter_(config_.meter, [this](const core::StageMeasurement& m) { on_measurement(m); }) {
+      meter_(config_.meter, [this](const core::StageMeasurement& m) { on_measurement(m); }),
+      alert_detector_(core::StageAlertConfig{config_.alert_queue_us}) {
   auto c = core::make_rate_controller(config_.policy);
   if (!c) throw std::invalid_argument(c.error().message);
   controller_ = std::move(c.value());
@@ -229,32 +230,13 @@ void MediaFlow::on_receive(const Packet& p) {
   a.one_way_delay_us = now - p.sent_us;
   a.bytes = p.bytes;
   meter_.on_packet(a);
-  maybe_alert(stage, now, now - p.sent_us, p.bytes);
+  maybe_alert(a);
 }
 
-void MediaFlow::maybe_alert(std::uint32_t stage, SimTime now, SimTime owd, std::uint32_t bytes) {
-  constexpr std::size_t kRatePackets = 8;
-  if (config_.alert_queue_us <= 0) return;
-  base_owd_ = std::min(base_owd_, owd);
-  if (stage > newest_stage_ || recent_.empty()) {
-    newest_stage_ = std::max(newest_stage_, stage);
-    recent_.clear();
-  }
-  if (stage != newest_stage_) return;
-  recent_.emplace_back(now, bytes);
-  if (recent_.size() > kRatePackets) recent_.erase(recent_.begin());
-  if (stage == alerted_stage_ || recent_.size() < kRatePackets) return;
-  const SimTime q = owd - base_owd_;
-  if (q < config_.alert_queue_us) return;
-  double b = 0;
-  for (std::size_t i = 1; i < recent_.size(); ++i) {
-    b += recent_[i].second;
-  }
-  const SimTime span = recent_.back().first - recent_.front().first;
-  if (span <= 0) return;
-  alerted_stage_ = stage;
-  alerts_.push_back(core::StageAlert{stage, static_cast<double>(q), b / static_cast<double>(span),
-                                     meter_.back_to_back_rate(stage)});
+void MediaFlow::maybe_alert(const core::PacketArrival& a) {
+  const auto alert = alert_detector_.on_packet(a, meter_);
+  if (!alert) return;
+  alerts_.push_back(*alert);
   net_.send_back(Packet{id_, config_.report_bytes, 0, 0, kAlertTag | (alerts_.size() - 1)});
 }
 

@@ -263,5 +263,52 @@ TEST(FeedbackIntake, AReceiverWithPdfbHasItsRrsShownNotMapped) {
   EXPECT_EQ(in.rr_blocks_passed, 0u);
 }
 
+TEST(FeedbackIntake, AnInterimAlertUnderTheSessionKeyIsReadForAStageInFlight) {
+  const auto key = net::random_srtp_key(kSuite);
+  chain::FeedbackIntake intake(config(true, key));
+  net::SrtpSession client(net::SrtpDirection::Outbound, kSuite, key);
+  chain::StageLedger ledger = three_stages();
+  // The client's own encoder: RR + PDAL as SRTCP. 0.0615 bytes/µs is 61 500 bytes/s.
+  const auto alert = [&](std::uint32_t stage) {
+    core::StageAlert a{stage, 95'000.0, 0.0615, 0.062};
+    Datagram d;
+    auto n =
+        chain::encode_alert(d.buffer(), kReceiverSsrc, chain::make_alert(a, kTrackSsrc), &client);
+    EXPECT_TRUE(n.ok());
+    d.len = n ? *n : 0;
+    return d;
+  };
+  Datagram d = alert(2);
+  const chain::Intake& in = intake.read(d.buffer(), d.len, 0, kSent, ledger);
+  EXPECT_TRUE(in.authenticated);
+  EXPECT_TRUE(in.reports.empty());
+  ASSERT_TRUE(in.alert.has_value());
+  EXPECT_EQ(in.alert->stage, 2u);
+  EXPECT_DOUBLE_EQ(in.alert->queue_us, 95'000.0);
+  EXPECT_DOUBLE_EQ(in.alert->rate, 0.0615);
+  EXPECT_DOUBLE_EQ(in.alert->pair_rate, 0.062);
+  EXPECT_EQ(in.alerts_refused, 0u);
+  // A stage never sent, or one already settled by its report, has nothing left to re-plan.
+  Datagram unknown = alert(9);
+  const chain::Intake& in2 = intake.read(unknown.buffer(), unknown.len, 0, kSent, ledger);
+  EXPECT_FALSE(in2.alert.has_value());
+  EXPECT_EQ(in2.alerts_refused, 1u);
+  ledger.settle(*ledger.find(2));
+  Datagram settled = alert(2);
+  const chain::Intake& in3 = intake.read(settled.buffer(), settled.len, 0, kSent, ledger);
+  EXPECT_FALSE(in3.alert.has_value());
+  EXPECT_EQ(in3.alerts_refused, 1u);
+  // Under another key it is an error like any SRTCP that fails.
+  net::SrtpSession stranger(net::SrtpDirection::Outbound, kSuite, net::random_srtp_key(kSuite));
+  Datagram forged;
+  auto n = chain::encode_alert(forged.buffer(), kReceiverSsrc,
+                               chain::make_alert(core::StageAlert{1, 9e4, 0.05, 0.05}, kTrackSsrc),
+                               &stranger);
+  ASSERT_TRUE(n.ok());
+  const chain::Intake& in4 = intake.read(forged.buffer(), *n, 0, kSent, ledger);
+  EXPECT_TRUE(in4.error);
+  EXPECT_FALSE(in4.alert.has_value());
+}
+
 }  // namespace
 }  // namespace predrop

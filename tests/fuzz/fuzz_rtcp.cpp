@@ -1,6 +1,7 @@
 // Fuzzes parse_rtcp_compound() (both the visitor and the summary form, which must agree) and
 // checks round trips: the first SR/RR and every PDFB written again parse back to equal values,
 // and an RR + CNAME + PDFB compound rebuilt from the summary parses back to the same summary.
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
+#include "predrop/wire/pdal.hpp"
 #include "predrop/wire/rtcp.hpp"
 
 namespace {
@@ -38,6 +40,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::span<const std::uint8_t> in(data, size);
   (void)looks_like_rtcp(in);
   (void)parse_pdfb(in);
+  // PDAL (the interim alert): any payload either fails cleanly or writes back to its first
+  // 24 bytes (reserved bytes and what a later minor appends are not kept).
+  if (auto alert = parse_pdal_payload(in)) {
+    std::array<std::uint8_t, kPdalPacketSize> pdal{};
+    auto n = write_pdal(pdal, 0x01020304, *alert);
+    PREDROP_FUZZ_CHECK(n && *n == kPdalPacketSize);
+    auto again = parse_pdal_payload(std::span<const std::uint8_t>(pdal).subspan(12));
+    PREDROP_FUZZ_CHECK(again && *again == *alert);
+  }
 
   Recorder rec;
   const auto walked = parse_rtcp_compound(in, rec);

@@ -81,6 +81,7 @@ class StreamE2E : public ::testing::Test {
     co.kernel_timestamps = false;
     co.pause_at_ms = pause_.at_ms;
     co.pause_ms = pause_.length_ms;
+    co.alert_ms = alert_ms_;
     client::MeasuringClient c(
         loop_, clock_, co,
         [this](const client::BlockResult& r) {
@@ -90,6 +91,7 @@ class StreamE2E : public ::testing::Test {
         [&](const core::Status& st, const client::ClientSummary& s) {
           status_ = st;
           summary_ = s;
+          server_stats_ = srv.stats();
           srv.stop();
         });
     c.start();
@@ -120,6 +122,8 @@ class StreamE2E : public ::testing::Test {
   std::vector<client::BlockResult> blocks_;
   std::vector<std::uint64_t> reported_at_us_;
   client::PausePlan pause_;
+  std::uint32_t alert_ms_ = 0;
+  server::ServerStats server_stats_;
   std::optional<core::Status> status_;
   client::ClientSummary summary_;
 };
@@ -222,6 +226,42 @@ TEST_F(StreamE2E, TheBlockAPauseCutIsNoReadingOfThePath) {
     EXPECT_EQ(r.rate, 0.0) << "stage " << r.stage << ": " << r.reason;
     EXPECT_EQ(r.next_rate, 0.0) << "stage " << r.stage << ": " << r.reason;
   }
+  EXPECT_TRUE(loop_.close().ok());
+}
+
+// The interim alert over the real stack (docs/design.md §2.9): stage 3's second half arrives
+// 400 ms late, so its packets read a 400 ms queue while the block is still being sent. The
+// client raises one PDAL for stage 3 (and none for the clean stages); the server reads it,
+// `capacity` takes it (the path was open until then: an onset) and the server re-plans the rest
+// of stage 3 at once, which it could otherwise do only after stage 3's report, a block later.
+TEST_F(StreamE2E, AnInterimAlertReplansTheBlockInFlight) {
+  alert_ms_ = 80;
+  run({client::Impairment{3, 0.0, 400}}, "capacity");
+  ASSERT_TRUE(status_.has_value());
+  ASSERT_TRUE(status_->ok()) << status_->error().message;
+  ASSERT_EQ(rows_.size(), kStages);
+  EXPECT_EQ(summary_.alerts, 1u);
+  EXPECT_EQ(server_stats_.alerts, 1u);
+  EXPECT_EQ(server_stats_.alerts_taken, 1u);
+  // Stages 0-2 went whole; stage 3 started whole and its rest was cut after the alert.
+  for (std::uint32_t s = 0; s < 3; ++s) {
+    EXPECT_EQ(rows_[s].discarded, 0u) << "stage " << s;
+  }
+  EXPECT_EQ(rows_[3].rate, 0.0) << "planned whole";
+  EXPECT_GT(rows_[3].discarded, 0u) << "re-planned after the alert";
+  EXPECT_TRUE(loop_.close().ok());
+}
+
+// Without --alert-ms the same impairment raises no alert and stage 3 goes whole: the server
+// can only answer its report, after the block.
+TEST_F(StreamE2E, WithoutAlertsTheBlockInFlightGoesAsPlanned) {
+  run({client::Impairment{3, 0.0, 400}}, "capacity");
+  ASSERT_TRUE(status_.has_value());
+  ASSERT_TRUE(status_->ok()) << status_->error().message;
+  ASSERT_EQ(rows_.size(), kStages);
+  EXPECT_EQ(summary_.alerts, 0u);
+  EXPECT_EQ(server_stats_.alerts, 0u);
+  EXPECT_EQ(rows_[3].discarded, 0u);
   EXPECT_TRUE(loop_.close().ok());
 }
 

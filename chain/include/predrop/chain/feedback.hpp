@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <span>
 
+#include "predrop/core/rate_controller.hpp"
 #include "predrop/core/reception_meter.hpp"
 #include "predrop/core/result.hpp"
 #include "predrop/core/stage_report.hpp"
 #include "predrop/net/srtp_session.hpp"
+#include "predrop/wire/pdal.hpp"
 #include "predrop/wire/rr_tracker.hpp"
 #include "predrop/wire/rtcp.hpp"
 
@@ -37,6 +39,17 @@ core::StageReport rr_stage_report(const wire::RrInterval& interval, std::uint32_
 core::Result<std::size_t> encode_feedback(std::span<std::uint8_t> out, std::uint32_t reporter_ssrc,
                                           const wire::PdfbFeedback& feedback,
                                           net::SrtpSession* srtp);
+
+/// The PDAL record of a receiver's interim alert (rates in link bytes per second on the wire).
+wire::PdalAlert make_alert(const core::StageAlert& alert, std::uint32_t media_ssrc);
+
+/// The control unit's view of a received PDAL.
+core::StageAlert to_stage_alert(const wire::PdalAlert& alert);
+
+/// Writes RR (no blocks) + PDAL and protects it with `srtp` when given. `out` needs room for the
+/// SRTCP trailer. Returns the datagram length.
+core::Result<std::size_t> encode_alert(std::span<std::uint8_t> out, std::uint32_t reporter_ssrc,
+                                       const wire::PdalAlert& alert, net::SrtpSession* srtp);
 
 /// Unprotects `buffer[0, len)` in place when `srtp` is given, then parses the compound. When
 /// `plain_len` is given it receives the length of the plain RTCP (0 if SRTCP failed), so that a

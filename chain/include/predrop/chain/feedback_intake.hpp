@@ -31,6 +31,7 @@
 
 #include "predrop/chain/report_ledger.hpp"
 #include "predrop/chain/transport_feedback.hpp"
+#include "predrop/core/rate_controller.hpp"
 #include "predrop/core/stage_report.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/wire/rr_tracker.hpp"
@@ -91,6 +92,11 @@ struct Intake {
   std::uint32_t unknown_stages = 0;
   /// RR: every stage up to this one was covered (settle them, reported or not).
   std::optional<std::uint32_t> covered_through;
+  /// The newest interim alert (PDAL, docs/design.md §4.3a) about an unsettled stage the ledger
+  /// holds, from a receiver that sends PDFB.
+  std::optional<core::StageAlert> alert;
+  /// PDAL packets that failed to parse or named a stage not in flight.
+  std::uint32_t alerts_refused = 0;
 };
 
 /// The intake of one receiver (one stream session).
@@ -133,6 +139,7 @@ class FeedbackIntake {
   bool cover(const wire::RrInterval& iv, std::size_t t, const StageLedger& ledger);
   core::StageReport* next_slot();
   // The transport-cc messages among the plain RTCP packets in `plain`; returns how many.
+  void read_alerts(std::span<const std::uint8_t> plain, const StageLedger& ledger);
   std::uint32_t read_transport_cc(std::span<const std::uint8_t> plain, const StageLedger& ledger);
 
   IntakeConfig config_;

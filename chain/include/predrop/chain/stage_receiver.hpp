@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "predrop/core/reception_meter.hpp"
+#include "predrop/core/stage_alert_detector.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/wire/rtp.hpp"
 
@@ -27,6 +28,8 @@ using ReceiveImpairment =
 struct ReceiverConfig {
   wire::RtpExtensionIds extension_ids{1, 2};
   core::ReceptionMeterConfig meter;
+  /// Interim alerts (docs/design.md §2.9); off unless a threshold is set.
+  core::StageAlertConfig alert;
   std::size_t max_datagram = 2048;
   ReceiveImpairment impairment;  ///< Empty in production.
 };
@@ -58,6 +61,10 @@ class StageReceiver {
 
   /// Feeds one datagram as received from the socket.
   void on_datagram(std::span<const std::uint8_t> data, std::uint64_t arrival_us);
+  /// Called with each interim alert the receiver raises (config.alert), on the loop thread.
+  void set_on_alert(std::function<void(const core::StageAlert&)> on_alert) {
+    on_alert_ = std::move(on_alert);
+  }
   /// Closes idle stages; call from a timer.
   void poll(std::uint64_t now_us) { meter_.poll(now_us); }
   /// Closes every open stage (end of stream).
@@ -71,6 +78,8 @@ class StageReceiver {
   std::optional<net::SrtpSession> srtp_;
   OnPacket on_packet_;
   core::ReceptionMeter meter_;
+  core::StageAlertDetector alert_;
+  std::function<void(const core::StageAlert&)> on_alert_;
   std::vector<std::uint8_t> buffer_;
   ReceiverStats stats_;
 };

@@ -67,6 +67,10 @@ struct ClientOptions {
   /// server's, not the reference file's; the first decoded picture is found in the reference
   /// by its content (the anchor), every later one by its RTP timestamp from there.
   bool live = false;
+  /// Send an interim alert (PDAL, docs/design.md §2.9) as soon as a packet of the block in
+  /// flight has queued this long at the bottleneck, so that the server re-plans the rest of
+  /// that block; 0: off. Needs feedback.
+  std::uint32_t alert_ms = 0;
 };
 
 /// One block as the client measured and reported it.
@@ -93,6 +97,7 @@ struct ClientSummary {
   std::uint64_t packets = 0;
   std::uint64_t frames_decoded = 0;
   std::uint64_t srtp_failures = 0;
+  std::uint64_t alerts = 0;  ///< Interim alerts sent (alert_ms).
   double mean_psnr_db = 0.0;
 };
 

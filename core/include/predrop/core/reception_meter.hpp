@@ -108,6 +108,9 @@ class ReceptionMeter {
   /// far, while the stage is still open; 0 when it has none yet (an interim alert's evidence of
   /// what the bottleneck itself serves now).
   double back_to_back_rate(std::uint32_t stage) const;
+  /// Queueing delay of the latest packet accounted (its OWD minus the base OWD), µs; empty when
+  /// it carried no OWD or fell outside the open stages (an interim alert's trigger).
+  std::optional<std::int64_t> latest_queue_us() const { return latest_queue_us_; }
 
  private:
   /// One dispersion sample: a pair's second packet and its arrival gap.
@@ -170,6 +173,7 @@ class ReceptionMeter {
   bool have_prev_ = false;
   std::uint64_t prev_arrival_ = 0;
   std::int64_t prev_owd_ = 0;
+  std::optional<std::int64_t> latest_queue_us_;
   OpenStage* burst_stage_ = nullptr;  ///< Stage of the burst being followed.
   Burst burst_;
   ReceptionMeterStats stats_;

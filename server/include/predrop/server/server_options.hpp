@@ -213,7 +213,9 @@ struct ServerStats {
   std::uint64_t webrtc_consent_lost = 0;    ///< Sessions ended: no valid check for 30 s.
   std::uint64_t webrtc_twcc_feedback = 0;   ///< Transport-cc feedback messages read.
   std::uint64_t webrtc_twcc_reports = 0;    ///< Block reports made from transport-cc feedback.
-  std::uint64_t redirects = 0;              ///< DESCRIBEs answered 302 to an edge (docs/edge.md).
+  std::uint64_t alerts = 0;                 ///< Interim alerts (PDAL) about a stage in flight.
+  std::uint64_t alerts_taken = 0;  ///< Of those, alerts the policy acted on (rest re-planned).
+  std::uint64_t redirects = 0;     ///< DESCRIBEs answered 302 to an edge (docs/edge.md).
 };
 
 }  // namespace predrop::server

@@ -112,6 +112,9 @@ struct SessionStats {
   std::uint64_t reports_missing = 0;
   /// Reports (or time-outs) of stages a PAUSE cut short: not fed to the policy (kPaused).
   std::uint64_t reports_paused = 0;
+  std::uint64_t alerts = 0;          ///< Interim alerts (PDAL) about a stage in flight.
+  std::uint64_t alerts_taken = 0;    ///< Of those, alerts the policy acted on.
+  std::uint64_t alerts_refused = 0;  ///< PDAL that failed to parse or named no stage in flight.
   std::uint64_t replans = 0;      ///< Blocks in flight whose rest was planned anew after a report.
   std::uint64_t rtcp_errors = 0;  ///< SRTCP failures and malformed RTCP.
   std::uint64_t rtcp_protect_errors = 0;  ///< SR/BYE that SRTCP failed to protect (not sent).
@@ -234,6 +237,8 @@ class StreamSession {
   // One report from the intake: to the controller; settles its stage if the controller took a
   // PDFB. Returns true if the controller took it.
   bool apply_report(const core::StageReport& report, bool from_rr);
+  /// An interim alert to the controller; true when it changed the plan of the stage in flight.
+  bool apply_alert(const core::StageAlert& alert);
   /// After an accepted report: lets the controller plan the rest of the block in flight anew.
   void replan_current(std::uint64_t now_us);
   /// Link bytes the session sent so far (payload + packet_overhead_ per packet).

@@ -19,6 +19,7 @@
 #include "predrop/core/discard_planner.hpp"
 #include "predrop/core/policy_factory.hpp"
 #include "predrop/core/reception_meter.hpp"
+#include "predrop/core/stage_alert_detector.hpp"
 #include "predrop/sim/clip.hpp"
 #include "predrop/sim/network.hpp"
 
@@ -102,7 +103,7 @@ class MediaFlow final : public Endpoint {
   void pump();
   void send_packet(std::uint32_t stage, std::uint32_t index);
   void replan_current();
-  void maybe_alert(std::uint32_t stage, SimTime now, SimTime owd, std::uint32_t bytes);
+  void maybe_alert(const core::PacketArrival& a);
   void check_missing();
   void poll();
   void on_measurement(const core::StageMeasurement& m);
@@ -133,10 +134,7 @@ class MediaFlow final : public Endpoint {
   double lead_bytes_ = 0.0;   ///< Bytes of the current block's leading burst sent.
   // Interim alerts (receiver side): the smallest one-way delay seen, the stage last alerted on,
   // the newest stage seen and its last arrivals (time, bytes) for the rate the alert carries.
-  SimTime base_owd_ = INT64_MAX;
-  std::uint32_t alerted_stage_ = UINT32_MAX;
-  std::uint32_t newest_stage_ = 0;
-  std::vector<std::pair<SimTime, std::uint32_t>> recent_;
+  core::StageAlertDetector alert_detector_;
   std::vector<core::StageAlert> alerts_;  ///< Alerts in flight, by tag (with kAlertTag).
   static constexpr std::uint64_t kAlertTag = 1ull << 62;  // bit 63 is the network's
 };
