@@ -16,6 +16,19 @@ constexpr std::size_t kMaxReports = StageLedger::kStages + wire::kMaxPdfbPerComp
 thread_local std::array<core::StageReport, kMaxReports> reports;
 // The largest RTCP compound a receiver sends that the server reads (its RTCP buffer).
 constexpr std::size_t kMaxDatagram = 4096 + net::kSrtpMaxTrailer;
+
+// Calls visit(packet) for each packet of a plain RTCP compound, in order, up to the first that
+// does not frame (RFC 3550 §6.4: version 2, length in 32-bit words minus one).
+template <typename Visit>
+void for_each_rtcp_packet(std::span<const std::uint8_t> plain, Visit&& visit) {
+  std::size_t at = 0;
+  while (plain.size() - at >= 4 && (plain[at] >> 6) == 2) {
+    const std::size_t size = (std::size_t{plain[at + 2]} << 8 | plain[at + 3]) * 4 + 4;
+    if (size > plain.size() - at) break;
+    visit(plain.subspan(at, size));
+    at += size;
+  }
+}
 }  // namespace
 
 FeedbackIntake::FeedbackIntake(IntakeConfig config) : config_(std::move(config)) {
@@ -146,24 +159,19 @@ void FeedbackIntake::read_pdfb(const wire::RtcpCompound& compound, const StageLe
 
 void FeedbackIntake::read_alerts(std::span<const std::uint8_t> plain, const StageLedger& ledger) {
   // The compound parsed already (lengths add up); walk it for APP packets named PDAL.
-  std::size_t at = 0;
-  while (plain.size() - at >= 12 && (plain[at] >> 6) == 2) {
-    const std::size_t size = (std::size_t{plain[at + 2]} << 8 | plain[at + 3]) * 4 + 4;
-    if (size > plain.size() - at) break;
-    const auto packet = plain.subspan(at, size);
-    at += size;
-    if (packet[1] != wire::kRtcpApp || (packet[0] & 0x1F) != 0 ||
+  for_each_rtcp_packet(plain, [&](std::span<const std::uint8_t> packet) {
+    if (packet.size() < 12 || packet[1] != wire::kRtcpApp || (packet[0] & 0x1F) != 0 ||
         std::string_view(reinterpret_cast<const char*>(packet.data() + 8), 4) != wire::kPdalName) {
-      continue;
+      return;
     }
     const auto alert = wire::parse_pdal_payload(packet.subspan(12));
     const StageRecord* r = alert ? ledger.find(alert->stage_id) : nullptr;
     if (r == nullptr || r->settled) {
       ++out_.alerts_refused;
-      continue;
+      return;
     }
     out_.alert = to_stage_alert(*alert);
-  }
+  });
 }
 
 std::uint32_t FeedbackIntake::read_rr(const wire::ReceiverReport& rr, bool authenticated,
@@ -201,16 +209,10 @@ std::uint32_t FeedbackIntake::read_rr(const wire::ReceiverReport& rr, bool authe
 std::uint32_t FeedbackIntake::read_transport_cc(std::span<const std::uint8_t> plain,
                                                 const StageLedger& ledger) {
   std::uint32_t messages = 0;
-  std::size_t at = 0;
-  // RTCP framing (RFC 3550 §6.4): version 2, length in 32-bit words minus one.
-  while (plain.size() - at >= 4 && (plain[at] >> 6) == 2) {
-    const std::size_t size = (std::size_t{plain[at + 2]} << 8 | plain[at + 3]) * 4 + 4;
-    if (size > plain.size() - at) break;
-    const auto packet = plain.subspan(at, size);
-    at += size;
-    if (packet[1] != wire::kRtcpRtpfb || (packet[0] & 0x1F) != wire::kTransportCcFmt) continue;
+  for_each_rtcp_packet(plain, [&](std::span<const std::uint8_t> packet) {
+    if (packet[1] != wire::kRtcpRtpfb || (packet[0] & 0x1F) != wire::kTransportCcFmt) return;
     twcc_packets_.clear();
-    if (!wire::parse_transport_cc(packet, twcc_packets_)) continue;
+    if (!wire::parse_transport_cc(packet, twcc_packets_)) return;
     ++messages;
     twcc_seen_ = true;
     for (const core::StageMeasurement& m : twcc_->on_feedback(twcc_packets_)) {
@@ -225,7 +227,7 @@ std::uint32_t FeedbackIntake::read_transport_cc(std::span<const std::uint8_t> pl
       *slot = to_stage_report(make_feedback(m, 0.0, wire::PdfbMetric::kOther, 0));
       slot->rate_used = r->rate_used();
     }
-  }
+  });
   out_.transport_cc += messages;
   return messages;
 }
