@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "predrop/chain/feedback.hpp"
+#include "predrop/wire/rtcp_nack.hpp"
 
 namespace predrop::chain {
 
@@ -48,6 +49,7 @@ FeedbackIntake::FeedbackIntake(IntakeConfig config) : config_(std::move(config))
       rr_.emplace_back(t.initial_sequence, t.clock_rate);
     }
   }
+  if (config_.rtcp_fb) nacked_.reserve(kMaxNacked);
 }
 
 FeedbackIntake::~FeedbackIntake() = default;
@@ -83,9 +85,11 @@ const Intake& FeedbackIntake::read(std::span<std::uint8_t> buffer, std::size_t l
   // (RFC 5506) is no compound but authenticated all the same.
   std::size_t plain_len = 0;
   auto compound = decode_rtcp(buffer, len, in_ ? &*in_ : nullptr, &plain_len);
+  nacked_.clear();
+  const bool fb = twcc_ != nullptr || config_.rtcp_fb;
   const auto reduced_size_twcc = [&] {
-    if (compound || twcc_ == nullptr || plain_len == 0) return false;
-    if (read_transport_cc(std::span<const std::uint8_t>(buffer.data(), plain_len), ledger) == 0) {
+    if (compound || !fb || plain_len == 0) return false;
+    if (read_rtcp_fb(std::span<const std::uint8_t>(buffer.data(), plain_len), ledger) == 0) {
       return false;
     }
     out_.authenticated = true;
@@ -119,9 +123,7 @@ const Intake& FeedbackIntake::read(std::span<std::uint8_t> buffer, std::size_t l
   }
   out_.authenticated = true;
   // Before the RR: from the first transport-cc message on, RR intervals make no reports.
-  if (twcc_ != nullptr) {
-    (void)read_transport_cc(std::span<const std::uint8_t>(buffer.data(), plain_len), ledger);
-  }
+  if (fb) (void)read_rtcp_fb(std::span<const std::uint8_t>(buffer.data(), plain_len), ledger);
   if (compound->receiver_report) {
     out_.receiver_report = true;
     const auto& blocks = compound->receiver_report->blocks;
@@ -206,30 +208,63 @@ std::uint32_t FeedbackIntake::read_rr(const wire::ReceiverReport& rr, bool authe
   return passed;
 }
 
-std::uint32_t FeedbackIntake::read_transport_cc(std::span<const std::uint8_t> plain,
-                                                const StageLedger& ledger) {
+bool FeedbackIntake::ours(std::uint32_t media_ssrc) const {
+  return std::any_of(config_.tracks.begin(), config_.tracks.end(),
+                     [&](const IntakeTrack& t) { return t.ssrc == media_ssrc; });
+}
+
+std::uint32_t FeedbackIntake::read_rtcp_fb(std::span<const std::uint8_t> plain,
+                                           const StageLedger& ledger) {
   std::uint32_t messages = 0;
   for_each_rtcp_packet(plain, [&](std::span<const std::uint8_t> packet) {
-    if (packet[1] != wire::kRtcpRtpfb || (packet[0] & 0x1F) != wire::kTransportCcFmt) return;
-    twcc_packets_.clear();
-    if (!wire::parse_transport_cc(packet, twcc_packets_)) return;
-    ++messages;
-    twcc_seen_ = true;
-    for (const core::StageMeasurement& m : twcc_->on_feedback(twcc_packets_)) {
-      const StageRecord* r = ledger.find(m.stage);
-      core::StageReport* slot = r != nullptr && !r->settled ? next_slot() : nullptr;
-      if (slot == nullptr) {
-        ++out_.unknown_stages;  // long forgotten, or settled by an RR before transport-cc came
-        continue;
+    const std::uint8_t fmt = packet[0] & 0x1F;
+    if (packet[1] == wire::kRtcpRtpfb && fmt == wire::kTransportCcFmt && twcc_ != nullptr) {
+      twcc_packets_.clear();
+      if (!wire::parse_transport_cc(packet, twcc_packets_)) return;
+      ++messages;
+      ++out_.transport_cc;
+      twcc_seen_ = true;
+      measure_transport_cc(ledger);
+    } else if (packet[1] == wire::kRtcpRtpfb && fmt == wire::kGenericNackFmt && config_.rtcp_fb) {
+      const std::size_t before = nacked_.size();
+      const auto n = wire::parse_generic_nack(packet, nacked_, kMaxNacked);
+      if (!n) return;
+      ++messages;
+      if (!ours(n->media_ssrc)) {
+        nacked_.resize(before);  // about a stream we do not send
+        return;
       }
-      // The same mapping (and rounding) as the measuring client's PDFB v1.1 record, P = 0: the
-      // browser scores no picture (the policy must not need one, as with RRs).
-      *slot = to_stage_report(make_feedback(m, 0.0, wire::PdfbMetric::kOther, 0));
-      slot->rate_used = r->rate_used();
+      ++out_.nacks;
+      out_.nacked_truncated += n->truncated;
+      out_.nacked = std::span<const std::uint16_t>(nacked_.data(), nacked_.size());
+    } else if (packet[1] == wire::kRtcpPsfb && config_.rtcp_fb) {
+      const auto r = wire::parse_key_frame_request(packet);
+      if (!r) return;
+      ++messages;
+      if (!ours(r->media_ssrc)) return;
+      if (r->kind == wire::KeyFrameRequestKind::kPli) {
+        ++out_.plis;
+      } else {
+        ++out_.firs;
+      }
     }
   });
-  out_.transport_cc += messages;
   return messages;
+}
+
+void FeedbackIntake::measure_transport_cc(const StageLedger& ledger) {
+  for (const core::StageMeasurement& m : twcc_->on_feedback(twcc_packets_)) {
+    const StageRecord* r = ledger.find(m.stage);
+    core::StageReport* slot = r != nullptr && !r->settled ? next_slot() : nullptr;
+    if (slot == nullptr) {
+      ++out_.unknown_stages;  // long forgotten, or settled by an RR before transport-cc came
+      continue;
+    }
+    // The same mapping (and rounding) as the measuring client's PDFB v1.1 record, P = 0: the
+    // browser scores no picture (the policy must not need one, as with RRs).
+    *slot = to_stage_report(make_feedback(m, 0.0, wire::PdfbMetric::kOther, 0));
+    slot->rate_used = r->rate_used();
+  }
 }
 
 bool FeedbackIntake::cover(const wire::RrInterval& iv, std::size_t t, const StageLedger& ledger) {

@@ -81,6 +81,23 @@ SendBatchScope::~SendBatchScope() {
 // ---------------------------------------------------------------------------------------------
 // StageTransmitter
 
+struct StageTransmitter::Rtx {
+  Rtx(const RetransmitConfig& c, std::size_t max_payload, std::size_t slot)
+      : config(c),
+        ring(c.slots, max_payload),
+        budget(c.fraction, c.burst_bytes),
+        next_sequence(c.initial_sequence),
+        slot_size(slot),
+        slab(std::make_unique<std::uint8_t[]>(kBatch * slot)) {}
+  RetransmitConfig config;
+  SentPacketRing ring;
+  RetransmitBudget budget;
+  std::uint16_t next_sequence;
+  std::size_t slot_size;  // a packet slot: the header, the 2-byte OSN, the payload, the SRTP tag
+  std::unique_ptr<std::uint8_t[]> slab;
+  RetransmitStats stats;
+};
+
 StageTransmitter::StageTransmitter(net::UdpEndpoint& socket, TransmitterConfig config,
                                    std::optional<net::SrtpSession> srtp,
                                    core::DiscardPlanner planner)
@@ -110,6 +127,100 @@ StageTransmitter::StageTransmitter(net::UdpEndpoint& socket, TransmitterConfig c
   }
   if (ids.transport_sequence != 0) transport_offset_ = next + 1;
   build_templates();
+}
+
+void StageTransmitter::enable_retransmission(const RetransmitConfig& config) {
+  if (rtx_) return;
+  rtx_ = std::make_unique<Rtx>(config, config_.max_payload_size, slot_size_ + 2);
+}
+
+const RetransmitStats& StageTransmitter::retransmit_stats() const {
+  static const RetransmitStats none;
+  return rtx_ ? rtx_->stats : none;
+}
+
+std::size_t StageTransmitter::retransmit(std::span<const std::uint16_t> sequences,
+                                         std::uint64_t now_us) {
+  if (!rtx_ || sequences.empty()) return 0;
+  Rtx& r = *rtx_;
+  // Whatever is still in the private batch goes first (slot indexes below are batch_'s).
+  flush();
+  const std::size_t track = r.config.track;
+  if (track >= config_.tracks.size()) return 0;
+  const TrackConfig& tcfg = config_.tracks[track];
+  // No stage element: a retransmission belongs to no stage's announced count.
+  wire::RtpExtensions ext;
+  ext.ids = wire::RtpExtensionIds{0, config_.extension_ids.abs_send_time,
+                                  config_.extension_ids.transport_sequence};
+  ext.abs_send_time = wire::abs_send_time_from_us(now_us);
+  std::size_t sent = 0;
+  for (const std::uint16_t seq : sequences) {
+    ++r.stats.requested;
+    SentRtpPacket* e = r.ring.find(seq);
+    if (e == nullptr) {
+      ++r.stats.unknown;  // never sent (pre-discarded), too old, or never ours
+      continue;
+    }
+    if (e->resent >= r.config.max_per_packet) {
+      ++r.stats.repeated;
+      continue;
+    }
+    const std::span<const std::uint8_t> payload = r.ring.payload(*e);
+    wire::RtpHeader h;
+    h.marker = e->marker;
+    h.payload_type = r.config.payload_type;
+    h.sequence = r.next_sequence;
+    h.timestamp = e->timestamp;
+    h.ssrc = r.config.ssrc;
+    ext.transport_sequence = next_transport_sequence_;
+    std::uint8_t* slot = r.slab.get() + batch_.size() * r.slot_size;
+    const std::span<std::uint8_t> buf(slot, r.slot_size);
+    const auto header = wire::write_rtp_header(buf, h, ext);
+    if (!header || *header + 2 + payload.size() + net::kSrtpMaxTrailer > r.slot_size) {
+      ++stats_.oversize;
+      continue;
+    }
+    // RFC 4588 §4: the original sequence number, then the original payload.
+    std::size_t len = *header;
+    store_u16(slot + len, seq);
+    if (!payload.empty()) std::memcpy(slot + len + 2, payload.data(), payload.size());
+    len += 2 + payload.size();
+    // The credit counts RTP bytes before SRTP, as on_sent() does.
+    if (!r.budget.take(len)) {
+      ++r.stats.capped;
+      continue;
+    }
+    if (srtp_) {
+      const net::SrtpResult pr = srtp_->protect_rtp(buf, len);
+      if (!pr) {
+        ++stats_.protect_errors;
+        continue;
+      }
+      len = pr.length;
+    }
+    if (config_.extension_ids.transport_sequence != 0) {
+      // Numbered like every packet that goes (the browser's feedback stays gap-free), logged as
+      // a retransmission: it is in no stage's count, so the meter leaves it out.
+      if (send_log_ != nullptr) {
+        SentPacket sp{now_us, plan_.stage, 0, 0,
+                      static_cast<std::uint16_t>(
+                          std::min<std::size_t>(len + core::kLinkOverheadBytes, 0xffff))};
+        sp.retransmission = true;
+        send_log_->record(next_transport_sequence_, sp);
+      }
+      ++next_transport_sequence_;
+    }
+    ++r.next_sequence;
+    ++e->resent;
+    ++r.stats.sent;
+    r.stats.bytes += len;
+    ++sent;
+    batch_tracks_[batch_.size()] = static_cast<std::uint8_t>(track);
+    batch_.push_back(net::OutDatagram{slot, len, &tcfg.destination});
+    if (batch_.size() == kBatch) flush();
+  }
+  flush();
+  return sent;
 }
 
 StageTransmitter::~StageTransmitter() {
@@ -275,6 +386,11 @@ std::size_t StageTransmitter::send(std::span<const OutgoingPacket> packets, std:
                                          len + core::kLinkOverheadBytes, 0xffff))});
       }
       ++next_transport_sequence_;
+    }
+    if (rtx_ && p.track == rtx_->config.track) {
+      // Kept for a NACK under the number it went with; the credit grows with what is sent.
+      rtx_->ring.record(tc.next_sequence, p.marker, timestamp, p.payload);
+      rtx_->budget.on_sent(header_size_ + p.payload.size());
     }
     ++tc.next_sequence;
     ++sent_in_stage_;

@@ -27,6 +27,12 @@ std::span<const core::StageMeasurement> TransportFeedback::on_feedback(
       ++stats_.packets_unknown;
       continue;
     }
+    if (sent->retransmission) {
+      // A NACK's answer: in no stage's announced count. The stage's loss stays the loss of its
+      // first transmissions (what the path did), and its L and queue come from those alone.
+      ++stats_.retransmissions;
+      continue;
+    }
     ++stats_.packets_received;
     const auto send = static_cast<std::int64_t>(sent->send_us);
     if (!have_offset_) {

@@ -85,6 +85,13 @@ void add_stats(ServerStats& a, const ServerStats& b) {
   a.webrtc_twcc_reports += b.webrtc_twcc_reports;
   a.alerts += b.alerts;
   a.alerts_taken += b.alerts_taken;
+  a.webrtc_nacks += b.webrtc_nacks;
+  a.webrtc_nacked_packets += b.webrtc_nacked_packets;
+  a.webrtc_rtx_packets += b.webrtc_rtx_packets;
+  a.webrtc_rtx_bytes += b.webrtc_rtx_bytes;
+  a.webrtc_rtx_unknown += b.webrtc_rtx_unknown;
+  a.webrtc_rtx_capped += b.webrtc_rtx_capped;
+  a.webrtc_key_frame_requests += b.webrtc_key_frame_requests;
   a.redirects += b.redirects;
 }
 
@@ -160,6 +167,22 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
   counter("predrop_alerts_taken_total",
           "Interim alerts the policy acted on: the rest of the stage in flight was re-planned.",
           s.alerts_taken);
+  counter("predrop_webrtc_nacks_total", "Generic NACKs read from WebRTC peers (docs/webrtc.md).",
+          s.webrtc_nacks);
+  counter("predrop_webrtc_nacked_packets_total", "Sequence numbers the NACKs named.",
+          s.webrtc_nacked_packets);
+  counter("predrop_webrtc_rtx_packets_total", "RTX retransmissions sent for NACKs.",
+          s.webrtc_rtx_packets);
+  counter("predrop_webrtc_rtx_bytes_total", "Bytes of RTX retransmissions (SRTP included).",
+          s.webrtc_rtx_bytes);
+  counter("predrop_webrtc_rtx_unknown_total",
+          "NACKed packets not in the history: never sent (pre-discarded), too old or forged.",
+          s.webrtc_rtx_unknown);
+  counter("predrop_webrtc_rtx_capped_total",
+          "NACKed packets not resent: over the retransmission byte cap or resent twice already.",
+          s.webrtc_rtx_capped);
+  counter("predrop_webrtc_key_frame_requests_total", "PLIs and FIRs read from WebRTC peers.",
+          s.webrtc_key_frame_requests);
   counter("predrop_redirects_total", "DESCRIBEs answered 302 to an edge (docs/edge.md).",
           s.redirects);
   counter("predrop_rtsp_foreign_session_requests_total",

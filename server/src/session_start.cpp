@@ -18,6 +18,14 @@ StreamSessionConfig session_config(const SessionEntry& entry, const StreamServer
   if (entry.webrtc && entry.transport_cc_id != 0) {
     cfg.extension_ids = wire::RtpExtensionIds{0, 0, entry.transport_cc_id};
   }
+  if (entry.webrtc && entry.rtx_payload_type != 0 && !entry.tracks.empty()) {
+    chain::RetransmitConfig rtx;
+    rtx.ssrc = entry.rtx_ssrc;
+    rtx.payload_type = entry.rtx_payload_type;
+    rtx.initial_sequence = entry.rtx_initial_sequence;
+    cfg.retransmission = rtx;
+  }
+  cfg.rtcp_fb = entry.webrtc && entry.rtcp_fb;
   // A WHEP session's keys come from its DTLS handshake, in the one profile it negotiates.
   cfg.srtp_suite =
       entry.webrtc ? std::optional(wire::SrtpSuite::AesCm128HmacSha1_80) : options.srtp;

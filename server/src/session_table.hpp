@@ -48,6 +48,13 @@ struct SessionEntry {
   /// A WHEP session with transport-cc: the extension id of the transport-wide sequence number
   /// (the browser's a=extmap id); 0 = not negotiated.
   std::uint8_t transport_cc_id = 0;
+  /// A WHEP session with NACK and RTX (docs/webrtc.md "NACK and RTX"): the browser's rtx payload
+  /// type (0 = not negotiated), the RTX stream's SSRC and first sequence number.
+  std::uint8_t rtx_payload_type = 0;
+  std::uint32_t rtx_ssrc = 0;
+  std::uint16_t rtx_initial_sequence = 0;
+  /// A WHEP session that negotiated NACK, PLI or FIR: its RTCP feedback is read.
+  bool rtcp_fb = false;
   std::uint32_t slot = kNoSlot;  ///< Its key in the pacer, once it was ever queued.
   std::uint64_t setup_us = 0;    ///< When it was added (the server's clock): "since" in the API.
   BlockHistory history;          ///< Its last blocks, for the control API.

@@ -283,6 +283,14 @@ class StreamServer::Impl final : public detail::RtspConnectionListener, public d
     if (e.webrtc) {
       stats_.webrtc_twcc_feedback += after.twcc_feedback - before.twcc_feedback;
       stats_.webrtc_twcc_reports += after.twcc_reports - before.twcc_reports;
+      stats_.webrtc_nacks += after.nacks - before.nacks;
+      stats_.webrtc_nacked_packets += after.nacked_packets - before.nacked_packets;
+      stats_.webrtc_rtx_packets += after.rtx_packets - before.rtx_packets;
+      stats_.webrtc_rtx_bytes += after.rtx_bytes - before.rtx_bytes;
+      stats_.webrtc_rtx_unknown += after.rtx_unknown - before.rtx_unknown;
+      stats_.webrtc_rtx_capped +=
+          (after.rtx_capped + after.rtx_repeated) - (before.rtx_capped + before.rtx_repeated);
+      stats_.webrtc_key_frame_requests += after.key_frame_requests - before.key_frame_requests;
     }
     stats_.alerts += after.alerts - before.alerts;
     stats_.alerts_taken += after.alerts_taken - before.alerts_taken;

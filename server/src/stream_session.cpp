@@ -65,6 +65,7 @@ StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
   intake.key = config_.key;
   intake.pdfb = config_.feedback;
   intake.rr_reports = !config_.feedback && config_.rr_adaptation;
+  intake.rtcp_fb = config_.rtcp_fb;
   for (const SessionTrack& st : config_.tracks) {
     intake.tracks.push_back(chain::IntakeTrack{st.ssrc, st.initial_sequence,
                                                streams[st.media_stream].clock_rate, st.client_suite,
@@ -90,6 +91,8 @@ StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
   assert(reinterpret_cast<const char*>(&rtp_offset_ + 1) - reinterpret_cast<const char*>(this) <=
          128);
   if (chain::PacketSink* sink = transport_->media_sink()) transmitter_->set_sink(sink);
+  if (config_.retransmission) transmitter_->enable_retransmission(*config_.retransmission);
+  if (config_.rtcp_fb) protected_importance_.resize(largest);
   if (config_.extension_ids.transport_sequence != 0) {
     twcc_ = std::make_unique<chain::TransportFeedback>();
     transmitter_->set_send_log(&twcc_->send_log());
@@ -111,6 +114,12 @@ StreamSession::~StreamSession() = default;
 SessionStats StreamSession::stats() const {
   SessionStats s = stats_;
   s.interleaved_drops = transport_->drops();
+  const chain::RetransmitStats& rtx = transmitter_->retransmit_stats();
+  s.rtx_packets = rtx.sent;
+  s.rtx_bytes = rtx.bytes;
+  s.rtx_unknown = rtx.unknown;
+  s.rtx_capped = rtx.capped;
+  s.rtx_repeated = rtx.repeated + stats_.rtx_repeated;  // the intake's truncated ones too
   return s;
 }
 
@@ -152,6 +161,7 @@ bool StreamSession::fetch(std::uint64_t now_us) {
 
 void StreamSession::take_block() {
   have_block_ = true;
+  key_protected_ = false;  // protect_key_frame() made it for the block before
   block_start_us_ = block_.start_us;
   block_packets_ = block_.packets.data();
   block_arena_ = block_.arena.data();
@@ -174,6 +184,9 @@ void StreamSession::take_block() {
 }
 
 std::span<const std::uint8_t> StreamSession::block_importance() const {
+  if (key_protected_) {
+    return std::span<const std::uint8_t>(protected_importance_).first(block_size_);
+  }
   if (filter_streams_) {
     return std::span<const std::uint8_t>(filtered_importance_).first(block_size_);
   }
@@ -218,7 +231,24 @@ void StreamSession::pause(std::uint64_t now_us) {
   }
 }
 
+void StreamSession::protect_key_frame() {
+  const auto importance = block_importance();
+  if (importance.size() > protected_importance_.size()) return;
+  std::transform(
+      importance.begin(), importance.end(), protected_importance_.begin(),
+      [](std::uint8_t v) { return v == media::kImportanceKey ? media::kImportanceNever : v; });
+  key_protected_ = true;
+  ++stats_.key_frames_protected;
+}
+
 void StreamSession::begin_stage(std::uint64_t now_us) {
+  // A PLI or FIR since the last block: the server cannot make a key frame, but the next block
+  // starts with one, and that one goes whatever R is (docs/webrtc.md "PLI and FIR").
+  key_protected_ = false;
+  if (key_frame_requested_) {
+    key_frame_requested_ = false;
+    protect_key_frame();
+  }
   // Model-based policies size R from the block's real bytes and the bytes sent so far (the
   // difference between two stages' counts is what a stage sent); the others answer rate().
   // Bytes as the link counts them, like the receiver's PDFB v1.1 counts and a shaper's rate.
@@ -526,6 +556,17 @@ void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std
   if (in.transport_cc != 0) {
     stats_.twcc_feedback += in.transport_cc;
     stats_.twcc_reports += in.reports.size();
+  }
+  if (in.nacks != 0) {
+    // Answered at once, within the transmitter's byte credit (docs/webrtc.md "NACK and RTX").
+    stats_.nacks += in.nacks;
+    stats_.nacked_packets += in.nacked.size() + in.nacked_truncated;
+    stats_.rtx_repeated += in.nacked_truncated;
+    (void)transmitter_->retransmit(in.nacked, now_us);
+  }
+  if (in.plis + in.firs != 0) {
+    stats_.key_frame_requests += in.plis + in.firs;
+    key_frame_requested_ = true;
   }
   bool taken = false;
   for (const core::StageReport& report : in.reports) {

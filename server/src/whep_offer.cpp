@@ -53,6 +53,11 @@ WhepSetup prepare_whep_session(const StreamServerOptions& options, const Session
   track.ssrc = fresh_ssrc(*entry);
   track.initial_sequence = net::random_u16();
   track.timestamp_offset = net::random_u32();
+  // The RTX stream's SSRC (RFC 4588 §8.3: another SSRC, grouped by a=ssrc-group:FID).
+  std::uint32_t rtx_ssrc = 0;
+  while (rtx_ssrc == 0 || rtx_ssrc == track.ssrc) {
+    rtx_ssrc = net::random_u32();
+  }
   const bool any = endpoint.bind_ip == "0.0.0.0" || endpoint.bind_ip == "::";
   const webrtc::AnswerParams params{
       s.local,
@@ -60,11 +65,16 @@ WhepSetup prepare_whep_session(const StreamServerOptions& options, const Session
       any ? (endpoint.hint.empty() ? "127.0.0.1" : endpoint.hint) : endpoint.bind_ip,
       endpoint.port,
       track.ssrc,
-      "predrop"};
+      "predrop",
+      rtx_ssrc};
   auto answer = webrtc::answer_whep_offer(*offer, source->streams()[*video], params);
   if (!answer) return refused(406, answer.error().message);
   track.payload_type = answer->payload_type;
   entry->transport_cc_id = answer->transport_cc_id;
+  entry->rtx_payload_type = answer->rtx_payload_type;
+  entry->rtx_ssrc = rtx_ssrc;
+  entry->rtx_initial_sequence = net::random_u16();
+  entry->rtcp_fb = answer->rtx_payload_type != 0 || answer->pli || answer->fir;
 
   // The same limits as an RTSP SETUP (rtsp_methods.cpp create_session), for the process.
   switch (options.directory->try_add(entry->id, options.worker, peer.ip_string(),

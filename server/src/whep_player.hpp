@@ -32,13 +32,15 @@ inline constexpr std::string_view kWhepPlayerJs = R"js('use strict';
   pc.onconnectionstatechange = () => me.events.push('pc:' + pc.connectionState);
   me.stats = async () => {
     const out = { framesDecoded: 0, framesDropped: 0, freezeCount: 0, totalFreezesDuration: 0,
-                  packetsReceived: 0, packetsLost: 0, codec: '', ice: pc.iceConnectionState,
+                  packetsReceived: 0, packetsLost: 0, nackCount: 0, pliCount: 0, firCount: 0,
+                  retransmittedPacketsReceived: 0, codec: '', ice: pc.iceConnectionState,
                   dtls: '', connection: pc.connectionState };
     const report = await pc.getStats();
     report.forEach((s) => {
       if (s.type === 'inbound-rtp' && s.kind === 'video') {
         for (const k of ['framesDecoded', 'framesDropped', 'freezeCount', 'totalFreezesDuration',
-                         'packetsReceived', 'packetsLost']) out[k] = s[k] || 0;
+                         'packetsReceived', 'packetsLost', 'nackCount', 'pliCount', 'firCount',
+                         'retransmittedPacketsReceived']) out[k] = s[k] || 0;
         const c = s.codecId && report.get(s.codecId);
         if (c) out.codec = c.mimeType + (c.sdpFmtpLine ? ' ' + c.sdpFmtpLine : '');
       }

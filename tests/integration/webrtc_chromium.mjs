@@ -56,7 +56,8 @@ try {
   const figures = { session, codec: s.codec, connect_ms: connectMs, first_frame_ms: firstFrameMs,
     play_s: playS, frames_decoded: decoded, frames_dropped: s.framesDropped,
     freezes: s.freezeCount, freeze_s: s.totalFreezesDuration, packets: s.packetsReceived,
-    packets_lost: s.packetsLost, dtls: s.dtls, events, first: connected.connection };
+    packets_lost: s.packetsLost, nacks: s.nackCount, plis: s.pliCount, firs: s.firCount,
+    rtx_received: s.retransmittedPacketsReceived, dtls: s.dtls, events, first: connected.connection };
   console.log(JSON.stringify(figures));
   if (decoded < minFrames) fail(`only ${decoded} frames decoded in ${playS} s (want >= ${minFrames})`);
   const deleted = await page.evaluate(

@@ -87,6 +87,11 @@ TOML
   twcc=$(metric "$metrics_port" predrop_webrtc_twcc_feedback_total)
   twcc_reports=$(metric "$metrics_port" predrop_webrtc_twcc_reports_total)
   echo "$name: transport-cc: $twcc feedback messages, $twcc_reports block reports"
+  # NACK/RTX and PLI/FIR (docs/webrtc.md): shown (loopback loses nothing, so NACKs are rare).
+  echo "$name: nacks $(metric "$metrics_port" predrop_webrtc_nacks_total)," \
+    "rtx $(metric "$metrics_port" predrop_webrtc_rtx_packets_total)," \
+    "rtx unknown $(metric "$metrics_port" predrop_webrtc_rtx_unknown_total)," \
+    "key frame requests $(metric "$metrics_port" predrop_webrtc_key_frame_requests_total)"
   if [[ "$required" == yes ]] && ((twcc == 0 || twcc_reports == 0)); then
     echo "$name: FAILED: no transport-cc feedback or no block report made from it"
     failed=1

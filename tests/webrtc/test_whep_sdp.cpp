@@ -118,6 +118,55 @@ TEST(WhepSdp, TakesTransportCcWhenTheOfferHasTheExtensionAndFeedbackForTheCodec)
   EXPECT_EQ(none->transport_cc_id, 0);
 }
 
+TEST(WhepSdp, TakesNackWithRtxPliAndFirOnlyWhenOffered) {
+  std::string offer(kOffer);
+  offer.insert(offer.find("a=rtpmap:97"),
+               "a=rtcp-fb:96 nack\r\na=rtcp-fb:96 nack pli\r\na=rtcp-fb:96 ccm fir\r\n");
+  const auto o = parse_whep_offer(offer).value();
+  EXPECT_TRUE(o.media[0].codecs[0].nack);
+  EXPECT_TRUE(o.media[0].codecs[0].nack_pli);
+  EXPECT_TRUE(o.media[0].codecs[0].ccm_fir);
+  AnswerParams p = params();
+  p.rtx_ssrc = 0x5678;
+  const auto vp8 = answer_whep_offer(o, video(media::Codec::kVp8), p);
+  ASSERT_TRUE(vp8.ok());
+  EXPECT_EQ(vp8->rtx_payload_type, 97);
+  EXPECT_TRUE(vp8->pli);
+  EXPECT_TRUE(vp8->fir);
+  const std::string& s = vp8->sdp;
+  EXPECT_NE(s.find("m=video 40000 UDP/TLS/RTP/SAVPF 96 97\r\n"), std::string::npos);
+  EXPECT_NE(s.find("a=rtcp-fb:96 nack\r\n"), std::string::npos);
+  EXPECT_NE(s.find("a=rtcp-fb:96 nack pli\r\n"), std::string::npos);
+  EXPECT_NE(s.find("a=rtcp-fb:96 ccm fir\r\n"), std::string::npos);
+  EXPECT_NE(s.find("a=rtpmap:97 rtx/90000\r\na=fmtp:97 apt=96\r\n"), std::string::npos);
+  EXPECT_NE(s.find("a=ssrc-group:FID 4660 22136\r\n"), std::string::npos);
+  EXPECT_NE(s.find("a=ssrc:22136 cname:predrop-1\r\n"), std::string::npos);
+  // The media SSRC's lines first: Chromium takes the first a=ssrc as the primary one (with the
+  // RTX SSRC first it decoded nothing).
+  EXPECT_LT(s.find("a=ssrc:4660 cname:"), s.find("a=ssrc:22136 cname:"));
+  // No RTX for the chosen codec (VP9 98 has none here): no NACK either; PLI is not offered for
+  // 98, so none.
+  const auto vp9 = answer_whep_offer(o, video(media::Codec::kVp9), p);
+  ASSERT_TRUE(vp9.ok());
+  EXPECT_EQ(vp9->rtx_payload_type, 0);
+  EXPECT_FALSE(vp9->pli);
+  EXPECT_EQ(vp9->sdp.find("nack"), std::string::npos);
+  EXPECT_EQ(vp9->sdp.find("rtx"), std::string::npos);
+  EXPECT_NE(vp9->sdp.find("m=video 40000 UDP/TLS/RTP/SAVPF 98\r\n"), std::string::npos);
+  // No RTX SSRC from the caller: no NACK, PLI still.
+  const auto no_rtx = answer_whep_offer(o, video(media::Codec::kVp8), params());
+  EXPECT_EQ(no_rtx->rtx_payload_type, 0);
+  EXPECT_TRUE(no_rtx->pli);
+  EXPECT_EQ(no_rtx->sdp.find("a=rtcp-fb:96 nack\r\n"), std::string::npos);
+  // The plain offer (no a=rtcp-fb nack): nothing of it answered.
+  const auto plain =
+      answer_whep_offer(parse_whep_offer(kOffer).value(), video(media::Codec::kVp8), p);
+  EXPECT_EQ(plain->rtx_payload_type, 0);
+  EXPECT_FALSE(plain->pli);
+  EXPECT_EQ(plain->sdp.find("nack"), std::string::npos);
+  EXPECT_EQ(plain->sdp.find("ssrc-group"), std::string::npos);
+}
+
 TEST(WhepSdp, RefusesOffersItCannotAnswer) {
   EXPECT_FALSE(parse_whep_offer("v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\n").ok());
   std::string passive(kOffer);

@@ -124,17 +124,35 @@ void read_extmap(std::string_view value, OfferedMedia& m) {
   }
 }
 
-// "a=rtcp-fb:96 transport-cc" or "a=rtcp-fb:* transport-cc".
+// "a=rtcp-fb:96 transport-cc", "a=rtcp-fb:96 nack", "a=rtcp-fb:96 nack pli",
+// "a=rtcp-fb:96 ccm fir", or any of them for "*".
 void read_rtcp_fb(std::string_view value, OfferedMedia& m) {
   const std::size_t sp = value.find(' ');
-  if (sp == std::string_view::npos || value.substr(sp + 1) != "transport-cc") return;
+  if (sp == std::string_view::npos) return;
+  const std::string_view kind = value.substr(sp + 1);
+  bool OfferedCodec::*flag = nullptr;
+  if (kind == "transport-cc") flag = &OfferedCodec::transport_cc;
+  if (kind == "nack") flag = &OfferedCodec::nack;
+  if (kind == "nack pli") flag = &OfferedCodec::nack_pli;
+  if (kind == "ccm fir") flag = &OfferedCodec::ccm_fir;
+  if (flag == nullptr) return;
   const std::string_view pt_text = value.substr(0, sp);
   std::uint8_t pt = 0;
   const bool all = pt_text == "*";
   if (!all && !to_number(pt_text, pt)) return;
   for (OfferedCodec& c : m.codecs) {
-    if (all || c.payload_type == pt) c.transport_cc = true;
+    if (all || c.payload_type == pt) c.*flag = true;
   }
+}
+
+// The offered rtx payload type whose apt is `pt` (RFC 4588 §8.6); nullptr when none.
+const OfferedCodec* find_rtx(const OfferedMedia& m, std::uint8_t pt) {
+  for (const OfferedCodec& c : m.codecs) {
+    if (lower(c.name) != "rtx" || c.payload_type == pt) continue;
+    std::uint8_t apt = 0;
+    if (to_number(fmtp_param(c.fmtp, "apt"), apt) && apt == pt) return &c;
+  }
+  return nullptr;
 }
 
 std::string rejected_section(const OfferedMedia& m) {
@@ -230,7 +248,13 @@ core::Result<WhepAnswer> answer_whep_offer(const WhepOffer& offer, const media::
       }
       s.append("\r\n");
     };
-    line({"m=video ", std::to_string(p.candidate_port), " UDP/TLS/RTP/SAVPF ", pt});
+    // NACK only with RTX (docs/webrtc.md "NACK and RTX"): a retransmission in the stream itself
+    // would need its sequence number a second time.
+    const OfferedCodec* rtx =
+        codec->nack && p.rtx_ssrc != 0 ? find_rtx(m, codec->payload_type) : nullptr;
+    const std::string rtx_pt = rtx != nullptr ? std::to_string(rtx->payload_type) : "";
+    line({"m=video ", std::to_string(p.candidate_port), " UDP/TLS/RTP/SAVPF ", pt,
+          rtx != nullptr ? " " : "", rtx_pt});
     line({"c=IN IP4 ", p.candidate_ip});
     line({"a=mid:", m.mid});
     line({"a=sendonly"});
@@ -250,9 +274,33 @@ core::Result<WhepAnswer> answer_whep_offer(const WhepOffer& offer, const media::
       line({"a=extmap:", std::to_string(m.transport_cc_id), " ", wire::kTransportSequenceUri});
       line({"a=rtcp-fb:", pt, " transport-cc"});
     }
+    if (rtx != nullptr) {
+      a.rtx_payload_type = rtx->payload_type;
+      line({"a=rtcp-fb:", pt, " nack"});
+    }
+    if (codec->nack_pli) {
+      a.pli = true;
+      line({"a=rtcp-fb:", pt, " nack pli"});
+    }
+    if (codec->ccm_fir) {
+      a.fir = true;
+      line({"a=rtcp-fb:", pt, " ccm fir"});
+    }
+    if (rtx != nullptr) {
+      line({"a=rtpmap:", rtx_pt, " rtx/90000"});
+      line({"a=fmtp:", rtx_pt, " apt=", pt});
+      line({"a=ssrc-group:FID ", std::to_string(p.ssrc), " ", std::to_string(p.rtx_ssrc)});
+    }
     s += "a=ssrc:" + std::to_string(p.ssrc) + " cname:" + p.cname +
-         "\r\na=ssrc:" + std::to_string(p.ssrc) +
-         " msid:predrop video0\r\na=candidate:1 1 udp 2130706431 " + p.candidate_ip + " " +
+         "\r\na=ssrc:" + std::to_string(p.ssrc) + " msid:predrop video0\r\n";
+    if (rtx != nullptr) {
+      // After the media SSRC's lines: a browser takes the first a=ssrc it reads as the primary
+      // (the media) one, whatever the FID group says.
+      const std::string repair = std::to_string(p.rtx_ssrc);
+      line({"a=ssrc:", repair, " cname:", p.cname});
+      line({"a=ssrc:", repair, " msid:predrop video0"});
+    }
+    s += "a=candidate:1 1 udp 2130706431 " + p.candidate_ip + " " +
          std::to_string(p.candidate_port) + " typ host\r\na=end-of-candidates\r\n";
   }
   a.sdp = std::move(s);

@@ -15,6 +15,10 @@
 //      stage it completes becomes a report like a PDFB v1.1 record with P = 0 (chain/
 //      transport_feedback.hpp). Read in a compound or alone (reduced-size, RFC 5506). From the
 //      first such message on, the peer's RRs no longer become stage reports: transport-cc wins.
+//   5. generic NACK, PLI and FIR (wire/rtcp_nack.hpp) from a WebRTC peer that negotiated them
+//      (IntakeConfig::rtcp_fb), about one of the tracks: the NACKed sequence numbers (at most
+//      kMaxNacked per datagram, the rest counted) and the key frame requests, for the caller to
+//      answer (StageTransmitter::retransmit; docs/webrtc.md "NACK and RTX").
 //
 // The ledger (report_ledger.hpp) is read, never written: the caller gives each report to its
 // controller and then settles the stage (a PDFB the controller took: StageLedger::settle; an RR:
@@ -59,6 +63,8 @@ struct IntakeConfig {
   bool pdfb = true;
   /// Without PDFB: RR intervals become stage reports (control.player_adaptation = "rr").
   bool rr_reports = false;
+  /// Generic NACK, PLI and FIR are read (a WebRTC peer that negotiated them).
+  bool rtcp_fb = false;
 };
 
 /// What one datagram gave.
@@ -88,6 +94,14 @@ struct Intake {
   bool from_rr = false;
   /// Transport-cc messages read in this datagram.
   std::uint32_t transport_cc = 0;
+  /// Generic NACKs about our tracks read in this datagram, and the sequence numbers they name
+  /// (in order, duplicates kept; valid until the next read()); numbers beyond kMaxNacked.
+  std::uint32_t nacks = 0;
+  std::span<const std::uint16_t> nacked;
+  std::uint32_t nacked_truncated = 0;
+  /// PLIs and FIRs about our tracks in this datagram.
+  std::uint32_t plis = 0;
+  std::uint32_t firs = 0;
   /// PDFB records about a stage the ledger does not hold (never sent, or too old).
   std::uint32_t unknown_stages = 0;
   /// RR: every stage up to this one was covered (settle them, reported or not).
@@ -102,6 +116,8 @@ struct Intake {
 /// The intake of one receiver (one stream session).
 class FeedbackIntake {
  public:
+  /// The most NACKed numbers one datagram yields (a hostile NACK names up to 17 per 4 bytes).
+  static constexpr std::size_t kMaxNacked = 512;
   /// Throws std::runtime_error if an SRTCP session cannot be set up (set-up time only).
   explicit FeedbackIntake(IntakeConfig config);
   ~FeedbackIntake();
@@ -138,9 +154,14 @@ class FeedbackIntake {
   // Reports for the stages an interval on track `t` covers; false if it covers no whole stage.
   bool cover(const wire::RrInterval& iv, std::size_t t, const StageLedger& ledger);
   core::StageReport* next_slot();
-  // The transport-cc messages among the plain RTCP packets in `plain`; returns how many.
+  // The interim alerts (PDAL) among the plain RTCP packets in `plain`.
   void read_alerts(std::span<const std::uint8_t> plain, const StageLedger& ledger);
-  std::uint32_t read_transport_cc(std::span<const std::uint8_t> plain, const StageLedger& ledger);
+  // The transport-cc, NACK, PLI and FIR messages among the plain RTCP packets in `plain` (as
+  // configured); returns how many were read.
+  std::uint32_t read_rtcp_fb(std::span<const std::uint8_t> plain, const StageLedger& ledger);
+  // The stages twcc_packets_ (one message just parsed) completed, as reports.
+  void measure_transport_cc(const StageLedger& ledger);
+  bool ours(std::uint32_t media_ssrc) const;
 
   IntakeConfig config_;
   std::optional<net::SrtpSession> in_;
@@ -153,6 +174,7 @@ class FeedbackIntake {
   TransportFeedback* twcc_ = nullptr;
   bool twcc_seen_ = false;
   std::vector<wire::TwccPacket> twcc_packets_;  // scratch, capacity kept between messages
+  std::vector<std::uint16_t> nacked_;           // kMaxNacked reserved once (rtcp_fb)
 };
 
 }  // namespace predrop::chain

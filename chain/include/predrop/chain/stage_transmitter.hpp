@@ -24,6 +24,7 @@
 #include <span>
 #include <vector>
 
+#include "predrop/chain/retransmission.hpp"
 #include "predrop/chain/transport_feedback.hpp"
 #include "predrop/core/discard_planner.hpp"
 #include "predrop/net/socket_address.hpp"
@@ -190,6 +191,19 @@ class StageTransmitter {
   /// Records every packet sent from now on in `log` (nullptr: none) under the transport-wide
   /// sequence number it carries (extension_ids.transport_sequence); the log must outlive its use.
   void set_send_log(TransportSendLog* log) { send_log_ = log; }
+  /// Keeps the packets sent on `config.track` from now on (allocated here, once) so that
+  /// retransmit() can resend them as RTX (RFC 4588); called at most once, before sending.
+  void enable_retransmission(const RetransmitConfig& config);
+  /// Resends the packets of the retransmitted track sent under `sequences` (a NACK's list) as
+  /// RTX packets: the RTX payload type, SSRC and own sequence numbers, the original timestamp
+  /// and marker, the original sequence number (OSN) in the payload's first two bytes, protected
+  /// like every packet, with the next transport-wide sequence number (logged as a
+  /// retransmission: docs/webrtc.md). A number never sent (pre-discarded), no longer kept, or
+  /// already resent max_per_packet times is refused, and so is everything beyond the byte credit;
+  /// all counted in retransmit_stats(). Sent at once (private batch). Returns how many went.
+  std::size_t retransmit(std::span<const std::uint16_t> sequences, std::uint64_t now_us);
+  /// Counters of retransmit(); all zero without enable_retransmission().
+  const RetransmitStats& retransmit_stats() const;
   /// The transport-wide sequence number the next packet sent gets.
   std::uint16_t next_transport_sequence() const { return next_transport_sequence_; }
   /// Sends every later packet to `sink` instead of the socket (nullptr: the socket again); the
@@ -236,6 +250,9 @@ class StageTransmitter {
   std::size_t transport_offset_ = 0;
   std::uint16_t next_transport_sequence_ = 0;
   TransportSendLog* send_log_ = nullptr;
+  // NACK retransmission (nullptr: not negotiated): history, credit, RTX numbering, slab.
+  struct Rtx;
+  std::unique_ptr<Rtx> rtx_;
   bool templates_ok_ =
       false;  // False: ids the template cannot hold; wire::write_rtp_packet is used.
   // Private batch slab: kBatch slots of slot_size_ bytes, and their datagram descriptors.

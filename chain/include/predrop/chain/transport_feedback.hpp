@@ -42,6 +42,8 @@ struct SentPacket {
   std::uint16_t bytes = 0;  ///< Link bytes (UDP payload + core::kLinkOverheadBytes).
   std::uint16_t sequence = 0;
   bool valid = false;
+  /// An RTX retransmission (StageTransmitter::retransmit): in no stage's count, not measured.
+  bool retransmission = false;
 };
 
 /// The send times of the last kSize packets, by transport-wide sequence number.
@@ -75,6 +77,7 @@ struct TransportFeedbackStats {
   std::uint64_t packets_reported = 0;  ///< Packet statuses in them.
   std::uint64_t packets_received = 0;  ///< Reported received and found in the log.
   std::uint64_t packets_unknown = 0;   ///< Reported received, not in the log (too old, forged).
+  std::uint64_t retransmissions = 0;   ///< Reported received and an RTX retransmission.
   std::uint64_t stages_measured = 0;   ///< Stage measurements made.
 };
 

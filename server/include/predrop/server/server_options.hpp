@@ -216,6 +216,13 @@ struct ServerStats {
   std::uint64_t alerts = 0;                 ///< Interim alerts (PDAL) about a stage in flight.
   std::uint64_t alerts_taken = 0;  ///< Of those, alerts the policy acted on (rest re-planned).
   std::uint64_t redirects = 0;     ///< DESCRIBEs answered 302 to an edge (docs/edge.md).
+  std::uint64_t webrtc_nacks = 0;  ///< Generic NACKs read (docs/webrtc.md).
+  std::uint64_t webrtc_nacked_packets = 0;      ///< Sequence numbers they named.
+  std::uint64_t webrtc_rtx_packets = 0;         ///< RTX retransmissions sent.
+  std::uint64_t webrtc_rtx_bytes = 0;           ///< Their bytes (SRTP included).
+  std::uint64_t webrtc_rtx_unknown = 0;         ///< NACKed numbers not kept (never sent, too old).
+  std::uint64_t webrtc_rtx_capped = 0;          ///< NACKed numbers over the retransmission cap.
+  std::uint64_t webrtc_key_frame_requests = 0;  ///< PLIs and FIRs read.
 };
 
 }  // namespace predrop::server

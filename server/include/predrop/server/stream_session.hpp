@@ -84,6 +84,11 @@ struct StreamSessionConfig {
   /// The most its policy may discard (control.rmax; a fixed policy's rate), shown in /metrics
   /// as predrop_session_rmax so that alerts compare R with it (session_start.hpp).
   double rmax = 0.5;
+  /// A WebRTC peer that negotiated NACK with RTX: what the transmitter keeps and resends
+  /// (docs/webrtc.md "NACK and RTX"); empty: no retransmission.
+  std::optional<chain::RetransmitConfig> retransmission;
+  /// A WebRTC peer that negotiated NACK, PLI or FIR: its RTCP feedback messages are read.
+  bool rtcp_fb = false;
 };
 
 /// One block as sent and, later, as reported: a row of the per-block trace.
@@ -138,6 +143,20 @@ struct SessionStats {
   std::uint64_t twcc_feedback = 0;
   /// Stage reports made from transport-cc feedback.
   std::uint64_t twcc_reports = 0;
+  /// Generic NACKs read, and the sequence numbers they named (docs/webrtc.md "NACK and RTX").
+  std::uint64_t nacks = 0;
+  std::uint64_t nacked_packets = 0;
+  /// Retransmissions (RTX) sent, their bytes, and NACKed numbers refused: not kept (never sent,
+  /// pre-discarded, too old), over the byte credit, or resent too often (incl. beyond a
+  /// datagram's kMaxNacked).
+  std::uint64_t rtx_packets = 0;
+  std::uint64_t rtx_bytes = 0;
+  std::uint64_t rtx_unknown = 0;
+  std::uint64_t rtx_capped = 0;
+  std::uint64_t rtx_repeated = 0;
+  /// PLIs and FIRs read, and blocks whose key frame was kept for them (docs/webrtc.md).
+  std::uint64_t key_frame_requests = 0;
+  std::uint64_t key_frames_protected = 0;
   /// Times the next block was not there yet when due (a live source behind or stalled).
   std::uint64_t source_waits = 0;
   /// Times the session fell behind its source's ring and rejoined at a key frame.
@@ -334,6 +353,12 @@ class StreamSession {
   // intake reads (null without the transport-wide sequence number).
   std::unique_ptr<chain::TransportFeedback> twcc_;
   SessionStats stats_;
+  // A PLI/FIR came (rtcp_fb): the next block's key frame packets are never discarded. Its
+  // importance with kImportanceKey raised to kImportanceNever, sized once for the largest block.
+  bool key_frame_requested_ = false;
+  bool key_protected_ = false;
+  std::vector<std::uint8_t> protected_importance_;
+  void protect_key_frame();
 };
 
 }  // namespace predrop::server

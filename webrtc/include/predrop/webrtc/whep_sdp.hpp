@@ -28,6 +28,9 @@ struct OfferedCodec {
   std::uint32_t clock_rate = 0;
   std::string fmtp;           ///< Empty when the offer has none.
   bool transport_cc = false;  ///< a=rtcp-fb:<pt> transport-cc (or a=rtcp-fb:* transport-cc).
+  bool nack = false;          ///< a=rtcp-fb:<pt> nack (RFC 4585 §4.2).
+  bool nack_pli = false;      ///< a=rtcp-fb:<pt> nack pli.
+  bool ccm_fir = false;       ///< a=rtcp-fb:<pt> ccm fir (RFC 5104 §7.1).
 };
 
 /// One m-section of the offer.
@@ -62,6 +65,8 @@ struct AnswerParams {
   std::uint16_t candidate_port = 0;
   std::uint32_t ssrc = 0;
   std::string cname;
+  /// The SSRC of the RTX stream (RFC 4588) if the offer lets it be used; 0: never offer RTX.
+  std::uint32_t rtx_ssrc = 0;
 };
 
 /// The answer and what the session must send to match it.
@@ -72,13 +77,21 @@ struct WhepAnswer {
   /// Transport-wide congestion control negotiated (the offer had the extension and transport-cc
   /// feedback for the chosen codec): the extension id every packet carries; 0 = not negotiated.
   std::uint8_t transport_cc_id = 0;
+  /// NACK with RTX retransmission negotiated: the offer had a=rtcp-fb:<pt> nack and an rtx
+  /// payload type with apt=<pt>, and params.rtx_ssrc was set. 0 = not negotiated.
+  std::uint8_t rtx_payload_type = 0;
+  bool pli = false;  ///< a=rtcp-fb:<pt> nack pli taken.
+  bool fir = false;  ///< a=rtcp-fb:<pt> ccm fir taken.
 };
 
 /// Answers `offer` for a stream whose video is `video`; an error when the offer has no video
 /// m-section that can receive the stream's codec (H.264 needs packetization-mode=1). When the
 /// chosen section offers the transport-wide sequence number and transport-cc feedback for the
 /// chosen codec, the answer takes both (a=extmap with the browser's id, a=rtcp-fb transport-cc):
-/// docs/webrtc.md "Adaptation from transport-cc".
+/// docs/webrtc.md "Adaptation from transport-cc". Generic NACK is taken only together with RTX
+/// (a=rtcp-fb nack, a=rtpmap rtx/90000 + a=fmtp apt, a=ssrc-group:FID; retransmissions never
+/// reuse the stream's own sequence numbers), `nack pli` and `ccm fir` when offered:
+/// docs/webrtc.md "NACK and RTX", "PLI and FIR".
 core::Result<WhepAnswer> answer_whep_offer(const WhepOffer& offer, const media::StreamInfo& video,
                                            const AnswerParams& params);
 
