@@ -222,6 +222,36 @@ TEST_F(PacketPathNoAlloc, TransportWideSequenceNumbersOnlySentPacketsWithoutAllo
             transport_seen_.size() + transmitter_->plan().to_send);
 }
 
+// A WebRTC peer with NACK and RTX (docs/webrtc.md "NACK and RTX"): every packet sent is also
+// kept in the retransmission history, and NACKed ones go out again as RTX. After the RTX
+// stream's first packet (libsrtp makes that SSRC's stream context then, once per session),
+// neither keeping nor resending allocates.
+TEST_F(PacketPathNoAlloc, RetransmissionHistoryAndRtxAllocateNothing) {
+  auto log = std::make_unique<chain::TransportSendLog>();
+  build(wire::RtpExtensionIds{0, 0, 3}, log.get());
+  chain::RetransmitConfig rtx;
+  rtx.ssrc = 0xABCE;
+  rtx.payload_type = 97;
+  transmitter_->enable_retransmission(rtx);
+  send_and_receive_stage(0);  // warm-up, and credit for the resends
+  const auto last = static_cast<std::uint16_t>(transmitter_->track(0).next_sequence - 1);
+  const std::array<std::uint16_t, 1> first{last};
+  ASSERT_EQ(transmitter_->retransmit(first, 2'000'000), 1u);
+  EXPECT_EQ(send_stage(1, 0.3, nullptr), 0u);
+  const auto newest = static_cast<std::uint16_t>(transmitter_->track(0).next_sequence - 1);
+  const std::array<std::uint16_t, 4> lost{static_cast<std::uint16_t>(newest - 3),
+                                          static_cast<std::uint16_t>(newest - 2),
+                                          static_cast<std::uint16_t>(newest - 1), newest};
+  std::size_t resent = 0;
+  {
+    test::AllocationScope counter;
+    resent = transmitter_->retransmit(lost, 3'000'000);
+    EXPECT_EQ(counter.count(), 0u);
+  }
+  EXPECT_EQ(resent, 4u);
+  EXPECT_EQ(transmitter_->retransmit_stats().sent, 5u);
+}
+
 // Counted from the second packet of stage 1 to its last: receiving (and, in between, sending)
 // the rest of the stage.
 TEST_F(PacketPathNoAlloc, IngressAllocatesNothingAfterAStagesFirstPacket) {
