@@ -47,7 +47,8 @@ int run(int argc, char** argv) {
                  "later where it stopped, the server's controller state kept (RFC 8867 5.8)");
   app.add_flag("--live", o.live,
                "A live stream: blocks are the server's, pictures found in the reference by "
-               "content, then by RTP timestamp (the R column is then not known: planned = 0)");
+               "content, then by RTP timestamp (planned: the reference's packets of a block's "
+               "pictures, as the server's live source packetizes them)");
   app.add_option("--alert-ms", o.alert_ms,
                  "Send an interim alert (PDAL) when a packet of the block in flight has queued "
                  "this many ms, so that the server re-plans the rest of the block (default 0: "

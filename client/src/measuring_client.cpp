@@ -575,7 +575,7 @@ struct MeasuringClient::Impl {
       media::Block b;
       b.first_display = static_cast<std::uint32_t>(first);
       b.display_count = static_cast<std::uint32_t>(end - first);
-      b.packet_count = 0;  // planned: not known on a live stream
+      b.packet_count = live_planned(first, end);
       report(p.m, b, psnr ? *psnr : std::nan(""));
       pending.pop_front();
       if (options.max_blocks != 0 && summary.blocks >= options.max_blocks) {
@@ -583,6 +583,31 @@ struct MeasuringClient::Impl {
         return;
       }
     }
+  }
+
+  // --live: a block's packets before the server's discard (R = 1 - sent / planned). The live
+  // source packetizes the publisher's access units as the reference file's are (the same
+  // packetizer and payload size, parameter sets before every key picture), so they are the
+  // reference's packets of the block's pictures, plus its audio frames' packets of the same
+  // time when the stream has audio (an estimate: a publisher's AAC packets are passed through,
+  // split only when too large, where the file's are one frame each).
+  std::uint32_t live_planned(std::size_t first, std::size_t end) const {
+    const auto order = reference_media->video_display_order();
+    const auto frames = reference_media->frames();
+    end = std::min(end, order.size());
+    if (first >= end) return 0;
+    std::uint32_t planned = 0;
+    for (std::size_t d = first; d < end; ++d) {
+      planned += frames[order[d]].packet_count;
+    }
+    const auto audio = reference_media->audio_stream();
+    if (audio_track == SIZE_MAX || !audio) return planned;
+    const std::int64_t from = frames[order[first]].pts_us;
+    const std::int64_t to = end < order.size() ? frames[order[end]].pts_us : INT64_MAX;
+    for (const media::Frame& f : frames) {
+      if (f.stream == *audio && f.pts_us >= from && f.pts_us < to) planned += f.packet_count;
+    }
+    return planned;
   }
 
   // Reports every pending block whose pictures are all scored (or whose wait is over).

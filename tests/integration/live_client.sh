@@ -66,6 +66,11 @@ for name in ("shifted", "dropped"):
     blocks = [(int(r["block"]), float(r["psnr_db"]), int(r["first_reference_picture"]))
               for r in rows]
     print(name, " ".join(f"{b}:{p:.1f}dB@{f}" for b, p, f in blocks))
+    # R as for a file: nothing discarded (no feedback), every block's planned count known.
+    for r in rows:
+        if int(r["planned"]) == 0 or float(r["rate"]) != 0:
+            print(f"FAIL: {name}: block {r['block']} R {r['rate']}, planned {r['planned']}")
+            ok = False
     if len(blocks) < 8:
         print(f"FAIL: {name}: {len(blocks)} blocks"); ok = False
         continue
@@ -90,4 +95,38 @@ PY
 if ! kill -0 "$server_pid" 2>/dev/null; then
   echo "FAIL: the server died"; fail=1
 fi
+
+# R under a discard: the server at a fixed R = 0.3 for a viewer that sends PDFB (without, it is a
+# player: player_rate 0); the client reports what was discarded of each block (planned: the
+# reference's packets of the block's pictures; sent: the stage extension's count).
+stop_server
+write_config fixed.toml "$rtsp_port" "$metrics_port" 1 <<EOF
+[server.streams.live]
+source = "publish"
+publish_secret = "$secret"
+
+[control]
+policy = "fixed"
+fixed_rate = 0.3
+EOF
+start_server server-fixed.log -c fixed.toml
+publish_clip clip.mp4 "$base?secret=$secret" tcp publisher-fixed.log -ss 2 -t 6 &
+pub_pid=$!
+await server-fixed.log "'live' published" || fail=1
+timeout -s INT 40 "$client" "$base" --reference clip.mp4 --live \
+  --csv fixed.csv --log-level info >fixed.log 2>&1 || { echo "FAIL: the client failed"; fail=1; }
+wait "$pub_pid" || { echo "FAIL: the publisher failed"; tail -5 publisher-fixed.log; fail=1; }
+pub_pid=""
+python3 - <<'PY' || fail=1
+import csv, sys
+
+rows = list(csv.DictReader(open("fixed.csv")))
+print("fixed R = 0.3:", " ".join(f"{r['block']}:R={r['rate']}({r['sent']}/{r['planned']})"
+                                  for r in rows))
+# The last block's pictures end where the client stopped seeing them: left out.
+bad = [r for r in rows[:-1] if not 0.15 <= float(r["rate"]) <= 0.45]
+if len(rows) < 4 or bad:
+    print(f"FAIL: R not reported near 0.3: {len(rows)} blocks, {len(bad)} off")
+    sys.exit(1)
+PY
 exit $fail
