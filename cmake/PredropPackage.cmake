@@ -10,7 +10,7 @@ set(CPACK_PACKAGE_CONTACT "predrop maintainers <predrop@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "adaptive pre-discard streaming server (RTSP/RTP/SRTP) and DDL gradient relay")
 set(CPACK_PACKAGE_DESCRIPTION
-    "predrop-server streams H.264/H.265/VP8/VP9 over RTSP and discards a controlled fraction \
+    "predrop-server streams H.264/H.265/VP8/VP9/AV1 over RTSP and discards a controlled fraction \
 of each block's packets before they reach the network, chosen from the receivers' reports; \
 predrop-client measures and reports; predrop-load loads a server; predrop-ddl-worker and \
 predrop-ddl-job train through the relay (predrop-server --mode ddl). A systemd unit \

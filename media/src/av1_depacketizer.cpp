@@ -17,9 +17,10 @@ void Av1Depacketizer::append_obu() {
   std::uint8_t restored[2] = {static_cast<std::uint8_t>(obu_[0] | 0x02), 0};
   if (header == 2) restored[1] = obu_[1];
   append(std::span<const std::uint8_t>(restored, header));
-  std::vector<std::uint8_t> size;
-  detail::write_leb128(static_cast<std::uint32_t>(obu_.size() - header), size);
-  append(size);
+  std::uint8_t size[8];
+  const std::size_t size_bytes =
+      detail::write_leb128(static_cast<std::uint32_t>(obu_.size() - header), size);
+  append(std::span<const std::uint8_t>(size, size_bytes));
   append(std::span<const std::uint8_t>(obu_).subspan(header));
 }
 

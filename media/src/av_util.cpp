@@ -53,6 +53,8 @@ std::optional<Codec> codec_of(AVCodecID id) {
       return Codec::kVp8;
     case AV_CODEC_ID_VP9:
       return Codec::kVp9;
+    case AV_CODEC_ID_AV1:
+      return Codec::kAv1;
     case AV_CODEC_ID_AAC:
       return Codec::kAac;
     case AV_CODEC_ID_OPUS:
@@ -89,7 +91,7 @@ VideoStreamChoice find_video_stream(const AVFormatContext* format) {
   if (other >= 0) {
     choice.unsupported = std::string("unsupported video codec ") +
                          avcodec_get_name(format->streams[other]->codecpar->codec_id) +
-                         " (supported: H.264, H.265, VP8, VP9)";
+                         " (supported: H.264, H.265, VP8, VP9, AV1)";
   }
   return choice;
 }

@@ -66,7 +66,7 @@ std::optional<Codec> codec_of(AVCodecID id);
 
 /// The video stream MediaFile and ReferenceDecoder use.
 struct VideoStreamChoice {
-  /// Index of the first video stream of a supported codec (H.264, H.265, VP8, VP9), or -1.
+  /// Index of the first video stream of a supported codec (H.264, H.265, VP8, VP9, AV1), or -1.
   int index = -1;
   Codec codec = Codec::kH264;
   /// When index is -1 but the file has video: "unsupported video codec <name> (supported: ...)".

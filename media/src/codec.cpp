@@ -4,6 +4,7 @@
 #include <cctype>
 #include <string>
 
+#include "av1_packetizer.hpp"
 #include "h264_packetizer.hpp"
 #include "h265_packetizer.hpp"
 #include "video_packetizer.hpp"
@@ -22,6 +23,8 @@ std::string_view codec_name(Codec codec) {
       return "VP8";
     case Codec::kVp9:
       return "VP9";
+    case Codec::kAv1:
+      return "AV1";
     case Codec::kAac:
       return "AAC";
     case Codec::kOpus:
@@ -54,6 +57,7 @@ std::optional<Codec> video_codec_from_rtpmap(std::string_view encoding) {
   if (name == "H265") return Codec::kH265;
   if (name == "VP8") return Codec::kVp8;
   if (name == "VP9") return Codec::kVp9;
+  if (name == "AV1") return Codec::kAv1;
   return std::nullopt;
 }
 
@@ -80,6 +84,8 @@ std::unique_ptr<VideoPacketizer> make_video_packetizer(Codec codec, std::size_t 
       return std::make_unique<Vp8Packetizer>(max_payload, std::move(warn));
     case Codec::kVp9:
       return std::make_unique<Vp9Packetizer>(max_payload, std::move(warn));
+    case Codec::kAv1:
+      return std::make_unique<Av1Packetizer>(max_payload, std::move(warn));
     case Codec::kAac:
     case Codec::kOpus:
     case Codec::kL16:

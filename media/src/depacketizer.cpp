@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "predrop/media/av1_depacketizer.hpp"
 #include "predrop/media/h264_depacketizer.hpp"
 #include "predrop/media/h265_depacketizer.hpp"
 #include "predrop/media/vp8_depacketizer.hpp"
@@ -156,6 +157,8 @@ std::unique_ptr<Depacketizer> make_depacketizer(Codec codec, Depacketizer::Callb
       return std::make_unique<Vp8Depacketizer>(std::move(on_unit));
     case Codec::kVp9:
       return std::make_unique<Vp9Depacketizer>(std::move(on_unit));
+    case Codec::kAv1:
+      return std::make_unique<Av1Depacketizer>(std::move(on_unit));
     case Codec::kAac:
     case Codec::kOpus:
     case Codec::kL16:

@@ -3,8 +3,8 @@
 // audio (and, per packet, SPS/PPS) never; keyframes highest; reference frames by GOP position
 // (later = fewer dependants = lower); disposable frames lowest, in bit-reversed display order
 // within their block so that dropping the lowest first thins a block out evenly. With temporal
-// sub-layers (H.265 TemporalId) the disposable frames of the highest layer go first, and
-// reference frames of a layer t > 0 sit kTemporalLayerStep x t below the base layer's.
+// sub-layers (H.265 TemporalId, AV1 temporal_id) the disposable frames of the highest layer go
+// first, and reference frames of a layer t > 0 sit kTemporalLayerStep x t below the base layer's.
 #include <cstdint>
 #include <vector>
 

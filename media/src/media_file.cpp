@@ -1,5 +1,6 @@
 // MediaFile::open: demux once with FFmpeg and hand each stream's samples to its packetizer
-// (a VideoPacketizer per video codec: h264_, h265_, vp8_packetizer; aac_ and opus_packetizer),
+// (a VideoPacketizer per video codec: h264_, h265_, vp8_, vp9_, av1_packetizer; aac_ and
+// opus_packetizer),
 // then order the frames and cut the blocks
 // (block_cutter), rank importance (importance) and lay the result out (emit). Runs once per
 // file, off the packet path, so it may allocate freely; the result is immutable and shared.
@@ -204,7 +205,7 @@ core::Status MediaFileBuilder::select_streams() {
       return core::make_error("'" + path_ + "': " + video.unsupported);
     return core::make_error(
         "'" + path_ +
-        "': no H.264, H.265, VP8 or VP9 video and no AAC, Opus, MP3 or PCM audio "
+        "': no H.264, H.265, VP8, VP9 or AV1 video and no AAC, Opus, MP3 or PCM audio "
         "stream");
   }
 

@@ -87,8 +87,17 @@ core::Result<H264DecoderCore> H264DecoderCore::open(const AVCodecParameters* par
     id = AV_CODEC_ID_VP8;
   } else if (wanted == Codec::kVp9) {
     id = AV_CODEC_ID_VP9;
+  } else if (wanted == Codec::kAv1) {
+    id = AV_CODEC_ID_AV1;
   }
-  const AVCodec* codec = avcodec_find_decoder(id);
+  // AV1: libdav1d, else libaom; FFmpeg's own "av1" decoder only drives hardware decoders. The
+  // reference and the received stream take the same one, so their pictures compare bit for bit.
+  const AVCodec* codec = nullptr;
+  if (id == AV_CODEC_ID_AV1) {
+    codec = avcodec_find_decoder_by_name("libdav1d");
+    if (!codec) codec = avcodec_find_decoder_by_name("libaom-av1");
+  }
+  if (!codec) codec = avcodec_find_decoder(id);
   if (!codec)
     return core::make_error(std::string("FFmpeg has no decoder for ") + avcodec_get_name(id));
   H264DecoderCore core;

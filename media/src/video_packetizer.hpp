@@ -1,6 +1,7 @@
 #pragma once
 // Private to media/src: what MediaFile asks of a video codec's packetizer. One implementation per
-// codec, each in its own unit (h264_packetizer, h265_packetizer, vp8_packetizer, vp9_packetizer);
+// codec, each in its own unit (h264_packetizer, h265_packetizer, vp8_packetizer, vp9_packetizer,
+// av1_packetizer);
 // MediaFile only picks one with make_video_packetizer() and never looks at codec bytes itself.
 #include <cstdint>
 #include <memory>
@@ -15,7 +16,7 @@ struct VideoPicture {
   FrameType type = FrameType::kUnknown;
   /// Another picture may depend on it; unreadable pictures are assumed to be references.
   bool reference = true;
-  /// Temporal sub-layer (H.265 TemporalId); higher layers are dropped first.
+  /// Temporal sub-layer (H.265 TemporalId, AV1 temporal_id); higher layers are dropped first.
   std::uint8_t temporal_id = 0;
 };
 
@@ -33,7 +34,7 @@ class VideoPacketizer {
   virtual void describe(StreamInfo& info) const = 0;
 };
 
-/// The packetizer of a video codec (kH264, kH265, kVp8, kVp9).
+/// The packetizer of a video codec (kH264, kH265, kVp8, kVp9, kAv1).
 std::unique_ptr<VideoPacketizer> make_video_packetizer(Codec codec, std::size_t max_payload,
                                                        Warn warn);
 

@@ -3,10 +3,14 @@
 // fuzz_h265_payload); odd: the rest as one temporal unit at a limit from the next byte: if it
 // parses, its packetization must come back from the depacketizer as the same OBUs in the
 // decoder's format (a temporal delimiter first, every OBU with its size, temporal delimiters,
-// tile lists and padding left out); if it does not, nothing is emitted.
+// tile lists and padding left out); if it does not, nothing is emitted. The sequence and frame
+// header readers run on every OBU, and the unit goes through MediaFile's Av1Packetizer too (its
+// payloads within the limit).
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "av1_packetizer.hpp"
@@ -36,6 +40,25 @@ void round_trip(const std::uint8_t* data, std::size_t size) {
   std::vector<detail::Av1Obu> obus;
   const bool parses = detail::split_av1_obus(tu, obus);
   PREDROP_FUZZ_CHECK(ok == parses);
+  std::optional<detail::Av1SequenceHeader> sequence;
+  for (const auto& obu : obus) {
+    if (obu.type == detail::kAv1SequenceHeader) {
+      sequence = detail::parse_av1_sequence_header(obu.payload);
+    }
+    (void)detail::parse_av1_frame_header(obu.payload,
+                                         sequence.value_or(detail::Av1SequenceHeader{}),
+                                         obu.temporal_id, obu.spatial_id);
+  }
+  std::vector<std::uint8_t> arena;
+  std::vector<detail::StagedPacket> staged;
+  detail::PayloadSink sink(arena, staged);
+  detail::Av1Packetizer packetizer(limit, [](const std::string&) {});
+  packetizer.configure(tu);  // the unit as bare config OBUs, as an IVF reader may hand them
+  (void)packetizer.add_sample(tu, (data[0] & 2) != 0, sink);
+  (void)packetizer.add_sample(tu, false, sink);
+  for (const auto& p : staged) {
+    PREDROP_FUZZ_CHECK(p.size <= limit && p.size > 0);
+  }
   if (!ok) {
     PREDROP_FUZZ_CHECK(payloads.empty());
     return;

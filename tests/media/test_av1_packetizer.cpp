@@ -1,14 +1,19 @@
 // AOMedia "RTP Payload Format For AV1" v1.0: LEB128 (AV1 spec §4.10.5), the OBU splitter, the
 // aggregation header and OBU elements against annotated hex fixtures, fragments across packets
 // (Y then Z), a lost fragment dropping its OBU, and a round trip of random temporal units at
-// several payload limits.
+// several payload limits; the sequence and frame header readers on bit-by-bit fixtures and the
+// importance of temporal layers (OBU extension headers) through the priority planner's order.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "av1_packetizer.hpp"
+#include "importance.hpp"
+#include "predrop/core/discard_planner.hpp"
 #include "predrop/media/av1_depacketizer.hpp"
 
 namespace predrop::media::detail {
@@ -151,6 +156,193 @@ TEST(Av1, RandomTemporalUnitsRoundTrip) {
       EXPECT_FALSE(units[0].second);
       EXPECT_EQ(units[0].first, want) << "limit " << limit << " unit " << n;
     }
+  }
+}
+
+// Writes f(n) fields most significant bit first (AV1 spec §4.10.2), for the fixtures below.
+class BitWriter {
+ public:
+  BitWriter& f(int bits, std::uint32_t value) {
+    for (int i = bits - 1; i >= 0; --i) {
+      if (used_ % 8 == 0) out_.push_back(0);
+      out_.back() |= static_cast<std::uint8_t>(((value >> i) & 1u) << (7 - used_ % 8));
+      ++used_;
+    }
+    return *this;
+  }
+  V bytes(std::size_t padding = 4) const {
+    V out = out_;
+    out.resize(out.size() + padding, 0);  // what the readers do not reach (color config, tiles)
+    return out;
+  }
+
+ private:
+  V out_;
+  std::size_t used_ = 0;
+};
+
+// A sequence header (§5.5.1) for two temporal layers: operating point 0 decodes both
+// (operating_point_idc 0x103: temporal layers 0 and 1, spatial layer 0), order hints of 7 bits,
+// screen content tools and integer MVs chosen per frame.
+V sequence_header_payload() {
+  BitWriter w;
+  w.f(3, 0)          // seq_profile
+      .f(1, 0)       // still_picture
+      .f(1, 0)       // reduced_still_picture_header
+      .f(1, 0)       // timing_info_present_flag
+      .f(1, 0)       // initial_display_delay_present_flag
+      .f(5, 0)       // operating_points_cnt_minus_1
+      .f(12, 0x103)  // operating_point_idc[0]
+      .f(5, 4)       // seq_level_idx[0] (<= 7: no seq_tier)
+      .f(4, 8)       // frame_width_bits_minus_1
+      .f(4, 8)       // frame_height_bits_minus_1
+      .f(9, 319)     // max_frame_width_minus_1
+      .f(9, 239)     // max_frame_height_minus_1
+      .f(1, 0)       // frame_id_numbers_present_flag
+      .f(3, 0)       // use_128x128_superblock, enable_filter_intra, enable_intra_edge_filter
+      .f(4, 0)       // interintra, masked compound, warped motion, dual filter
+      .f(1, 1)       // enable_order_hint
+      .f(2, 0)       // enable_jnt_comp, enable_ref_frame_mvs
+      .f(1, 1)       // seq_choose_screen_content_tools -> SELECT
+      .f(1, 1)       // seq_choose_integer_mv -> SELECT
+      .f(3, 6);      // order_hint_bits_minus_1
+  return w.bytes();
+}
+
+// A frame header (§5.9.2) of a shown frame: a key frame, or an inter frame refreshing `refresh`.
+V frame_header_payload(bool key, std::uint8_t order_hint, std::uint8_t refresh) {
+  BitWriter w;
+  w.f(1, 0)               // show_existing_frame
+      .f(2, key ? 0 : 1)  // frame_type: KEY_FRAME / INTER_FRAME
+      .f(1, 1);           // show_frame
+  if (!key) w.f(1, 0);    // error_resilient_mode (implied 1 for a shown key frame)
+  w.f(1, 0)               // disable_cdf_update
+      .f(1, 0)            // allow_screen_content_tools (SELECT)
+      .f(1, 0)            // frame_size_override_flag
+      .f(7, order_hint);
+  if (!key) w.f(3, 7).f(8, refresh);  // primary_ref_frame (NONE), refresh_frame_flags
+  return w.bytes();
+}
+
+// An OBU with its size field, with an extension header when `temporal_id` is set.
+V obu(std::uint8_t type, const V& payload, std::optional<std::uint8_t> temporal_id = {}) {
+  V out = {static_cast<std::uint8_t>(type << 3 | (temporal_id ? 0x04 : 0) | 0x02)};
+  if (temporal_id) out.push_back(static_cast<std::uint8_t>(*temporal_id << 5));  // spatial 0
+  write_leb128(static_cast<std::uint32_t>(payload.size()), out);
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+TEST(Av1Headers, SequenceAndFrameHeadersAreRead) {
+  const auto seq = parse_av1_sequence_header(sequence_header_payload());
+  ASSERT_TRUE(seq);
+  EXPECT_FALSE(seq->reduced_still_picture_header);
+  EXPECT_EQ(seq->operating_points, 1);
+  EXPECT_EQ(seq->operating_point_idc[0], 0x103);
+  EXPECT_EQ(seq->order_hint_bits, 7);
+  EXPECT_EQ(seq->force_screen_content_tools, 2);
+  EXPECT_EQ(seq->force_integer_mv, 2);
+  auto h = parse_av1_frame_header(frame_header_payload(true, 0, 0), *seq, 0, 0);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->frame_type, 0);
+  EXPECT_TRUE(h->show_frame);
+  EXPECT_EQ(h->refresh_frame_flags, 0xff);
+  h = parse_av1_frame_header(frame_header_payload(false, 5, 0x24), *seq, 1, 0);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->frame_type, 1);
+  EXPECT_EQ(h->refresh_frame_flags, 0x24);
+  EXPECT_FALSE(parse_av1_sequence_header(V{0x00, 0x00}));
+  EXPECT_FALSE(parse_av1_frame_header(V{0x20}, *seq, 0, 0));  // inter frame cut short
+}
+
+// Two temporal layers in a repeating L0 L1 L0 L1 pattern after a key frame (the sequence header in
+// front of it): the layer-1 pictures that refresh nothing are disposable and the whole top layer
+// ranks below the base layer, so the priority planner's order takes every layer-1 packet first
+// and never the sequence header; the key frame goes last.
+TEST(Av1Importance, TopTemporalLayerGoesFirstAndTheSequenceHeaderNever) {
+  std::vector<std::uint8_t> arena;
+  std::vector<StagedPacket> packets;
+  PayloadSink sink(arena, packets);
+  std::vector<std::string> warnings;
+  Av1Packetizer packetizer(200, [&](std::string w) { warnings.push_back(std::move(w)); });
+  packetizer.configure({});
+  std::vector<StagedFrame> video;
+  std::vector<std::uint8_t> tid_of_packet;
+  const V filler(300, 0x5a);  // tile data, so that every picture takes two packets
+  for (int n = 0; n < 16; ++n) {
+    const bool key = n == 0;
+    const std::uint8_t tid = key ? 0 : static_cast<std::uint8_t>(n % 2);
+    V unit = obu(kAv1TemporalDelimiter, {});
+    if (key) {
+      const V seq = obu(kAv1SequenceHeader, sequence_header_payload());
+      unit.insert(unit.end(), seq.begin(), seq.end());
+    }
+    // Base-layer frames refresh slot 0; every fourth layer-1 frame refreshes slot 1 (referenced
+    // by its layer only), the others nothing.
+    const std::uint8_t refresh = tid == 0 ? 0x01 : (n % 4 == 3 ? 0x02 : 0x00);
+    V payload = frame_header_payload(key, static_cast<std::uint8_t>(n), refresh);
+    payload.insert(payload.end(), filler.begin(), filler.end());
+    const V frame = obu(kAv1Frame, payload, tid);
+    unit.insert(unit.end(), frame.begin(), frame.end());
+
+    StagedFrame f;
+    f.first_staged = sink.count();
+    const auto picture = packetizer.add_sample(unit, key, sink);
+    ASSERT_TRUE(picture) << n;
+    EXPECT_EQ(picture->type, key ? FrameType::kKey : FrameType::kPredicted) << n;
+    EXPECT_EQ(picture->temporal_id, tid) << n;
+    EXPECT_EQ(picture->reference, refresh != 0 || key) << n;
+    f.staged_count = sink.count() - f.first_staged;
+    f.frame.type = picture->type;
+    f.frame.reference = picture->reference;
+    f.frame.temporal_id = picture->temporal_id;
+    video.push_back(f);
+    tid_of_packet.insert(tid_of_packet.end(), f.staged_count, tid);
+  }
+  EXPECT_TRUE(warnings.empty());
+  // The key frame's first packet: N set, the sequence header first, staged as never dropped.
+  EXPECT_EQ(arena[packets[0].offset] & 0x08, 0x08);
+  EXPECT_TRUE(packets[0].parameter_set);
+  for (std::size_t i = 1; i < packets.size(); ++i) {
+    EXPECT_FALSE(packets[i].parameter_set) << i;
+    EXPECT_EQ(arena[packets[i].offset] & 0x08, 0) << i;
+  }
+  std::vector<std::uint32_t> display(video.size());
+  for (std::uint32_t i = 0; i < display.size(); ++i) {
+    display[i] = i;
+  }
+  std::vector<StagedFrame> audio;
+  assign_importance(video, audio, display, 1);
+  std::vector<std::uint8_t> importance;
+  for (const StagedFrame& f : video) {
+    for (std::uint32_t i = 0; i < f.staged_count; ++i) {
+      const bool never = packets[f.first_staged + i].parameter_set;
+      importance.push_back(never ? kImportanceNever : f.frame.importance);
+    }
+  }
+  std::vector<std::uint32_t> order(importance.size());
+  const std::size_t droppable = core::DiscardPlanner::priority_order(importance, order);
+  EXPECT_EQ(droppable, importance.size() - 1);  // all but the sequence header's packet
+  std::size_t top_layer = 0;
+  for (std::uint8_t t : tid_of_packet) {
+    top_layer += t == 1 ? 1 : 0;
+  }
+  ASSERT_EQ(top_layer, 16u);  // 8 pictures of 2 packets
+  for (std::size_t k = 0; k < droppable; ++k) {
+    EXPECT_EQ(tid_of_packet[order[k]] == 1, k < top_layer) << "rank " << k;
+    EXPECT_NE(order[k], 0u);
+  }
+  // Within the top layer the disposable pictures go before its referenced ones; the key frame's
+  // second packet is the very last.
+  const std::uint32_t last = order[droppable - 1];
+  EXPECT_EQ(last, 1u);
+  for (std::size_t k = 0; k < 8; ++k) {
+    std::uint32_t packet = order[k];
+    std::size_t frame = 0;
+    while (packet >= video[frame].staged_count) {
+      packet -= video[frame++].staged_count;
+    }
+    EXPECT_FALSE(video[frame].frame.reference) << "rank " << k;
   }
 }
 

@@ -87,6 +87,15 @@ TEST(WhepSdp, H264TakesTheSameProfileElseConstrainedBaseline) {
             std::string::npos);
   const auto vp9 = answer_whep_offer(o, video(media::Codec::kVp9), params());
   EXPECT_EQ(vp9->payload_type, 98);
+  // AV1 when offered (Chromium offers "AV1/90000"); this offer has none.
+  EXPECT_FALSE(answer_whep_offer(o, video(media::Codec::kAv1), params()).ok());
+  std::string with_av1(kOffer);
+  with_av1.replace(with_av1.find(" 98\r\n"), 5, " 98 45\r\n");
+  with_av1.insert(with_av1.find("m=audio"), "a=rtpmap:45 AV1/90000\r\n");
+  const auto av1 =
+      answer_whep_offer(parse_whep_offer(with_av1).value(), video(media::Codec::kAv1), params());
+  ASSERT_TRUE(av1.ok());
+  EXPECT_EQ(av1->payload_type, 45);
 }
 
 TEST(WhepSdp, TakesTransportCcWhenTheOfferHasTheExtensionAndFeedbackForTheCodec) {

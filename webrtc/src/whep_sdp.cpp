@@ -89,6 +89,9 @@ const OfferedCodec* pick_codec(const OfferedMedia& m, const media::StreamInfo& v
       case media::Codec::kH265:
         score = name == "h265" ? 1 : 0;
         break;
+      case media::Codec::kAv1:
+        score = name == "av1" ? 1 : 0;
+        break;
       case media::Codec::kH264: {
         if (name != "h264" || fmtp_param(c.fmtp, "packetization-mode") != "1") break;
         const std::string p = fmtp_param(c.fmtp, "profile-level-id");

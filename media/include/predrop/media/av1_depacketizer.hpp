@@ -4,8 +4,7 @@
 // or the last of W without one) are restored to OBUs with obu_has_size_field = 1 and their size,
 // an OBU fragmented over packets (Y, then Z) is joined, and each temporal unit starts with a
 // temporal delimiter, so that a decoder (libdav1d, libaom) gets the low-overhead bitstream format
-// (AV1 spec §5.2). An OBU with any fragment missing is dropped whole. Not yet wired into the
-// codec table (docs/media.md "AV1").
+// (AV1 spec §5.2). An OBU with any fragment missing is dropped whole.
 #include <cstdint>
 #include <utility>
 #include <vector>

@@ -112,7 +112,7 @@ class Depacketizer {
   DepacketizerStats stats_;
 };
 
-/// The depacketizer of a video codec (H.264, H.265, VP8, VP9); nullptr for an audio codec.
+/// The depacketizer of a video codec (H.264, H.265, VP8, VP9, AV1); nullptr for an audio codec.
 std::unique_ptr<Depacketizer> make_depacketizer(Codec codec, Depacketizer::Callback on_access_unit);
 
 }  // namespace predrop::media

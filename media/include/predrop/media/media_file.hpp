@@ -138,10 +138,11 @@ struct Frame {
   std::uint8_t importance = 0;
   FrameType type = FrameType::kUnknown;
   /// Video: another frame may reference it (H.264 nal_ref_idc != 0, H.265 not a sub-layer
-  /// non-reference NAL type, VP8 refreshes a reference buffer or the entropy context). Audio:
-  /// false.
+  /// non-reference NAL type, VP8 refreshes a reference buffer or the entropy context, AV1 some
+  /// frame of the temporal unit has refresh_frame_flags != 0). Audio: false.
   bool reference = false;
-  /// Video: temporal sub-layer (H.265 TemporalId; 0 for H.264 and VP8). Higher goes first.
+  /// Video: temporal sub-layer (H.265 TemporalId, AV1 temporal_id; 0 for H.264, VP8, VP9).
+  /// Higher goes first.
   std::uint8_t temporal_id = 0;
 };
 

@@ -1,6 +1,6 @@
 #pragma once
-// Video decoding (libavcodec: H.264, H.265, VP8, VP9) for the receive path and for the reference
-// file.
+// Video decoding (libavcodec: H.264, H.265, VP8, VP9; AV1 with libdav1d) for the receive path and
+// for the reference file.
 //
 // The decoder is set up so that loss never stops it: error concealment guesses motion vectors and
 // deblocks (`ec=guess_mvs+deblock`), every frame is output even before the first keyframe and
