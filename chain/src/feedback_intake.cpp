@@ -209,8 +209,10 @@ std::uint32_t FeedbackIntake::read_rr(const wire::ReceiverReport& rr, bool authe
 }
 
 bool FeedbackIntake::ours(std::uint32_t media_ssrc) const {
-  return std::any_of(config_.tracks.begin(), config_.tracks.end(),
-                     [&](const IntakeTrack& t) { return t.ssrc == media_ssrc; });
+  // The first track only: the video, which is what the RTX history keeps and key frames are
+  // about (a WHEP session's Opus track is the second one, and a NACK naming it must not make
+  // the video's packets of those numbers go again).
+  return !config_.tracks.empty() && config_.tracks.front().ssrc == media_ssrc;
 }
 
 std::uint32_t FeedbackIntake::read_rtcp_fb(std::span<const std::uint8_t> plain,

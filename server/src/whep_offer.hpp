@@ -1,8 +1,9 @@
 #pragma once
 // What a WHEP offer sets up (docs/webrtc.md): the session entry — admitted by the same
 // SessionDirectory limits as an RTSP SETUP, one video track under the browser's payload type,
-// random SSRC, sequence and timestamp offset — and the SDP answer. Pure apart from the
-// directory's count; the facade adds the entry and the peer's ICE/DTLS state.
+// random SSRC, sequence and timestamp offset, and an Opus audio track beside it when the file
+// has one and the browser offers Opus (docs/webrtc.md "Audio") — and the SDP answer. Pure apart
+// from the directory's count; the facade adds the entry and the peer's ICE/DTLS state.
 //
 // Threading: the server's loop thread. Errors: an outcome with a status, never a throw.
 #include <memory>

@@ -1,9 +1,11 @@
 #pragma once
-// The WHEP player page and its script (plain JS, no framework, nothing vendored): one recvonly
-// video transceiver, the offer POSTed to ./whep without trickle (the server is ICE-lite and
-// needs no candidates of the browser), the answer applied, the video shown muted (autoplay),
-// the session DELETEd when the page goes. window.predrop exposes the connection and a getStats()
-// summary for tests (tests/integration/webrtc_chromium.js).
+// The WHEP player page and its script (plain JS, no framework, nothing vendored): a recvonly
+// video and a recvonly audio transceiver (the server answers the audio when the file has Opus,
+// docs/webrtc.md "Audio"), the offer POSTed to ./whep without trickle (the server is ICE-lite
+// and needs no candidates of the browser), the answer applied, both tracks in one element shown
+// muted (autoplay without a gesture; the audio is decoded all the same), the session DELETEd when
+// the page goes. window.predrop exposes the connection and a getStats() summary for tests
+// (tests/integration/webrtc_chromium.mjs).
 #include <string_view>
 
 namespace predrop::server::detail {
@@ -27,14 +29,23 @@ inline constexpr std::string_view kWhepPlayerJs = R"js('use strict';
   const me = { pc, session: null, error: null, events: [] };
   window.predrop = me;
   pc.addTransceiver('video', { direction: 'recvonly' });
-  pc.ontrack = (e) => { video.srcObject = new MediaStream([e.track]); video.play().catch(() => {}); };
+  pc.addTransceiver('audio', { direction: 'recvonly' });
+  const shown = new MediaStream();
+  pc.ontrack = (e) => {
+    shown.addTrack(e.track);
+    if (video.srcObject !== shown) video.srcObject = shown;
+    video.play().catch(() => {});
+  };
   pc.oniceconnectionstatechange = () => me.events.push('ice:' + pc.iceConnectionState);
   pc.onconnectionstatechange = () => me.events.push('pc:' + pc.connectionState);
   me.stats = async () => {
     const out = { framesDecoded: 0, framesDropped: 0, freezeCount: 0, totalFreezesDuration: 0,
                   packetsReceived: 0, packetsLost: 0, nackCount: 0, pliCount: 0, firCount: 0,
                   retransmittedPacketsReceived: 0, codec: '', ice: pc.iceConnectionState,
-                  dtls: '', connection: pc.connectionState };
+                  dtls: '', connection: pc.connectionState,
+                  audio: { packetsReceived: 0, packetsLost: 0, totalSamplesReceived: 0,
+                           concealedSamples: 0, silentConcealedSamples: 0, concealmentEvents: 0,
+                           codec: '' } };
     const report = await pc.getStats();
     report.forEach((s) => {
       if (s.type === 'inbound-rtp' && s.kind === 'video') {
@@ -43,6 +54,11 @@ inline constexpr std::string_view kWhepPlayerJs = R"js('use strict';
                          'retransmittedPacketsReceived']) out[k] = s[k] || 0;
         const c = s.codecId && report.get(s.codecId);
         if (c) out.codec = c.mimeType + (c.sdpFmtpLine ? ' ' + c.sdpFmtpLine : '');
+      }
+      if (s.type === 'inbound-rtp' && s.kind === 'audio') {
+        for (const k of Object.keys(out.audio)) if (k !== 'codec') out.audio[k] = s[k] || 0;
+        const c = s.codecId && report.get(s.codecId);
+        if (c) out.audio.codec = c.mimeType;
       }
       if (s.type === 'transport') out.dtls = s.dtlsState;
     });
@@ -66,7 +82,8 @@ inline constexpr std::string_view kWhepPlayerJs = R"js('use strict';
   setInterval(async () => {
     const s = await me.stats();
     show(`${s.connection} | ${s.codec} | frames decoded ${s.framesDecoded}, dropped ` +
-         `${s.framesDropped}, freezes ${s.freezeCount} (${s.totalFreezesDuration.toFixed(1)} s)`);
+         `${s.framesDropped}, freezes ${s.freezeCount} (${s.totalFreezesDuration.toFixed(1)} s)` +
+         (s.audio.codec ? ` | ${s.audio.codec} ${s.audio.packetsReceived} packets` : ' | no audio'));
   }, 1000);
 })();
 )js";

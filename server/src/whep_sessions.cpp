@@ -80,11 +80,14 @@ void WhepSessions::on_peer_connected(const std::string& id, const net::SocketAdd
                                      const webrtc::DtlsSrtpKeys& keys) {
   SessionEntry* e = sessions_.find(id);
   if (e == nullptr || e->session || e->tracks.empty()) return;
-  SessionTrack& t = e->tracks.front();
-  t.rtp_destination = to;
-  t.rtcp_destination = to;
-  t.client_suite = keys.suite;
-  t.client_key = keys.remote;
+  // Every track (video, and Opus audio when answered) on the one BUNDLE transport. The
+  // browser's SRTCP key is one for the transport: given once (one libsrtp context opens all).
+  for (SessionTrack& t : e->tracks) {
+    t.rtp_destination = to;
+    t.rtcp_destination = to;
+  }
+  e->tracks.front().client_suite = keys.suite;
+  e->tracks.front().client_key = keys.remote;
   e->key = keys.local;
   if (!host_.start_session(*e, clock_.now_us())) host_.remove_session(id);
 }

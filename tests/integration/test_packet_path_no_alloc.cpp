@@ -4,7 +4,8 @@
 //   egress:  StageTransmitter::send -> header template -> SRTP protect (libsrtp) -> sendmmsg,
 //            with its private batch, and with a shared SendBatch under a scope, GSO on and off;
 //            begin_stage of a stage no larger than an earlier one is counted too; and with the
-//            transport-wide sequence number (a WebRTC peer with transport-cc) and its send log;
+//            transport-wide sequence number (a WebRTC peer with transport-cc) and its send log,
+//            and with a second (Opus) track beside the video on the same transport;
 //   ingress: UdpEndpoint receive (libuv recvmmsg) -> StageReceiver: SRTP unprotect -> RTP parse
 //            -> stage accounting, for every packet of a stage after its first (the first closes
 //            the previous stage, whose report is allowed to allocate).
@@ -23,6 +24,7 @@
 #include "allocation_counter.hpp"
 #include "predrop/chain/stage_receiver.hpp"
 #include "predrop/chain/stage_transmitter.hpp"
+#include "predrop/core/discard_planner.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/os_random.hpp"
 #include "predrop/net/srtp_session.hpp"
@@ -69,6 +71,9 @@ class PacketPathNoAlloc : public ::testing::Test {
     tc.extension_ids = ids;
     tc.max_payload_size = 1200;
     tc.tracks.push_back(chain::TrackConfig{0xABCD, 96, 0, 0, rx_->local_address(), {}});
+    // A WHEP session's Opus track: its own SSRC and payload type on the same transport.
+    if (with_audio_)
+      tc.tracks.push_back(chain::TrackConfig{0xABCF, 111, 0, 0, rx_->local_address(), {}});
     transmitter_ = std::make_unique<chain::StageTransmitter>(
         *tx_, tc, net::SrtpSession(net::SrtpDirection::Outbound, kSuite, key_),
         core::DiscardPlanner(core::DiscardPolicy::kUniform));
@@ -82,6 +87,7 @@ class PacketPathNoAlloc : public ::testing::Test {
           ++delivered_;
           if (p.stage) current_stage_ = p.stage->stage_id;
           if (p.transport_sequence) transport_seen_.push_back(*p.transport_sequence);
+          if (p.header.ssrc == 0xABCF) ++audio_delivered_;
         },
         [](const core::StageMeasurement&) {});
   }
@@ -159,6 +165,8 @@ class PacketPathNoAlloc : public ::testing::Test {
   std::optional<std::uint32_t> measure_stage_;
   std::optional<test::AllocationScope> rx_counter_;
   std::vector<std::uint16_t> transport_seen_;  // transport-wide sequence numbers received
+  bool with_audio_ = false;                    // build() adds the Opus track (SSRC 0xABCF)
+  std::size_t audio_delivered_ = 0;
 };
 
 TEST_F(PacketPathNoAlloc, CounterSeesAllocations) {
@@ -250,6 +258,44 @@ TEST_F(PacketPathNoAlloc, RetransmissionHistoryAndRtxAllocateNothing) {
   }
   EXPECT_EQ(resent, 4u);
   EXPECT_EQ(transmitter_->retransmit_stats().sent, 5u);
+}
+
+// A WHEP session with Opus audio (docs/webrtc.md "Audio"): a second track on the same SRTP
+// transport, one Opus packet in each frame of 6, importance 255. Pre-discard never takes one;
+// each takes the next transport-wide sequence number like the video's; after the warm-up stage
+// (libsrtp makes the audio SSRC's stream context on its first packet) nothing allocates.
+TEST_F(PacketPathNoAlloc, OpusBesideTheVideoIsNeverDiscardedAndAllocatesNothing) {
+  auto log = std::make_unique<chain::TransportSendLog>();
+  with_audio_ = true;
+  build(wire::RtpExtensionIds{0, 0, 3}, log.get());
+  chain::RetransmitConfig rtx;
+  rtx.ssrc = 0xABCE;
+  rtx.payload_type = 97;
+  transmitter_->enable_retransmission(rtx);
+  std::size_t audio = 0;
+  for (std::size_t i = 2; i < kPackets; i += 6) {
+    packets_[i].track = 1;
+    packets_[i].payload = std::span<const std::uint8_t>(payload_.data(), 160);
+    importance_[i] = core::kNeverDrop;
+    ++audio;
+  }
+  send_and_receive_stage(0);  // warm-up
+  EXPECT_EQ(audio_delivered_, audio);
+  const chain::StagePlan plan = transmitter_->begin_stage(1, 0.3, importance_);
+  ASSERT_GT(plan.discarded, 0u);
+  for (std::size_t first = 0; first < kPackets; first += 6) {
+    const std::span<const chain::OutgoingPacket> frame(packets_.data() + first, 6);
+    sent_ += transmitter_->send(frame, first, 2'000'000 + first * 1000);
+    receive(sent_);
+  }
+  EXPECT_EQ(audio_delivered_, 2 * audio) << "no Opus packet pre-discarded";
+  ASSERT_EQ(transport_seen_.size(), kPackets + plan.to_send);
+  for (std::size_t i = 0; i < transport_seen_.size(); ++i) {
+    ASSERT_EQ(transport_seen_[i], i) << "one transport-wide sequence over both tracks";
+  }
+  EXPECT_EQ(transmitter_->track(1).packets, 2 * audio);
+  EXPECT_EQ(send_stage(2, 0.3, nullptr), 0u);
+  EXPECT_EQ(transmitter_->track(1).packets, 3 * audio);
 }
 
 // Counted from the second packet of stage 1 to its last: receiving (and, in between, sending)

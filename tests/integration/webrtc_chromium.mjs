@@ -1,15 +1,20 @@
 // Drives headless Chromium at predrop-server's WHEP player page (webrtc_chromium.sh starts the
 // server) and checks that the browser plays the stream over WebRTC: ICE and DTLS connect, and
 // getStats() counts at least MIN_FRAMES decoded frames within PLAY_S seconds of play; then it
-// DELETEs the session through the page. Prints one JSON line of the figures.
-//   node webrtc_chromium.mjs PAGE_URL OUTDIR MIN_FRAMES PLAY_S
+// DELETEs the session through the page. Prints one JSON line of the figures. With MIN_AUDIO > 0
+// (a clip with Opus) the audio must play too: at least MIN_AUDIO Opus packets received in the
+// PLAY_S seconds, and decoded, not concealed: concealed samples < 20 % of the samples received
+// in them (what NetEq makes up for missing packets; a stream it could not decode would be all
+// concealment). With MIN_AUDIO = 0 no audio packet may arrive (the answer rejects the section).
+//   node webrtc_chromium.mjs PAGE_URL OUTDIR MIN_FRAMES PLAY_S [MIN_AUDIO]
 // Polls the page (no fixed sleep as the verdict); every wait has a deadline.
 
 import path from 'node:path';
 
 import { fail, launchChromium, sleep, waitFor, watchProblems } from './cdp_pipe.mjs';
 
-const [url, outdir, minFramesArg, playArg] = process.argv.slice(2);
+const [url, outdir, minFramesArg, playArg, minAudioArg] = process.argv.slice(2);
+const minAudio = Number(minAudioArg || 0);
 const minFrames = Number(minFramesArg);
 const playS = Number(playArg);
 if (!url || !outdir || !(minFrames > 0) || !(playS > 0)) {
@@ -52,14 +57,36 @@ try {
     }
   }
   const decoded = s.framesDecoded - start.framesDecoded;
+  const audio = {
+    codec: s.audio.codec,
+    packets: s.audio.packetsReceived - start.audio.packetsReceived,
+    packets_lost: s.audio.packetsLost,
+    samples: s.audio.totalSamplesReceived - start.audio.totalSamplesReceived,
+    concealed: s.audio.concealedSamples - start.audio.concealedSamples,
+    silent_concealed: s.audio.silentConcealedSamples - start.audio.silentConcealedSamples,
+    concealment_events: s.audio.concealmentEvents - start.audio.concealmentEvents,
+  };
+  audio.concealed_ratio = audio.samples > 0 ? +(audio.concealed / audio.samples).toFixed(4) : null;
   const events = await page.evaluate('window.predrop.events');
   const figures = { session, codec: s.codec, connect_ms: connectMs, first_frame_ms: firstFrameMs,
     play_s: playS, frames_decoded: decoded, frames_dropped: s.framesDropped,
     freezes: s.freezeCount, freeze_s: s.totalFreezesDuration, packets: s.packetsReceived,
     packets_lost: s.packetsLost, nacks: s.nackCount, plis: s.pliCount, firs: s.firCount,
-    rtx_received: s.retransmittedPacketsReceived, dtls: s.dtls, events, first: connected.connection };
+    rtx_received: s.retransmittedPacketsReceived, audio, dtls: s.dtls, events,
+    first: connected.connection };
   console.log(JSON.stringify(figures));
   if (decoded < minFrames) fail(`only ${decoded} frames decoded in ${playS} s (want >= ${minFrames})`);
+  if (minAudio > 0) {
+    if (!/opus/i.test(audio.codec)) fail(`no Opus audio negotiated (codec '${audio.codec}')`);
+    if (audio.packets < minAudio) {
+      fail(`only ${audio.packets} audio packets in ${playS} s (want >= ${minAudio})`);
+    }
+    if (!(audio.samples > 0) || audio.concealed / audio.samples >= 0.2) {
+      fail(`audio not decoded: ${audio.concealed} of ${audio.samples} samples concealed`);
+    }
+  } else if (s.audio.packetsReceived > 0) {
+    fail(`${s.audio.packetsReceived} audio packets arrived although no audio should be sent`);
+  }
   const deleted = await page.evaluate(
     `fetch(window.predrop.session, { method: 'DELETE' }).then((r) => r.status)`);
   if (deleted !== 200) fail(`DELETE answered ${deleted}`);

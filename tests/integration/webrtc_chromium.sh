@@ -8,7 +8,10 @@
 # it does not play). Transport-cc (docs/webrtc.md "Adaptation from transport-cc"): for every
 # clip that plays, /metrics must count the browser's transport-cc feedback and the block reports
 # made from it, and the block trace must hold reported blocks (L > 0) on which the capacity policy
-# decided (its estimate set). Then webrtc_forged.py: a forged STUN check and a stranger's DTLS get no
+# decided (its estimate set). Audio (docs/webrtc.md "Audio"): the VP8 clip carries Opus, which
+# must play beside the video (>= MIN_AUDIO packets in PLAY_S, < 20 % of its samples concealed);
+# the H.264 baseline clip carries AAC, whose audio section the answer rejects (no audio packet
+# arrives) and the server log says why, once. Then webrtc_forged.py: a forged STUN check and a stranger's DTLS get no
 # answer and are counted. Exits 77 (ctest SKIP_RETURN_CODE) without chromium, node or ffmpeg.
 #   webrtc_chromium.sh SERVER_BINARY WORKDIR
 set -euo pipefail
@@ -25,16 +28,17 @@ for tool in "$chromium" node ffmpeg python3; do
 done
 play_s=5
 min_frames=120 # of 150 in 5 s at 30 fps
+min_audio=200  # Opus packets of 250 in 5 s (20 ms each)
 mkdir -p "$work"
 cd "$work"
 rm -f ./*.log ./*.toml figures.jsonl
 
-# name|file|ffmpeg encoding arguments|required
+# name|file|ffmpeg encoding arguments|required|audio (opus, aac or none)
 clips=(
-  "vp8|vp8.webm|-c:v libvpx -b:v 800k -g 30 -deadline realtime -cpu-used 8|yes"
-  "h264_baseline|h264b.mp4|-c:v libx264 -profile:v baseline -bf 0 -g 30 -b:v 800k|yes"
-  "vp9|vp9.webm|-c:v libvpx-vp9 -b:v 800k -g 30 -deadline realtime -cpu-used 8|yes"
-  "h264_high_bframes|h264h.mp4|-c:v libx264 -profile:v high -bf 3 -g 30 -b:v 800k|no"
+  "vp8|vp8.webm|-c:v libvpx -b:v 800k -g 30 -deadline realtime -cpu-used 8|yes|opus"
+  "h264_baseline|h264b.mp4|-c:v libx264 -profile:v baseline -bf 0 -g 30 -b:v 800k|yes|aac"
+  "vp9|vp9.webm|-c:v libvpx-vp9 -b:v 800k -g 30 -deadline realtime -cpu-used 8|yes|none"
+  "h264_high_bframes|h264h.mp4|-c:v libx264 -profile:v high -bf 3 -g 30 -b:v 800k|no|none"
 )
 
 # shellcheck source=lib.sh
@@ -59,9 +63,19 @@ PY
 trap stop_server EXIT
 failed=0
 for c in "${clips[@]}"; do
-  IFS='|' read -r name file args required <<<"$c"
+  IFS='|' read -r name file args required audio <<<"$c"
+  sound=()
+  want_audio=0
+  case "$audio" in
+  opus)
+    sound=(-f lavfi -i sine=frequency=440:duration=10 -c:a libopus -b:a 64k)
+    want_audio=$min_audio
+    ;;
+  aac) sound=(-f lavfi -i sine=frequency=440:duration=10 -c:a aac -b:a 96k) ;;
+  esac
   # shellcheck disable=SC2086  # the encoder arguments are words
-  ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=s=640x360:r=30:d=10 $args "$file"
+  ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=s=640x360:r=30:d=10 "${sound[@]:0:4}" \
+    $args "${sound[@]:4}" "$file"
   rtsp_port=$(pick_port)
   metrics_port=$(pick_port)
   cat >"$name.toml" <<TOML
@@ -74,7 +88,7 @@ TOML
   start_server "$name.server.log" -c "$name.toml" --listen 127.0.0.1:"$rtsp_port" --loop \
     --log-level info
   if node "$here/webrtc_chromium.mjs" "http://127.0.0.1:$metrics_port/$name/" "$work" \
-    "$min_frames" "$play_s" >"$name.browser.out" 2>&1; then
+    "$min_frames" "$play_s" "$want_audio" >"$name.browser.out" 2>&1; then
     echo "$name: plays: $(head -1 "$name.browser.out")"
   elif [[ "$required" == yes ]]; then
     echo "$name: FAILED"
@@ -95,6 +109,14 @@ TOML
   if [[ "$required" == yes ]] && ((twcc == 0 || twcc_reports == 0)); then
     echo "$name: FAILED: no transport-cc feedback or no block report made from it"
     failed=1
+  fi
+  if [[ "$audio" == aac ]]; then
+    said=$(grep -c "its audio is not sent to browsers" "$name.server.log" || true)
+    echo "$name: AAC audio refused, said $said time(s) in the log"
+    if ((said != 1)); then
+      echo "$name: FAILED: the log should say once why the AAC audio is not sent"
+      failed=1
+    fi
   fi
   if [[ "$name" == vp8 ]]; then
     python3 "$here/webrtc_forged.py" "$metrics_port" "$name" || failed=1

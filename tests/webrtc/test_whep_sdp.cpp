@@ -1,5 +1,6 @@
 // The WHEP answer to a Chromium-shaped offer: the stream's codec under the browser's payload
-// type, ICE-lite, passive DTLS, BUNDLE and rtcp-mux; audio rejected; unusable offers refused.
+// type, ICE-lite, passive DTLS, BUNDLE and rtcp-mux; Opus audio accepted beside it for an Opus
+// track, rejected otherwise; unusable offers refused.
 #include "predrop/webrtc/whep_sdp.hpp"
 
 #include <gtest/gtest.h>
@@ -183,6 +184,143 @@ TEST(WhepSdp, RefusesOffersItCannotAnswer) {
   EXPECT_FALSE(parse_whep_offer(passive).ok());
   const auto o = parse_whep_offer(kOffer).value();
   EXPECT_FALSE(answer_whep_offer(o, video(media::Codec::kH265), params()).ok());
+}
+
+// Chromium's offer for a recvonly video and a recvonly audio transceiver, as the player page
+// makes it (trimmed): transport-cc under id 3 in both sections, Opus 111 with its fmtp, and
+// audio codecs the stream cannot give.
+constexpr std::string_view kAudioVideoOffer =
+    "v=0\r\no=- 4611731400430051337 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n"
+    "a=group:BUNDLE 0 1\r\na=extmap-allow-mixed\r\na=msid-semantic: WMS\r\n"
+    "m=video 9 UDP/TLS/RTP/SAVPF 96 97\r\nc=IN IP4 0.0.0.0\r\na=rtcp:9 IN IP4 0.0.0.0\r\n"
+    "a=ice-ufrag:Brw1\r\na=ice-pwd:browserpassword0123456789\r\na=ice-options:trickle\r\n"
+    "a=fingerprint:sha-256 AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:"
+    "11:22:33:44:55:66:77:88:99\r\n"
+    "a=setup:actpass\r\na=mid:0\r\n"
+    "a=extmap:1 urn:ietf:params:rtp-hdrext:toffset\r\n"
+    "a=extmap:3 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01\r\n"
+    "a=recvonly\r\na=rtcp-mux\r\na=rtcp-rsize\r\n"
+    "a=rtpmap:96 VP8/90000\r\na=rtcp-fb:96 goog-remb\r\na=rtcp-fb:96 transport-cc\r\n"
+    "a=rtcp-fb:96 ccm fir\r\na=rtcp-fb:96 nack\r\na=rtcp-fb:96 nack pli\r\n"
+    "a=rtpmap:97 rtx/90000\r\na=fmtp:97 apt=96\r\n"
+    "m=audio 9 UDP/TLS/RTP/SAVPF 111 63 9 0 8 13 110 126\r\nc=IN IP4 0.0.0.0\r\n"
+    "a=rtcp:9 IN IP4 0.0.0.0\r\n"
+    "a=ice-ufrag:Brw1\r\na=ice-pwd:browserpassword0123456789\r\na=ice-options:trickle\r\n"
+    "a=fingerprint:sha-256 AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:"
+    "11:22:33:44:55:66:77:88:99\r\n"
+    "a=setup:actpass\r\na=mid:1\r\n"
+    "a=extmap:14 urn:ietf:params:rtp-hdrext:ssrc-audio-level\r\n"
+    "a=extmap:3 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01\r\n"
+    "a=recvonly\r\na=rtcp-mux\r\na=rtcp-rsize\r\n"
+    "a=rtpmap:111 opus/48000/2\r\na=rtcp-fb:111 transport-cc\r\n"
+    "a=fmtp:111 minptime=10;useinbandfec=1\r\n"
+    "a=rtpmap:63 red/48000/2\r\na=fmtp:63 111/111\r\n"
+    "a=rtpmap:9 G722/8000\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:8 PCMA/8000\r\n"
+    "a=rtpmap:13 CN/8000\r\na=rtpmap:110 telephone-event/48000\r\n"
+    "a=rtpmap:126 telephone-event/8000\r\n";
+
+media::StreamInfo sound(media::Codec codec) {
+  media::StreamInfo a;
+  a.kind = media::MediaKind::kAudio;
+  a.codec = codec;
+  a.clock_rate = 48000;
+  a.channels = 2;
+  return a;
+}
+
+AnswerParams audio_params() {
+  AnswerParams p = params();
+  p.rtx_ssrc = 0x5678;
+  p.audio_ssrc = 0x9abc;
+  return p;
+}
+
+TEST(WhepSdp, AcceptsOpusAudioBesideTheVideoOnTheSameTransport) {
+  const auto o = parse_whep_offer(kAudioVideoOffer).value();
+  ASSERT_EQ(o.media.size(), 2U);
+  EXPECT_EQ(o.media[1].transport_cc_id, 3);
+  const media::StreamInfo opus = sound(media::Codec::kOpus);
+  const auto a = answer_whep_offer(o, video(media::Codec::kVp8), audio_params(), &opus);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a->payload_type, 96);
+  EXPECT_EQ(a->rtx_payload_type, 97);
+  EXPECT_EQ(a->transport_cc_id, 3);
+  EXPECT_EQ(a->audio_payload_type, 111);
+  EXPECT_EQ(a->audio_rejected, "");
+  const std::string& s = a->sdp;
+  EXPECT_NE(s.find("a=group:BUNDLE 0 1\r\n"), std::string::npos);
+  const std::size_t audio = s.find(
+      "m=audio 40000 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 127.0.0.1\r\n"
+      "a=mid:1\r\na=sendonly\r\n");
+  ASSERT_NE(audio, std::string::npos) << s;
+  EXPECT_LT(s.find("m=video 40000 UDP/TLS/RTP/SAVPF 96 97\r\n"), audio);
+  const std::string section = s.substr(audio);
+  for (const char* want : {"a=ice-ufrag:srvu\r\n", "a=fingerprint:sha-256 11:22\r\n",
+                           "a=setup:passive\r\n", "a=rtcp-mux\r\n", "a=rtpmap:111 opus/48000/2\r\n",
+                           "a=fmtp:111 minptime=10;useinbandfec=1\r\n",
+                           "a=extmap:3 http://www.ietf.org/id/"
+                           "draft-holmer-rmcat-transport-wide-cc-extensions-01\r\n",
+                           "a=rtcp-fb:111 transport-cc\r\n",
+                           // Its own SSRC (0x9abc), in the video's media stream.
+                           "a=ssrc:39612 cname:predrop-1\r\na=ssrc:39612 msid:predrop audio0\r\n",
+                           "a=candidate:1 1 udp 2130706431 127.0.0.1 40000 typ host\r\n"}) {
+    EXPECT_NE(section.find(want), std::string::npos) << want;
+  }
+  EXPECT_NE(s.find("a=ssrc:4660 msid:predrop video0\r\n"), std::string::npos);
+  // Only Opus is answered, no NACK for it, nothing of the video's in the audio section.
+  EXPECT_EQ(section.find("red/48000"), std::string::npos);
+  EXPECT_EQ(section.find("nack"), std::string::npos);
+  EXPECT_EQ(section.find("VP8"), std::string::npos);
+  EXPECT_EQ(section.find("ssrc-audio-level"), std::string::npos);
+  EXPECT_EQ(s.find("inactive"), std::string::npos);
+}
+
+TEST(WhepSdp, RejectsAudioWithoutOpusForAnAacTrackOrWithAnotherExtensionId) {
+  const media::StreamInfo opus = sound(media::Codec::kOpus);
+  const std::string rejected = "m=audio 0 UDP/TLS/RTP/SAVPF ";
+  // Audio offered without Opus.
+  std::string no_opus(kAudioVideoOffer);
+  no_opus.replace(no_opus.find("a=rtpmap:111 opus/48000/2"), 25, "a=rtpmap:111 ISAC/16000");
+  auto a = answer_whep_offer(parse_whep_offer(no_opus).value(), video(media::Codec::kVp8),
+                             audio_params(), &opus);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->audio_payload_type, 0);
+  EXPECT_NE(a->audio_rejected.find("opus"), std::string::npos);
+  EXPECT_NE(a->sdp.find(rejected + "111\r\nc=IN IP4 0.0.0.0\r\na=mid:1\r\na=inactive\r\n"),
+            std::string::npos);
+  EXPECT_NE(a->sdp.find("a=group:BUNDLE 0\r\n"), std::string::npos);
+  // The stream's audio is AAC: rejected, the video still answered.
+  const auto o = parse_whep_offer(kAudioVideoOffer).value();
+  const media::StreamInfo aac = sound(media::Codec::kAac);
+  a = answer_whep_offer(o, video(media::Codec::kVp8), audio_params(), &aac);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->audio_payload_type, 0);
+  EXPECT_NE(a->audio_rejected.find("AAC"), std::string::npos) << a->audio_rejected;
+  EXPECT_NE(a->sdp.find(rejected), std::string::npos);
+  EXPECT_EQ(a->sdp.find("opus"), std::string::npos);
+  // No audio track, or no audio SSRC given: rejected.
+  a = answer_whep_offer(o, video(media::Codec::kVp8), audio_params());
+  EXPECT_EQ(a->audio_payload_type, 0);
+  EXPECT_NE(a->sdp.find(rejected), std::string::npos);
+  a = answer_whep_offer(o, video(media::Codec::kVp8), params(), &opus);
+  EXPECT_EQ(a->audio_payload_type, 0);
+  // The video took transport-cc under 3; audio offering it under 4 cannot share the BUNDLE's
+  // extension map: rejected. Without transport-cc for the video, the same audio is taken, and
+  // no extension is answered for it.
+  std::string other_id(kAudioVideoOffer);
+  other_id.replace(other_id.rfind("a=extmap:3 "), 11, "a=extmap:4 ");
+  const auto o4 = parse_whep_offer(other_id).value();
+  a = answer_whep_offer(o4, video(media::Codec::kVp8), audio_params(), &opus);
+  EXPECT_EQ(a->audio_payload_type, 0);
+  EXPECT_NE(a->sdp.find(rejected), std::string::npos);
+  std::string no_video_cc(other_id);
+  no_video_cc.replace(no_video_cc.find("a=rtcp-fb:96 transport-cc"), 25, "a=rtcp-fb:96 goog-remb");
+  a = answer_whep_offer(parse_whep_offer(no_video_cc).value(), video(media::Codec::kVp8),
+                        audio_params(), &opus);
+  EXPECT_EQ(a->transport_cc_id, 0);
+  EXPECT_EQ(a->audio_payload_type, 111);
+  EXPECT_EQ(a->sdp.find("a=extmap"), std::string::npos);
+  EXPECT_EQ(a->sdp.find("transport-cc"), std::string::npos);
 }
 
 }  // namespace

@@ -158,6 +158,14 @@ const OfferedCodec* find_rtx(const OfferedMedia& m, std::uint8_t pt) {
   return nullptr;
 }
 
+// The offered Opus payload type (opus/48000/2, RFC 7587 §7); nullptr when none.
+const OfferedCodec* pick_opus(const OfferedMedia& m) {
+  for (const OfferedCodec& c : m.codecs) {
+    if (lower(c.name) == "opus" && c.clock_rate == 48000) return &c;
+  }
+  return nullptr;
+}
+
 std::string rejected_section(const OfferedMedia& m) {
   std::string pt = m.codecs.empty() ? "0" : std::to_string(m.codecs.front().payload_type);
   const std::string proto =
@@ -216,7 +224,7 @@ core::Result<WhepOffer> parse_whep_offer(std::string_view sdp) {
 }
 
 core::Result<WhepAnswer> answer_whep_offer(const WhepOffer& offer, const media::StreamInfo& video,
-                                           const AnswerParams& p) {
+                                           const AnswerParams& p, const media::StreamInfo* audio) {
   const OfferedMedia* chosen = nullptr;
   const OfferedCodec* codec = nullptr;
   for (const OfferedMedia& m : offer.media) {
@@ -237,27 +245,59 @@ core::Result<WhepAnswer> answer_whep_offer(const WhepOffer& offer, const media::
   const std::string profile = fmtp_param(codec->fmtp, "profile-level-id");
   if (!profile.empty()) a.codec += " (" + profile + ")";
   const std::string pt = std::to_string(codec->payload_type);
-  std::string s = "v=0\r\no=predrop " + std::to_string(p.ssrc) + " 2 IN IP4 " + p.candidate_ip +
-                  "\r\ns=predrop\r\nt=0 0\r\na=group:BUNDLE " + chosen->mid +
-                  "\r\na=ice-lite\r\na=msid-semantic: WMS predrop\r\n";
+  // Transport-wide congestion control (docs/webrtc.md): the browser's id for the sequence
+  // number, and its feedback for the payload type sent.
+  if (chosen->transport_cc_id != 0 && codec->transport_cc) {
+    a.transport_cc_id = chosen->transport_cc_id;
+  }
+
+  // Opus audio beside the video, on the same transport (docs/webrtc.md "Audio").
+  const OfferedMedia* sound = nullptr;
+  const OfferedCodec* opus = nullptr;
   for (const OfferedMedia& m : offer.media) {
-    if (&m != chosen) {
-      s += rejected_section(m);
+    if (m.kind != "audio" || !m.can_receive || m.mid.empty()) continue;
+    if (audio == nullptr || p.audio_ssrc == 0) {
+      a.audio_rejected = "the stream has no audio track";
+      break;
+    }
+    if (audio->codec != media::Codec::kOpus) {
+      a.audio_rejected = "the stream's audio is " + std::string(media::codec_name(audio->codec)) +
+                         ", which browsers do not decode; no transcoding here";
+      break;
+    }
+    const OfferedCodec* c = pick_opus(m);
+    if (c == nullptr) {
+      a.audio_rejected = "the audio m-section offers no opus/48000/2";
       continue;
     }
-    const auto line = [&s](std::initializer_list<std::string_view> parts) {
-      for (std::string_view part : parts) {
-        s.append(part);
-      }
-      s.append("\r\n");
-    };
-    // NACK only with RTX (docs/webrtc.md "NACK and RTX"): a retransmission in the stream itself
-    // would need its sequence number a second time.
-    const OfferedCodec* rtx =
-        codec->nack && p.rtx_ssrc != 0 ? find_rtx(m, codec->payload_type) : nullptr;
-    const std::string rtx_pt = rtx != nullptr ? std::to_string(rtx->payload_type) : "";
-    line({"m=video ", std::to_string(p.candidate_port), " UDP/TLS/RTP/SAVPF ", pt,
-          rtx != nullptr ? " " : "", rtx_pt});
+    // One extension map serves the BUNDLE (RFC 8843 §9.2): every packet, audio too, carries
+    // the transport-wide sequence number under the video's id, so the section must offer it so.
+    if (a.transport_cc_id != 0 && m.transport_cc_id != a.transport_cc_id) {
+      a.audio_rejected = "the audio m-section lacks the video's transport-wide sequence number id";
+      continue;
+    }
+    sound = &m;
+    opus = c;
+    a.audio_rejected.clear();
+    a.audio_payload_type = c->payload_type;
+    break;
+  }
+
+  std::string s = "v=0\r\no=predrop " + std::to_string(p.ssrc) + " 2 IN IP4 " + p.candidate_ip +
+                  "\r\ns=predrop\r\nt=0 0\r\na=group:BUNDLE";
+  for (const OfferedMedia& m : offer.media) {
+    if (&m == chosen || &m == sound) s += " " + m.mid;
+  }
+  s += "\r\na=ice-lite\r\na=msid-semantic: WMS predrop\r\n";
+  const auto line = [&s](std::initializer_list<std::string_view> parts) {
+    for (std::string_view part : parts) {
+      s.append(part);
+    }
+    s.append("\r\n");
+  };
+  // What every accepted section says: its transport (the same for all: BUNDLE), its direction.
+  const auto head = [&](std::string_view kind, const OfferedMedia& m, std::string_view pts) {
+    line({"m=", kind, " ", std::to_string(p.candidate_port), " UDP/TLS/RTP/SAVPF ", pts});
     line({"c=IN IP4 ", p.candidate_ip});
     line({"a=mid:", m.mid});
     line({"a=sendonly"});
@@ -266,15 +306,48 @@ core::Result<WhepAnswer> answer_whep_offer(const WhepOffer& offer, const media::
     line({"a=fingerprint:sha-256 ", p.fingerprint_sha256});
     line({"a=setup:passive"});
     line({"a=rtcp-mux"});
+  };
+  const auto ssrc_lines = [&](std::uint32_t ssrc, std::string_view track) {
+    const std::string n = std::to_string(ssrc);
+    line({"a=ssrc:", n, " cname:", p.cname});
+    line({"a=ssrc:", n, " msid:predrop ", track});
+  };
+  const auto candidate = [&] {
+    s += "a=candidate:1 1 udp 2130706431 " + p.candidate_ip + " " +
+         std::to_string(p.candidate_port) + " typ host\r\na=end-of-candidates\r\n";
+  };
+  for (const OfferedMedia& m : offer.media) {
+    if (&m == sound) {
+      const std::string apt = std::to_string(opus->payload_type);
+      head("audio", m, apt);
+      line({"a=rtpmap:", apt, " ", opus->name, "/48000/2"});
+      if (!opus->fmtp.empty()) line({"a=fmtp:", apt, " ", opus->fmtp});
+      if (a.transport_cc_id != 0) {
+        line({"a=extmap:", std::to_string(a.transport_cc_id), " ", wire::kTransportSequenceUri});
+        if (opus->transport_cc) line({"a=rtcp-fb:", apt, " transport-cc"});
+      }
+      ssrc_lines(p.audio_ssrc, "audio0");
+      candidate();
+      continue;
+    }
+    if (&m != chosen) {
+      s += rejected_section(m);
+      continue;
+    }
+    // NACK only with RTX (docs/webrtc.md "NACK and RTX"): a retransmission in the stream itself
+    // would need its sequence number a second time.
+    const OfferedCodec* rtx =
+        codec->nack && p.rtx_ssrc != 0 ? find_rtx(m, codec->payload_type) : nullptr;
+    const std::string rtx_pt = rtx != nullptr ? std::to_string(rtx->payload_type) : "";
+    std::string pts = pt;
+    if (rtx != nullptr) pts.append(" ").append(rtx_pt);
+    head("video", m, pts);
     line({"a=rtpmap:", pt, " ", codec->name, "/",
           std::to_string(codec->clock_rate == 0 ? 90000 : codec->clock_rate)});
     // The browser's own fmtp for the payload type it offered: the answer agrees to it.
     if (!codec->fmtp.empty()) s += "a=fmtp:" + pt + " " + codec->fmtp + "\r\n";
-    if (m.transport_cc_id != 0 && codec->transport_cc) {
-      // Transport-wide congestion control (docs/webrtc.md): the browser's id for the sequence
-      // number, and its feedback for the payload type sent.
-      a.transport_cc_id = m.transport_cc_id;
-      line({"a=extmap:", std::to_string(m.transport_cc_id), " ", wire::kTransportSequenceUri});
+    if (a.transport_cc_id != 0) {
+      line({"a=extmap:", std::to_string(a.transport_cc_id), " ", wire::kTransportSequenceUri});
       line({"a=rtcp-fb:", pt, " transport-cc"});
     }
     if (rtx != nullptr) {
@@ -294,17 +367,13 @@ core::Result<WhepAnswer> answer_whep_offer(const WhepOffer& offer, const media::
       line({"a=fmtp:", rtx_pt, " apt=", pt});
       line({"a=ssrc-group:FID ", std::to_string(p.ssrc), " ", std::to_string(p.rtx_ssrc)});
     }
-    s += "a=ssrc:" + std::to_string(p.ssrc) + " cname:" + p.cname +
-         "\r\na=ssrc:" + std::to_string(p.ssrc) + " msid:predrop video0\r\n";
+    ssrc_lines(p.ssrc, "video0");
     if (rtx != nullptr) {
       // After the media SSRC's lines: a browser takes the first a=ssrc it reads as the primary
       // (the media) one, whatever the FID group says.
-      const std::string repair = std::to_string(p.rtx_ssrc);
-      line({"a=ssrc:", repair, " cname:", p.cname});
-      line({"a=ssrc:", repair, " msid:predrop video0"});
+      ssrc_lines(p.rtx_ssrc, "video0");
     }
-    s += "a=candidate:1 1 udp 2130706431 " + p.candidate_ip + " " +
-         std::to_string(p.candidate_port) + " typ host\r\na=end-of-candidates\r\n";
+    candidate();
   }
   a.sdp = std::move(s);
   return a;

@@ -161,6 +161,7 @@ class FeedbackIntake {
   std::uint32_t read_rtcp_fb(std::span<const std::uint8_t> plain, const StageLedger& ledger);
   // The stages twcc_packets_ (one message just parsed) completed, as reports.
   void measure_transport_cc(const StageLedger& ledger);
+  // True if `media_ssrc` is the first track's (the video: NACK and key-frame requests).
   bool ours(std::uint32_t media_ssrc) const;
 
   IntakeConfig config_;

@@ -3,9 +3,11 @@
 // the server's answer for one video stream. The answer is ICE-lite (RFC 8445 §2.5) with one host
 // candidate, a=setup:passive (RFC 5763 §5: the browser is the DTLS client), BUNDLE (RFC 8843)
 // over the one accepted m-section, rtcp-mux (RFC 5761), sendonly, and the stream's codec under
-// the payload type the browser offered for it (RFC 3264 §6.1). Other m-sections (audio, a
-// second video) are rejected with port 0 and left out of the BUNDLE group: predrop does not
-// transcode, and browsers decode no AAC (docs/webrtc.md).
+// the payload type the browser offered for it (RFC 3264 §6.1). An audio m-section that offers
+// opus/48000/2 is accepted too when the stream has an Opus track (same transport, its own SSRC);
+// other m-sections (audio without Opus, or for an AAC file, a second video) are rejected with
+// port 0 and left out of the BUNDLE group: predrop does not transcode, and browsers decode no
+// AAC (docs/webrtc.md).
 //
 // Pure functions over text; no allocation limits beyond the offer's size, which the HTTP layer
 // bounds. Errors as values.
@@ -67,6 +69,9 @@ struct AnswerParams {
   std::string cname;
   /// The SSRC of the RTX stream (RFC 4588) if the offer lets it be used; 0: never offer RTX.
   std::uint32_t rtx_ssrc = 0;
+  /// The SSRC of the Opus audio stream, when the stream has one to offer (answer_whep_offer's
+  /// `audio`); distinct from `ssrc` and `rtx_ssrc`.
+  std::uint32_t audio_ssrc = 0;
 };
 
 /// The answer and what the session must send to match it.
@@ -82,6 +87,10 @@ struct WhepAnswer {
   std::uint8_t rtx_payload_type = 0;
   bool pli = false;  ///< a=rtcp-fb:<pt> nack pli taken.
   bool fir = false;  ///< a=rtcp-fb:<pt> ccm fir taken.
+  /// The browser's payload type for Opus when an audio m-section was accepted; 0 = no audio.
+  std::uint8_t audio_payload_type = 0;
+  /// Why an offered audio m-section was rejected (empty when accepted or none offered).
+  std::string audio_rejected;
 };
 
 /// Answers `offer` for a stream whose video is `video`; an error when the offer has no video
@@ -92,7 +101,13 @@ struct WhepAnswer {
 /// (a=rtcp-fb nack, a=rtpmap rtx/90000 + a=fmtp apt, a=ssrc-group:FID; retransmissions never
 /// reuse the stream's own sequence numbers), `nack pli` and `ccm fir` when offered:
 /// docs/webrtc.md "NACK and RTX", "PLI and FIR".
+/// `audio`: the stream's audio track, or nullptr. The first audio m-section that can receive
+/// opus/48000/2 is accepted when `audio` is Opus and params.audio_ssrc is set, and (under
+/// BUNDLE one extension map serves every section) when it offers the transport-wide sequence
+/// number under the video's id if the video took it; it gets the transport-cc feedback then.
+/// Every other audio m-section is rejected with port 0, the reason in `audio_rejected`.
 core::Result<WhepAnswer> answer_whep_offer(const WhepOffer& offer, const media::StreamInfo& video,
-                                           const AnswerParams& params);
+                                           const AnswerParams& params,
+                                           const media::StreamInfo* audio = nullptr);
 
 }  // namespace predrop::webrtc
