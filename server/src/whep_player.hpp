@@ -4,7 +4,8 @@
 // docs/webrtc.md "Audio"), the offer POSTed to ./whep without trickle (the server is ICE-lite
 // and needs no candidates of the browser), the answer applied, both tracks in one element shown
 // muted (autoplay without a gesture; the audio is decoded all the same), the session DELETEd when
-// the page goes. window.predrop exposes the connection and a getStats() summary for tests
+// the page goes. window.predrop exposes the connection, a getStats() summary and the quality
+// per second of play (`quality`, docs/webrtc.md "Quality in the page") for tests
 // (tests/integration/webrtc_chromium.mjs).
 #include <string_view>
 
@@ -70,7 +71,9 @@ inline constexpr std::string_view kWhepPlayerJs = R"js('use strict';
       method: 'POST', headers: { 'Content-Type': 'application/sdp' }, body: pc.localDescription.sdp });
     if (r.status !== 201) throw new Error('WHEP POST: ' + r.status + ' ' + (await r.text()));
     me.session = r.headers.get('Location');
-    await pc.setRemoteDescription({ type: 'answer', sdp: await r.text() });
+    const answer = await r.text();
+    me.frameRate = Number((/a=framerate:([0-9.]+)/.exec(answer) || [])[1] || 0);
+    await pc.setRemoteDescription({ type: 'answer', sdp: answer });
   } catch (e) {
     me.error = String(e);
     show(me.error);
@@ -79,10 +82,36 @@ inline constexpr std::string_view kWhepPlayerJs = R"js('use strict';
   addEventListener('pagehide', () => {
     if (me.session) fetch(me.session, { method: 'DELETE', keepalive: true });
   });
+  // Quality seen by the viewer, per second of play (docs/webrtc.md "Quality in the page"): the
+  // getStats() counters' growth over the second, and P = the share of the file's pictures
+  // decoded (against the answer's a=framerate) times the share of the second not frozen
+  // (Chromium counts a freeze when a frame comes later than max(3 x the mean frame interval,
+  // mean + 150 ms)). The last 600 seconds are kept.
+  me.quality = [];
+  let last = null;
   setInterval(async () => {
     const s = await me.stats();
+    s.at = performance.now();
+    if (last && s.connection === 'connected' && me.frameRate > 0) {
+      const ms = s.at - last.at;
+      const freezeMs = 1000 * (s.totalFreezesDuration - last.totalFreezesDuration);
+      const a = s.audio.totalSamplesReceived - last.audio.totalSamplesReceived;
+      me.quality.push({
+        t_ms: Math.round(s.at), interval_ms: Math.round(ms),
+        frames_decoded: s.framesDecoded - last.framesDecoded,
+        frames_dropped: s.framesDropped - last.framesDropped,
+        freezes: s.freezeCount - last.freezeCount, freeze_ms: Math.round(freezeMs),
+        p: Math.max(0, Math.min(1, (s.framesDecoded - last.framesDecoded) /
+                                      (me.frameRate * ms / 1000)) * (1 - freezeMs / ms)),
+        audio_concealed: a > 0 ? (s.audio.concealedSamples - last.audio.concealedSamples) / a : null,
+      });
+      if (me.quality.length > 600) me.quality.shift();
+    }
+    last = s;
+    const q = me.quality[me.quality.length - 1];
     show(`${s.connection} | ${s.codec} | frames decoded ${s.framesDecoded}, dropped ` +
          `${s.framesDropped}, freezes ${s.freezeCount} (${s.totalFreezesDuration.toFixed(1)} s)` +
+         (q ? ` | P ${q.p.toFixed(2)}` : '') +
          (s.audio.codec ? ` | ${s.audio.codec} ${s.audio.packetsReceived} packets` : ' | no audio'));
   }, 1000);
 })();

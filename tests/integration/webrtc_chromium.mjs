@@ -57,6 +57,9 @@ try {
     }
   }
   const decoded = s.framesDecoded - start.framesDecoded;
+  // The page's quality per second of play (docs/webrtc.md "Quality in the page").
+  const blocks = (await page.evaluate('JSON.stringify(window.predrop.quality)'));
+  const quality = JSON.parse(blocks).slice(-playS);
   const audio = {
     codec: s.audio.codec,
     packets: s.audio.packetsReceived - start.audio.packetsReceived,
@@ -73,9 +76,15 @@ try {
     freezes: s.freezeCount, freeze_s: s.totalFreezesDuration, packets: s.packetsReceived,
     packets_lost: s.packetsLost, nacks: s.nackCount, plis: s.pliCount, firs: s.firCount,
     rtx_received: s.retransmittedPacketsReceived, audio, dtls: s.dtls, events,
+    quality_p_min: quality.length ? Math.min(...quality.map((q) => q.p)) : null,
+    quality: quality.map((q) => [q.frames_decoded, q.frames_dropped, q.freezes, q.freeze_ms,
+      +q.p.toFixed(3)]),
     first: connected.connection };
   console.log(JSON.stringify(figures));
   if (decoded < minFrames) fail(`only ${decoded} frames decoded in ${playS} s (want >= ${minFrames})`);
+  if (quality.length < playS - 1 || quality.some((q) => !(q.p >= 0 && q.p <= 1))) {
+    fail(`the page's quality per second is missing or out of range: ${blocks}`);
+  }
   if (minAudio > 0) {
     if (!/opus/i.test(audio.codec)) fail(`no Opus audio negotiated (codec '${audio.codec}')`);
     if (audio.packets < minAudio) {

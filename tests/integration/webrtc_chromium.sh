@@ -11,7 +11,9 @@
 # decided (its estimate set). Audio (docs/webrtc.md "Audio"): the VP8 clip carries Opus, which
 # must play beside the video (>= MIN_AUDIO packets in PLAY_S, < 20 % of its samples concealed);
 # the H.264 baseline clip carries AAC, whose audio section the answer rejects (no audio packet
-# arrives) and the server log says why, once. Then webrtc_forged.py: a forged STUN check and a stranger's DTLS get no
+# arrives) and the server log says why, once. Each figures line carries the page's quality per
+# second of play (docs/webrtc.md "Quality in the page": decoded, dropped, freezes, freeze ms,
+# P). Then webrtc_forged.py: a forged STUN check and a stranger's DTLS get no
 # answer and are counted. Exits 77 (ctest SKIP_RETURN_CODE) without chromium, node or ffmpeg.
 #   webrtc_chromium.sh SERVER_BINARY WORKDIR
 set -euo pipefail

@@ -240,7 +240,9 @@ TEST(WhepSdp, AcceptsOpusAudioBesideTheVideoOnTheSameTransport) {
   ASSERT_EQ(o.media.size(), 2U);
   EXPECT_EQ(o.media[1].transport_cc_id, 3);
   const media::StreamInfo opus = sound(media::Codec::kOpus);
-  const auto a = answer_whep_offer(o, video(media::Codec::kVp8), audio_params(), &opus);
+  media::StreamInfo vp8 = video(media::Codec::kVp8);
+  vp8.frame_rate = 30;
+  const auto a = answer_whep_offer(o, vp8, audio_params(), &opus);
   ASSERT_TRUE(a.ok()) << a.error().message;
   EXPECT_EQ(a->payload_type, 96);
   EXPECT_EQ(a->rtx_payload_type, 97);
@@ -254,6 +256,8 @@ TEST(WhepSdp, AcceptsOpusAudioBesideTheVideoOnTheSameTransport) {
       "a=mid:1\r\na=sendonly\r\n");
   ASSERT_NE(audio, std::string::npos) << s;
   EXPECT_LT(s.find("m=video 40000 UDP/TLS/RTP/SAVPF 96 97\r\n"), audio);
+  // The nominal frame rate, in the video section (the player page's quality measure).
+  EXPECT_LT(s.find("a=framerate:30\r\n"), audio);
   const std::string section = s.substr(audio);
   for (const char* want : {"a=ice-ufrag:srvu\r\n", "a=fingerprint:sha-256 11:22\r\n",
                            "a=setup:passive\r\n", "a=rtcp-mux\r\n", "a=rtpmap:111 opus/48000/2\r\n",

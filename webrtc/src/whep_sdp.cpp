@@ -2,8 +2,10 @@
 #include "predrop/webrtc/whep_sdp.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <initializer_list>
 #include <string>
 
@@ -346,6 +348,13 @@ core::Result<WhepAnswer> answer_whep_offer(const WhepOffer& offer, const media::
           std::to_string(codec->clock_rate == 0 ? 90000 : codec->clock_rate)});
     // The browser's own fmtp for the payload type it offered: the answer agrees to it.
     if (!codec->fmtp.empty()) s += "a=fmtp:" + pt + " " + codec->fmtp + "\r\n";
+    // The file's nominal rate (RFC 8866 §6.8): what the player page measures the share of
+    // pictures shown against (docs/webrtc.md "Quality in the page").
+    if (video.frame_rate > 0 && video.frame_rate < 1000) {
+      std::array<char, 16> fps{};
+      const int n = std::snprintf(fps.data(), fps.size(), "%.6g", video.frame_rate);
+      line({"a=framerate:", std::string_view(fps.data(), static_cast<std::size_t>(n))});
+    }
     if (a.transport_cc_id != 0) {
       line({"a=extmap:", std::to_string(a.transport_cc_id), " ", wire::kTransportSequenceUri});
       line({"a=rtcp-fb:", pt, " transport-cc"});

@@ -100,7 +100,8 @@ struct WhepAnswer {
 /// docs/webrtc.md "Adaptation from transport-cc". Generic NACK is taken only together with RTX
 /// (a=rtcp-fb nack, a=rtpmap rtx/90000 + a=fmtp apt, a=ssrc-group:FID; retransmissions never
 /// reuse the stream's own sequence numbers), `nack pli` and `ccm fir` when offered:
-/// docs/webrtc.md "NACK and RTX", "PLI and FIR".
+/// docs/webrtc.md "NACK and RTX", "PLI and FIR". `a=framerate` carries video.frame_rate when
+/// known (the player page's quality measure, docs/webrtc.md "Quality in the page").
 /// `audio`: the stream's audio track, or nullptr. The first audio m-section that can receive
 /// opus/48000/2 is accepted when `audio` is Opus and params.audio_ssrc is set, and (under
 /// BUNDLE one extension map serves every section) when it offers the transport-wide sequence
