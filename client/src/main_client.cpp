@@ -2,6 +2,7 @@
 // the reference file) and reports it to the server; prints a per-block table.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -35,7 +36,7 @@ int run(int argc, char** argv) {
                  "PSNR of identical pictures or samples, dB (default 60)");
   app.add_flag("!--no-feedback", o.feedback, "Do not send PDFB reports (behave like a player)");
   app.add_option("--save", o.save_video,
-                 "Write the received video here (H.264/H.265 Annex B; VP8 frames back to back)");
+                 "Write the received video here (H.264/H.265 Annex B; VP8, VP9, AV1 in IVF)");
   app.add_option("--csv", csv_path, "Write the per-block table as CSV here");
   app.add_option("--impair", impairments,
                  "Receive-side impairment for tests: STAGE:drop=F[,stretch=MS] (repeatable)");
@@ -83,10 +84,10 @@ int run(int argc, char** argv) {
       std::fprintf(stderr, "predrop-client: cannot write %s\n", csv_path.c_str());
       return 2;
     }
-    std::fprintf(
-        csv,
-        "block,rate,reception_period_ms,psnr_db,planned,sent,discarded,received,"
-        "network_loss,queue_delay_ms,queue_max_ms,dispersion_kbps,first_reference_picture\n");
+    std::fprintf(csv,
+                 "block,rate,reception_period_ms,psnr_db,planned,sent,discarded,received,"
+                 "network_loss,queue_delay_ms,queue_max_ms,dispersion_kbps,first_reference_picture,"
+                 "audio_psnr_db\n");
   }
   std::printf("%6s %7s %9s %9s %7s %9s %9s %7s %8s%s\n", "block", "R", "L ms", "PSNR dB", "sent",
               "discarded", "received", "lost", "queue ms", o.live ? "  ref pic" : "");
@@ -107,13 +108,18 @@ int run(int argc, char** argv) {
         if (r.first_reference_picture >= 0) {
           std::printf(" %8lld", static_cast<long long>(r.first_reference_picture));
         }
+        // The audio's score beside the video's (streams with both).
+        if (std::isfinite(r.audio_psnr_db)) std::printf("  audio %6.2f dB", r.audio_psnr_db);
         std::printf("\n");
         std::fflush(stdout);
         if (csv != nullptr) {
-          std::fprintf(csv, "%u,%.4f,%.3f,%.3f,%u,%u,%u,%u,%.4f,%.3f,%.3f,%.1f,%lld\n", r.stage,
+          std::fprintf(csv, "%u,%.4f,%.3f,%.3f,%u,%u,%u,%u,%.4f,%.3f,%.3f,%.1f,%lld,", r.stage,
                        r.rate, r.reception_period_ms, r.psnr_db, r.planned, r.sent, discarded,
                        r.received, r.network_loss, r.queue_delay_ms, r.queue_max_ms,
                        r.dispersion_kbps, static_cast<long long>(r.first_reference_picture));
+          // Empty when the block has no audio score beside the video's.
+          if (std::isfinite(r.audio_psnr_db)) std::fprintf(csv, "%.3f", r.audio_psnr_db);
+          std::fprintf(csv, "\n");
           std::fflush(csv);
         }
       },
@@ -128,6 +134,10 @@ int run(int argc, char** argv) {
             s.blocks, static_cast<unsigned long long>(s.packets),
             static_cast<unsigned long long>(s.frames_decoded), s.mean_psnr_db,
             static_cast<unsigned long long>(s.srtp_failures));
+        if (s.audio_blocks != 0) {
+          std::printf("audio beside the video: %u blocks, mean audio PSNR %.2f dB\n",
+                      s.audio_blocks, s.mean_audio_psnr_db);
+        }
         if (o.alert_ms != 0) {
           std::printf("interim alerts sent %llu\n", static_cast<unsigned long long>(s.alerts));
         }

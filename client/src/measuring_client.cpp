@@ -15,6 +15,7 @@
 #include "predrop/core/log.hpp"
 #include "predrop/media/audio_scorer.hpp"
 #include "predrop/media/depacketizer.hpp"
+#include "predrop/media/ivf.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/media/psnr.hpp"
 #include "predrop/media/video_decoder.hpp"
@@ -130,7 +131,9 @@ struct MeasuringClient::Impl {
   std::vector<Track> tracks;  // every track of the SDP, all set up, in SDP order
   std::size_t video_track = SIZE_MAX;
   media::Codec video_codec = media::Codec::kH264;
-  // An audio-only stream is scored on its audio (media::AudioScorer); with video, on the video.
+  // An audio-only stream is scored on its audio (media::AudioScorer, audio_scorer); with video, P
+  // is the video's PSNR and the audio is scored beside it (beside_audio) when the reference has
+  // the same audio.
   std::size_t audio_track = SIZE_MAX;
   // The track whose packets are scored and whose RTCP carries the feedback.
   std::size_t scored_track = SIZE_MAX;
@@ -146,8 +149,12 @@ struct MeasuringClient::Impl {
   std::unique_ptr<media::VideoDecoder> decoder;
   std::unique_ptr<media::Depacketizer> depacketizer;
   std::unique_ptr<media::AudioScorer> audio_scorer;
+  std::unique_ptr<media::AudioScorer> beside_audio;
+  double audio_psnr_sum = 0.0;
   std::unique_ptr<chain::StageReceiver> receiver;
+  // --save: H.264/H.265 access units as Annex B (save), VP8/VP9/AV1 ones in IVF (save_ivf).
   std::FILE* save = nullptr;
+  std::unique_ptr<media::IvfWriter> save_ivf;
 
   std::unique_ptr<net::Timer> poll_timer;
   // --pause: PAUSE at pause_due_us, then the PLAY that resumes at resume_due_us (the poll's
@@ -184,6 +191,9 @@ struct MeasuringClient::Impl {
                               receiver->stats().srtp_other;
     }
     summary.mean_psnr_db = summary.blocks ? psnr_sum / summary.blocks : 0.0;
+    if (beside_audio && summary.audio_blocks != 0) {
+      summary.mean_audio_psnr_db = audio_psnr_sum / summary.audio_blocks;
+    }
     if (depacketizer && decoder) {
       const auto& ds = depacketizer->stats();
       const auto& vs = decoder->stats();
@@ -197,8 +207,8 @@ struct MeasuringClient::Impl {
           (unsigned long long)vs.corrupt_frames, (unsigned long long)vs.rejected,
           scorer ? scorer->late() : 0);
     }
-    if (audio_scorer) {
-      const auto& as = audio_scorer->stats();
+    if (audio_scorer || beside_audio) {
+      const auto& as = audio_scorer ? audio_scorer->stats() : beside_audio->stats();
       core::log(core::LogLevel::kInfo, "client",
                 "audio: %llu packets, %llu unmatched; %llu frames scored, %llu missing",
                 (unsigned long long)as.packets, (unsigned long long)as.unmatched,
@@ -332,14 +342,47 @@ struct MeasuringClient::Impl {
     decoder = std::move(dec.value());
     depacketizer = media::make_depacketizer(video_codec, [this](const media::AccessUnit& au) {
       if (save != nullptr) std::fwrite(au.data.data(), 1, au.data.size(), save);
+      if (save_ivf) {
+        save_ivf->write(
+            au.data, static_cast<std::uint32_t>(au.rtp_timestamp - tracks[video_track].rtp_base));
+      }
       decoder->decode(au.data,
                       static_cast<std::int64_t>(au.rtp_timestamp - tracks[video_track].rtp_base));
     });
     if (!options.save_video.empty()) {
-      save = std::fopen(options.save_video.c_str(), "wb");
-      if (save == nullptr) return core::make_error("cannot write " + options.save_video);
+      if (auto st = open_save(); !st) return st;
+    }
+    if (audio_track != SIZE_MAX && reference_media->audio_stream()) {
+      // The audio beside the video: scored too, reported beside P (never fed back).
+      auto made = media::AudioScorer::create(reference_media);
+      if (made) {
+        beside_audio = std::move(made.value());
+      } else {
+        core::log(core::LogLevel::kWarn, "client", "audio not scored: %s",
+                  made.error().message.c_str());
+      }
     }
     return prepare_receiver();
+  }
+
+  // --save's file: IVF for the codecs it carries (time base 1/90000, the picture size of the
+  // reference's video), Annex B otherwise.
+  core::Status open_save() {
+    if (const auto fourcc = media::ivf_fourcc(video_codec)) {
+      media::IvfHeader header;
+      header.fourcc = *fourcc;
+      if (const auto v = reference_media->video_stream()) {
+        header.width = static_cast<std::uint16_t>(reference_media->streams()[*v].width);
+        header.height = static_cast<std::uint16_t>(reference_media->streams()[*v].height);
+      }
+      auto writer = media::IvfWriter::create(options.save_video, header);
+      if (!writer) return writer.error();
+      save_ivf = std::move(writer.value());
+      return core::Ok{};
+    }
+    save = std::fopen(options.save_video.c_str(), "wb");
+    if (save == nullptr) return core::make_error("cannot write " + options.save_video);
+    return core::Ok{};
   }
 
   core::Status prepare_audio() {
@@ -424,23 +467,28 @@ struct MeasuringClient::Impl {
   void on_playing() {
     const auto& negotiated = session->tracks();
     bool base_from_rtp_info = false;
+    bool audio_base_from_rtp_info = false;
     for (std::size_t i = 0; i < tracks.size() && i < negotiated.size(); ++i) {
       Track& t = tracks[i];
       if (negotiated[i].rtp_info_rtptime && !t.have_base) {
         t.rtp_base = *negotiated[i].rtp_info_rtptime;
         t.have_base = true;
         base_from_rtp_info = base_from_rtp_info || i == scored_track;
+        audio_base_from_rtp_info = audio_base_from_rtp_info || (beside_audio && i == audio_track);
       }
     }
-    if (base_from_rtp_info) {
-      // RTP-Info's rtptime belongs to the first block's start; media time 0 is earlier by it.
+    // RTP-Info's rtptime belongs to the first block's start; media time 0 is earlier by it.
+    const auto back_to_zero = [this](std::size_t track, std::uint8_t stream) {
       const auto& first = reference_media->blocks().front();
-      const auto stream =
-          audio_scorer ? *reference_media->audio_stream() : *reference_media->video_stream();
       const auto rate = reference_media->streams()[stream].clock_rate;
-      tracks[scored_track].rtp_base -= static_cast<std::uint32_t>(
+      tracks[track].rtp_base -= static_cast<std::uint32_t>(
           static_cast<std::uint64_t>(std::max<std::int64_t>(0, first.start_us)) * rate / 1'000'000);
+    };
+    if (base_from_rtp_info) {
+      back_to_zero(scored_track, audio_scorer ? *reference_media->audio_stream()
+                                              : *reference_media->video_stream());
     }
+    if (audio_base_from_rtp_info) back_to_zero(audio_track, *reference_media->audio_stream());
     playing = true;
     last_media_us = clock.now_us();
     poll_timer = std::make_unique<net::Timer>(loop, [this] { poll(); });
@@ -470,8 +518,27 @@ struct MeasuringClient::Impl {
     }
   }
 
+  // The audio beside the video (beside_audio): anchored and pushed as an audio-only stream's.
+  void on_beside_audio(const wire::RtpPacketView& v) {
+    Track& track = tracks[audio_track];
+    if (!track.have_base) {
+      const std::uint8_t stream = *reference_media->audio_stream();
+      for (const auto& p : reference_media->packets()) {
+        if (p.stream == stream) {
+          track.rtp_base = v.header.timestamp - p.rtp_timestamp;
+          break;
+        }
+      }
+      track.have_base = true;
+    }
+    beside_audio->push(v.header.timestamp - track.rtp_base, v.payload);
+  }
+
   void on_rtp(const wire::RtpPacketView& v) {
     Track& track = tracks[scored_track];
+    if (beside_audio && v.header.payload_type == session->tracks()[audio_track].payload_type) {
+      return on_beside_audio(v);
+    }
     if (v.header.payload_type != session->tracks()[scored_track].payload_type) return;
     const std::uint8_t stream =
         audio_scorer ? *reference_media->audio_stream() : *reference_media->video_stream();
@@ -625,7 +692,9 @@ struct MeasuringClient::Impl {
       if (scorer->scored_until() < end && now < p.deadline_us) return;
       (void)scorer->fill_until(end);
       auto psnr = scorer->psnr(b.first_display, b.display_count, options.psnr_cap_db);
-      report(p.m, b, psnr ? *psnr : std::nan(""));
+      std::optional<double> audio;
+      if (beside_audio) audio = beside_audio->psnr(p.m.stage, options.psnr_cap_db);
+      report(p.m, b, psnr ? *psnr : std::nan(""), audio);
       pending.pop_front();
       if (options.max_blocks != 0 && summary.blocks >= options.max_blocks) {
         finish(core::Ok{});
@@ -655,7 +724,10 @@ struct MeasuringClient::Impl {
     ++summary.alerts;
   }
 
-  void report(const core::StageMeasurement& m, const media::Block& b, double psnr) {
+  // `audio_psnr`: the audio's score beside the video's (nullopt when not scored or the block has
+  // no audio); P, fed back to the server, stays `psnr`.
+  void report(const core::StageMeasurement& m, const media::Block& b, double psnr,
+              std::optional<double> audio_psnr = std::nullopt) {
     if (options.feedback) {
       auto fb = chain::make_feedback(m, psnr, wire::PdfbMetric::kPsnrDb,
                                      session->tracks()[scored_track].ssrc.value_or(0));
@@ -686,6 +758,11 @@ struct MeasuringClient::Impl {
     if (options.live) r.first_reference_picture = b.first_display;
     ++summary.blocks;
     if (std::isfinite(psnr)) psnr_sum += psnr;
+    if (audio_psnr) {
+      r.audio_psnr_db = *audio_psnr;
+      ++summary.audio_blocks;
+      audio_psnr_sum += *audio_psnr;
+    }
     if (on_block) on_block(r);
   }
 

@@ -7,7 +7,8 @@
 # frames, show_existing_frame units, a top level that refreshes no reference slot).
 #   1. R = 0 (fixed policy at rate 0): every block at the PSNR cap (pictures identical to the
 #      reference decoder's, libdav1d on both sides), every picture decoded, and the temporal units
-#      the client saves decode (ffmpeg -f obu) to the file's pictures, framemd5 for framemd5.
+#      the client saves (--save: IVF) decode with ffmpeg to the file's pictures, framemd5 for
+#      framemd5.
 #   2. R = 0.2 on the SVT-AV1 clip with the priority planner (the default) and with the uniform
 #      one: priority drops only disposable pictures, whole, so the rest decode undamaged (a
 #      dropped picture is scored as the last one shown: the drop costs only its own freeze); its
@@ -32,12 +33,12 @@ clips=(
 )
 
 # run_client NAME FILE RATE [SERVER OPTIONS...]: streams FILE at the fixed rate RATE to the
-# measuring client; leaves NAME.csv, NAME.log and NAME.obu (the temporal units received).
+# measuring client; leaves NAME.csv, NAME.log and NAME.ivf (the temporal units received).
 run_client() {
   local name="$1" file="$2" rate="$3"
   shift 3
   serve_clip "$name.server.log" "$file" --policy fixed --fixed-rate "$rate" "$@" || return 1
-  timeout 60 "$client" "$clip_url" -r "$file" --csv "$name.csv" --save "$name.obu" \
+  timeout 60 "$client" "$clip_url" -r "$file" --csv "$name.csv" --save "$name.ivf" \
     >"$name.log" 2>&1 || true
   stop_server
 }
@@ -57,7 +58,7 @@ for entry in "${clips[@]}"; do
   run_client "$name.r0" "$file" 0 || { fail=1; continue; }
   read -r blocks below < <(below_cap "$name.r0.csv")
   decoded=$(decoded_of "$name.r0.log")
-  ffmpeg -nostdin -v error -f obu -i "$name.r0.obu" -fps_mode passthrough -f framemd5 \
+  ffmpeg -nostdin -v error -i "$name.r0.ivf" -fps_mode passthrough -f framemd5 \
     "$name.saved.md5" || true
   md5_hashes "$name.saved.md5" >"$name.saved.hashes"
   same=$(same_prefix "$name.ref.hashes" "$name.saved.hashes")

@@ -7,11 +7,15 @@
 # predrop-server over RTSP/UDP with SRTP to:
 #   1. the measuring client (predrop-client; the server's fixed policy at rate 0): every block
 #      must score the PSNR cap (pictures identical to the reference decoder's) and every picture
-#      must be decoded; for H.265 the Annex B stream it saves must also decode, picture for
-#      picture, to what ffmpeg decodes from the file (framemd5 hashes);
+#      must be decoded; what it saves (--save: the H.265 Annex B stream; VP8 and VP9 in IVF) must
+#      also decode, picture for picture, to what ffmpeg decodes from the file (framemd5 hashes);
 #   2. the real ffmpeg CLI (--player-adaptation fixed, R = 0): the first N - 6 pictures it decodes
 #      must hash like the file's (as interop_ffmpeg_corpus.sh; a run whose ffmpeg reports "RTP:
 #      missed" lost packets in its own socket buffer and is repeated, at most three times);
+#   1b. for the clips with Opus audio beside the video, the client scores the audio too: every
+#      block's audio_psnr_db (the CSV's last column) at the cap at R = 0; and with 20 % of block
+#      1's packets dropped on receipt (--impair 1:drop=0.2) the VP8 clip's block 1 scores its
+#      audio below the cap while the other blocks' audio stays at it;
 #   3. GStreamer (rtspsrc ! rtph265depay ! h265parse ! avdec_h265, resp. rtpvp8depay ! avdec_vp8, rtpvp9depay ! avdec_vp9,
 #      to raw I420): at least N - 6 pictures, each hashing like the file's, in order.
 # Usage: interop_codecs.sh SERVER_BINARY CLIENT_BINARY WORKDIR
@@ -38,8 +42,10 @@ clips=(
 check_client() {
   local name="$1" file="$2" total="$3"
   serve_clip "$name.client-server.log" "$file" --policy fixed --fixed-rate 0 || return 1
+  local saved="$name.client.es" format=(-f hevc)
+  [[ "$file" == *.webm ]] && saved="$name.client.ivf" format=()
   timeout 60 "$client" "$clip_url" -r "$file" --csv "$name.client.csv" \
-    --save "$name.client.es" >"$name.client.log" 2>&1 || true
+    --save "$saved" >"$name.client.log" 2>&1 || true
   stop_server
   local blocks below decoded
   read -r blocks below < <(below_cap "$name.client.csv")
@@ -50,8 +56,19 @@ check_client() {
     tail -5 "$name.client.log"
     return 1
   fi
-  if [[ "$file" == *h265* ]]; then
-    ffmpeg -nostdin -v error -f hevc -i "$name.client.es" -fps_mode passthrough -f framemd5 \
+  if [[ -n "$(ffprobe -v error -select_streams a -show_entries stream=index -of csv=p=0 "$file")" ]]; then
+    local audio_blocks audio_capped
+    audio_blocks=$(tail -n +2 "$name.client.csv" | awk -F, '$14 != ""' | wc -l)
+    audio_capped=$(tail -n +2 "$name.client.csv" | awk -F, '$14 == "60.000"' | wc -l)
+    echo "$name: measuring client: audio scored beside the video in $audio_blocks of $blocks" \
+      "blocks, $audio_capped at the cap"
+    if ((audio_blocks != blocks || audio_capped != blocks)); then
+      echo "FAIL: $name: audio beside the video"
+      return 1
+    fi
+  fi
+  if [[ "$file" == *h265* || "$file" == *.webm ]]; then
+    ffmpeg -nostdin -v error "${format[@]}" -i "$saved" -fps_mode passthrough -f framemd5 \
       "$name.saved.md5" || true
     md5_hashes "$name.saved.md5" >"$name.saved.hashes"
     local same
@@ -118,4 +135,20 @@ for entry in "${clips[@]}"; do
     { echo "FAIL: $name: ffmpeg"; fail=1; }
   check_gstreamer "$name" "$file" "$size" "$chain" "$total" || fail=1
 done
+
+# The audio beside the video under loss: block 1 loses 20 % of its packets (video and audio).
+if [[ -f vp8.webm ]]; then
+  serve_clip impair.server.log vp8.webm --policy fixed --fixed-rate 0 || fail=1
+  timeout 60 "$client" "$clip_url" -r vp8.webm --csv impair.csv --impair 1:drop=0.2 \
+    >impair.log 2>&1 || true
+  stop_server
+  echo "vp8_layers: block 1 impaired: audio PSNR per block" \
+    "$(tail -n +2 impair.csv | cut -d, -f1,14 | tr '\n' ' ')"
+  if ! tail -n +2 impair.csv | awk -F, '$1 == 1 {hit = ($14 != "" && $14 + 0 < 60)}
+      $1 != 1 && $14 != "60.000" {bad = 1} END {exit !(hit && !bad && NR > 1)}'; then
+    echo "FAIL: vp8_layers: the audio's score beside the video under loss"
+    tail -5 impair.log
+    fail=1
+  fi
+fi
 exit $fail

@@ -14,6 +14,7 @@
 // Threading: loop thread.
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,8 +52,9 @@ struct ClientOptions {
   std::string reference;         ///< The reference media file (what the server streams)
   std::uint32_t max_blocks = 0;  ///< Stop after this many reported blocks (0 = stream end)
   double psnr_cap_db = 60.0;
-  bool feedback = true;    ///< Send PDFB reports (announced in SETUP)
-  std::string save_video;  ///< Write the received H.264 (Annex B) here; empty = off
+  bool feedback = true;  ///< Send PDFB reports (announced in SETUP)
+  std::string
+      save_video;  ///< Write the received video here (Annex B; IVF for VP8/VP9/AV1); empty = off
   std::vector<Impairment> impairments;
   std::uint32_t end_after_idle_ms = 3000;  ///< The stream is over after this long without media
   /// Pause the session (RTSP PAUSE) this long after PLAY was answered, for pause_ms, then
@@ -89,6 +91,10 @@ struct BlockResult {
   std::uint32_t frames = 0;      ///< Pictures the block should show
   /// Live: the block's first picture's index in the reference (display order); -1 otherwise.
   std::int64_t first_reference_picture = -1;
+  /// The audio's score (docs/media.md "Audio score") when the stream has video and audio and
+  /// both are scored; NaN otherwise (psnr_db is then the only score: the video's, or an
+  /// audio-only stream's).
+  double audio_psnr_db = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// Totals at the end.
@@ -99,6 +105,9 @@ struct ClientSummary {
   std::uint64_t srtp_failures = 0;
   std::uint64_t alerts = 0;  ///< Interim alerts sent (alert_ms).
   double mean_psnr_db = 0.0;
+  /// Blocks with an audio score beside the video's, and its mean (0 when none).
+  std::uint32_t audio_blocks = 0;
+  double mean_audio_psnr_db = 0.0;
 };
 
 /// The client. Construct, start(), run the loop; on_done fires once at the end.
