@@ -21,7 +21,7 @@ packages=(
   clang libclang-rt-14-dev
   dataset-fashion-mnist
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
-  gstreamer1.0-libav python3-gi gir1.2-gst-plugins-base-1.0 gir1.2-gstreamer-1.0
+  gstreamer1.0-libav gstreamer1.0-rtsp python3-gi gir1.2-gst-plugins-base-1.0 gir1.2-gstreamer-1.0
   clang-tidy clang-format shellcheck curl
   libnetfilter-queue-dev
   python3-torch python3-torchvision

@@ -5,6 +5,7 @@
 
 #include "predrop/core/log.hpp"
 #include "predrop/core/text_util.hpp"
+#include "predrop/rtsp/rtsp_headers.hpp"
 #include "predrop/rtsp/sdp.hpp"
 #include "predrop/wire/rtcp.hpp"
 #include "predrop/wire/sdes_key.hpp"
@@ -172,7 +173,26 @@ bool secret_matches(std::string_view given, std::string_view expected) {
 
 std::string_view url_control(std::string_view url) {
   const auto slash = url.rfind('/');
-  return slash == std::string_view::npos ? url : url.substr(slash + 1);
+  std::string_view last = slash == std::string_view::npos ? url : url.substr(slash + 1);
+  // GStreamer's rtspclientsink keeps the query at the end: ".../live/stream=0?secret=s".
+  return last.substr(0, last.find_first_of("?#"));
+}
+
+bool names_published_stream(std::string_view url, std::string_view stream,
+                            std::span<const PublishedTrack> tracks) {
+  const auto parsed = rtsp::parse_rtsp_url(url);
+  if (!parsed) return false;
+  const std::string_view name = parsed->stream;
+  if (name == stream) return true;
+  // "live/stream=0": a track control the URL parser does not know as an index (GStreamer's).
+  if (name.size() <= stream.size() + 1 || name.substr(0, stream.size()) != stream ||
+      name[stream.size()] != '/') {
+    return false;
+  }
+  const std::string_view control = name.substr(stream.size() + 1);
+  return std::any_of(tracks.begin(), tracks.end(), [&](const PublishedTrack& t) {
+    return !t.control.empty() && url_control(t.control) == control;
+  });
 }
 
 std::optional<RtpFields> read_rtp(std::span<const std::uint8_t> p) {

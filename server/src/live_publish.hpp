@@ -64,8 +64,14 @@ core::Result<Announced> read_live_sdp(const rtsp::SdpSession& sdp);
 std::optional<std::string_view> url_secret(std::string_view url);
 /// Compares in time independent of where they differ (the secret is a credential).
 bool secret_matches(std::string_view given, std::string_view expected);
-/// The last path segment of a SETUP URL (its track's control), after the last '/'.
+/// The last path segment of a SETUP URL (its track's control), after the last '/', without a
+/// query that follows it ("stream=0" of GStreamer's ".../live/stream=0?secret=s").
 std::string_view url_control(std::string_view url);
+/// Whether a SETUP URL names `stream` (the publisher's), directly ("rtsp://h/live?secret=s/
+/// streamid=0", FFmpeg's) or with one of the announced `tracks`' controls as its last path
+/// segment ("rtsp://h/live/stream=0?secret=s", GStreamer's rtspclientsink).
+bool names_published_stream(std::string_view url, std::string_view stream,
+                            std::span<const PublishedTrack> tracks);
 
 /// The RTP fields a LiveSource needs, read without allocating; nullopt if it is no RTP packet.
 struct RtpFields {

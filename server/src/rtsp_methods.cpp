@@ -117,8 +117,7 @@ MethodOutcome RtspMethods::dispatch(Request& q) {
       return describe(q);
     case rtsp::RtspMethod::kSetup:
       if (q.c.publisher && (q.publisher_session || q.entry == nullptr)) {
-        if (auto url = rtsp::parse_rtsp_url(q.req.url);
-            url && url->stream == q.c.publisher->stream) {
+        if (names_published_stream(q.req.url, q.c.publisher->stream, q.c.publisher->tracks)) {
           return setup_publish(q);
         }
       }
@@ -126,6 +125,14 @@ MethodOutcome RtspMethods::dispatch(Request& q) {
     case rtsp::RtspMethod::kPlay:
       return play(q);
     case rtsp::RtspMethod::kPause:
+      if (q.publisher_session) {
+        // GStreamer's rtspclientsink pauses at its end of stream, before its TEARDOWN (RFC 2326
+        // §10.6: recording stops). Its media stops coming; the stream stays published until the
+        // TEARDOWN or the connection's end (or the idle timeout).
+        MethodOutcome o = ok(q);
+        o.response.set_session(q.c.publisher->session_id, options_.session_timeout_s);
+        return o;
+      }
       return pause(q);
     case rtsp::RtspMethod::kTeardown:
       if (q.publisher_session) {

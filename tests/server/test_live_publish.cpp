@@ -195,7 +195,8 @@ struct Bed {
               200);
   }
   // The sample's video packets [from, to) as interleaved RTP on channel 0.
-  void send_video(std::uint64_t id, std::size_t from, std::size_t to) {
+  void send_video(std::uint64_t id, std::size_t from, std::size_t to, char channel = 0,
+                  int payload_type = 96) {
     const auto& file = *test::sample_media();
     std::string frames;
     for (std::size_t i = from; i < to && i < file.packets().size(); ++i) {
@@ -205,7 +206,7 @@ struct Bed {
       const std::size_t n = 12 + payload.size();
       const std::uint32_t ts = p.rtp_timestamp;
       const char rtp[12] = {'\x80',
-                            static_cast<char>((p.marker ? 0x80 : 0) | 96),
+                            static_cast<char>((p.marker ? 0x80 : 0) | payload_type),
                             static_cast<char>(i >> 8),
                             static_cast<char>(i),
                             static_cast<char>(ts >> 24),
@@ -217,7 +218,7 @@ struct Bed {
                             0,
                             1};
       frames += '$';
-      frames += '\0';
+      frames += channel;
       frames += static_cast<char>(n >> 8);
       frames += static_cast<char>(n);
       frames.append(rtp, 12);
@@ -293,6 +294,89 @@ TEST(LivePublish, APublisherOverUdpIsToldTheServerPort) {
       b.ask(b.connect(43001), test::request_text("SETUP", Bed::url() + "/streamid=0", 5,
                                                  "Transport: RTP/AVP;multicast\r\n"));
   EXPECT_NE(multicast.status, 200);
+}
+
+// What GStreamer 1.22's rtspclientsink sends (filesrc ! qtdemux, h264parse and opusparse into
+// it): the audio first, controls "stream=N", the query kept at the end of its SETUP URLs, the
+// transport's mode in capitals, and a PAUSE at its end of stream before the TEARDOWN.
+constexpr std::string_view kGstreamerSdp =
+    "v=0\r\no=- 1795320320 1 IN IP4 127.0.0.1\r\ns=Session streamed with GStreamer\r\n"
+    "i=rtspclientsink\r\nt=0 0\r\na=tool:GStreamer\r\n"
+    "m=audio 0 RTP/AVP 96\r\nc=IN IP4 0.0.0.0\r\nb=AS:79\r\na=rtpmap:96 OPUS/48000/2\r\n"
+    "a=fmtp:96 sprop-stereo=0;sprop-maxcapturerate=48000\r\na=control:stream=1\r\n"
+    "a=ts-refclk:local\r\na=mediaclk:sender\r\na=ssrc:3589087863 cname:user@host-220820b8\r\n"
+    "m=video 0 RTP/AVP 99\r\nc=IN IP4 0.0.0.0\r\nb=AS:58\r\na=rtpmap:99 H264/90000\r\n"
+    "a=framerate:25\r\na=fmtp:99 packetization-mode=1;"
+    "sprop-parameter-sets=Z2QADazZQUH7ARAAAAMAEAAAAwMg8UKZYA==,aOvjyyLA\r\n"
+    "a=control:stream=0\r\na=ts-refclk:local\r\na=mediaclk:sender\r\n"
+    "a=ssrc:47710781 cname:user@host-220820b8\r\n";
+
+TEST(LivePublish, GStreamersSetupUrlsNameTheTrackBeforeTheQuery) {
+  using server::detail::names_published_stream;
+  using server::detail::url_control;
+  EXPECT_EQ(url_control("rtsp://h/live/stream=0?secret=s"), "stream=0") << "GStreamer";
+  EXPECT_EQ(url_control("rtsp://h/live?secret=s/streamid=0"), "streamid=0") << "FFmpeg";
+  EXPECT_EQ(url_control("stream=1"), "stream=1");
+  auto a = read_announce(kGstreamerSdp);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  ASSERT_EQ(a->tracks.size(), 2u);
+  EXPECT_TRUE(a->tracks[1].video);
+  EXPECT_TRUE(a->tracks[0].audio);
+  EXPECT_TRUE(names_published_stream("rtsp://h/live/stream=0?secret=s", "live", a->tracks));
+  EXPECT_TRUE(names_published_stream("rtsp://h/live/stream=1?secret=s", "live", a->tracks));
+  EXPECT_TRUE(names_published_stream("rtsp://h/live?secret=s/streamid=0", "live", a->tracks));
+  EXPECT_FALSE(names_published_stream("rtsp://h/live/stream=2?secret=s", "live", a->tracks))
+      << "no such control";
+  EXPECT_FALSE(names_published_stream("rtsp://h/other/stream=0", "live", a->tracks));
+  EXPECT_FALSE(names_published_stream("rtsp://h/liver/stream=0", "live", a->tracks));
+  EXPECT_FALSE(names_published_stream("not a url", "live", a->tracks));
+}
+
+TEST(LivePublish, GStreamersPublisherRecordsPausesAndTearsDown) {
+  Bed b;
+  const auto pub = b.connect(44000);
+  const std::string query = "?secret=" + std::string(Bed::kSecret);
+  const std::string body(kGstreamerSdp);
+  ASSERT_EQ(b.ask(pub, test::request_text("ANNOUNCE", Bed::url(query), 2,
+                                          "Content-Type: application/sdp\r\nContent-Length: " +
+                                              std::to_string(body.size()) + "\r\n") +
+                           body)
+                .status,
+            200);
+  auto audio = b.ask(
+      pub, test::request_text("SETUP", Bed::url("/stream=1" + query), 3,
+                              "Transport: RTP/AVP/TCP;unicast;interleaved=0-1;mode=RECORD\r\n"));
+  ASSERT_EQ(audio.status, 200) << audio.body;
+  const std::string session = test::session_of(audio);
+  auto video =
+      b.ask(pub, test::request_text("SETUP", Bed::url("/stream=0" + query), 4,
+                                    "Transport: RTP/AVP/TCP;unicast;interleaved=2-3;mode=RECORD\r\n"
+                                    "Session: " +
+                                        session + "\r\n"));
+  ASSERT_EQ(video.status, 200) << video.body;
+  EXPECT_NE(video.headers.get("Transport")->find("interleaved=2-3"), std::string::npos);
+  ASSERT_EQ(
+      b.ask(pub, test::request_text("RECORD", Bed::url(query), 5, "Session: " + session + "\r\n"))
+          .status,
+      200);
+  const auto& file = *test::sample_media();
+  b.send_video(pub, 0, file.blocks()[2].first_packet + 5, 2, 99);
+  EXPECT_GT(b.srv->stats().publish_packets, 100u);
+  EXPECT_EQ(b.srv->stats().publish_dropped, 0u) << "the video on channel 2 with its type 99";
+  const auto viewer = b.connect(44001);
+  EXPECT_EQ(b.ask(viewer, test::request_text("DESCRIBE", Bed::url(), 1)).status, 200);
+  // Its end of stream: PAUSE (was 454 "Session missing"), then TEARDOWN.
+  auto pause =
+      b.ask(pub, test::request_text("PAUSE", Bed::url(query), 6, "Session: " + session + "\r\n"));
+  EXPECT_EQ(pause.status, 200);
+  EXPECT_EQ(test::session_of(pause), session);
+  EXPECT_EQ(b.ask(viewer, test::request_text("DESCRIBE", Bed::url(), 2)).status, 200)
+      << "still published while paused";
+  EXPECT_EQ(
+      b.ask(pub, test::request_text("TEARDOWN", Bed::url(query), 7, "Session: " + session + "\r\n"))
+          .status,
+      200);
+  EXPECT_EQ(b.ask(viewer, test::request_text("DESCRIBE", Bed::url(), 3)).status, 404);
 }
 
 TEST(LivePublish, WithReplaceASecondPublisherTakesOver) {

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# GStreamer publishes (docs/live.md "GStreamer's rtspclientsink"): gst-launch-1.0 sends a clip made
+# here (H.264 with B-frames, 1 s GOP, and Opus audio in an MP4: filesrc ! qtdemux, h264parse and
+# opusparse) into rtspclientsink with the stream's secret in its URL, over interleaved TCP
+# (protocols=tcp) and then over UDP (protocols=udp). Each time an ffmpeg viewer (the same
+# transport) decodes pictures bit-exact with the clip's (framemd5, R = 0), the audio is served (the
+# server's count; ffmpeg's own audio timestamps are not always on the SRs' clock, docs/live.md),
+# the publisher ends cleanly (its PAUSE and TEARDOWN answered 200), the viewer ends by itself, and
+# the server logs the publication's end; the measuring client watches the TCP run (per-block PSNR
+# against the clip). Loopback only; nothing is timed but the hang guards.
+#   live_gstreamer.sh SERVER_BINARY CLIENT_BINARY WORKDIR
+set -euo pipefail
+server="$1"
+client="$2"
+work="$3"
+mkdir -p "$work"
+cd "$work"
+rm -f ./*.log ./*.md5 ./*.hashes live.toml
+
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+command -v gst-launch-1.0 >/dev/null || { echo "FAIL: gst-launch-1.0 missing (scripts/setup-deps.sh)"; exit 1; }
+if ! gst-inspect-1.0 rtspclientsink >/dev/null 2>&1; then
+  echo "FAIL: GStreamer's rtspclientsink missing (gstreamer1.0-rtsp: scripts/setup-deps.sh)"
+  exit 1
+fi
+
+ffmpeg -nostdin -v error -f lavfi -i testsrc=size=320x240:rate=25 \
+  -f lavfi -i sine=frequency=440:sample_rate=48000 -t 6 "${live_h264[@]}" -c:a libopus -b:a 48k \
+  -y clip.mp4
+ffmpeg -nostdin -v error -i clip.mp4 -map 0:v -f framemd5 clip.md5
+md5_hashes clip.md5 | sort -u >clip.hashes
+
+rtsp_port=$(pick_port)
+metrics_port=$(pick_port)
+secret="test-secret-0123456789"
+write_config live.toml "$rtsp_port" "$metrics_port" 1 <<EOT
+[server.streams.live]
+source = "publish"
+publish_secret = "$secret"
+EOT
+
+trap 'stop_server; kill "${pub_pid:-}" "${view_pid:-}" "${client_pid:-}" 2>/dev/null || true' EXIT
+start_server server.log -c live.toml
+base="rtsp://127.0.0.1:$rtsp_port/live"
+
+# gst_publish PROTOCOLS LOG: rtspclientsink publishes clip.mp4 (in real time: the sink syncs on
+# the pipeline clock) over PROTOCOLS; 40 s at most.
+gst_publish() {
+  timeout -s INT 40 gst-launch-1.0 -e rtspclientsink name=s protocols="$1" \
+    location="$base?secret=$secret" \
+    filesrc location=clip.mp4 ! qtdemux name=d \
+    d.video_0 ! queue ! h264parse ! s.sink_0 \
+    d.audio_0 ! queue ! opusparse ! s.sink_1 >"$2" 2>&1
+}
+
+fail=0
+run=0
+# one_run PROTOCOLS FFMPEG_TRANSPORT: a publication, an ffmpeg viewer; checks and prints.
+one_run() {
+  local protocols="$1" transport="$2" pub_rc=0 view_rc=0 frames foreign audio
+  run=$((run + 1))
+  gst_publish "$protocols" "gst-$protocols.log" &
+  pub_pid=$!
+  await server.log "'live' published" "$run" || fail=1
+  timeout -s INT 40 ffmpeg -nostdin -v info -rtsp_transport "$transport" -i "$base" \
+    -map 0:v -f framemd5 "viewer-$protocols.md5" >"viewer-$protocols.log" 2>&1 &
+  view_pid=$!
+  if [[ "$protocols" == tcp ]]; then
+    timeout -s INT 40 "$client" "$base" --reference clip.mp4 --log-level info >client.log 2>&1 &
+    client_pid=$!
+  fi
+  wait "$pub_pid" || pub_rc=$?
+  wait "$view_pid" || view_rc=$?
+  pub_pid=""
+  view_pid=""
+  md5_hashes "viewer-$protocols.md5" >"viewer-$protocols.hashes"
+  frames=$(wc -l <"viewer-$protocols.hashes")
+  foreign=$(sort "viewer-$protocols.hashes" | comm -23 - clip.hashes | wc -l)
+  await server.log "'live' ended" "$run" || fail=1
+  # Audio served: what came minus what could not be placed (before both tracks' first sender
+  # reports, which rtspclientsink sends only after a second or two).
+  audio=$(grep "'live' ended" server.log | tail -1 |
+    sed -n 's/.*audio \([0-9]*\) packets (\([0-9]*\) not used).*/\1 \2/p' | awk '{ print $1 - $2 }')
+  echo "GStreamer over $protocols: publisher rc=$pub_rc; ffmpeg viewer ($transport) rc=$view_rc:" \
+    "$frames pictures, $foreign not the clip's; audio packets served ${audio:-?};" \
+    "$(grep "'live' ended" server.log | tail -1 | sed 's/.*ended: //')"
+  [[ "$pub_rc" -eq 0 ]] || { echo "FAIL: gst-launch over $protocols failed"; tail -8 "gst-$protocols.log"; fail=1; }
+  if grep -q "ERROR" "gst-$protocols.log"; then
+    echo "FAIL: rtspclientsink reported an error"; grep -A3 ERROR "gst-$protocols.log" | head -12; fail=1
+  fi
+  [[ "$view_rc" -eq 0 ]] || { echo "FAIL: the viewer did not end cleanly"; tail -5 "viewer-$protocols.log"; fail=1; }
+  if [[ "$frames" -lt 75 || "$foreign" -ne 0 ]]; then
+    echo "FAIL: over $protocols fewer than 75 pictures or pictures not bit-exact"; fail=1
+  fi
+  if [[ "${audio:-0}" -lt 100 ]]; then
+    echo "FAIL: over $protocols fewer than 100 of the 300 Opus packets were served"; fail=1
+  fi
+}
+
+one_run tcp tcp
+client_rc=0
+wait "$client_pid" || client_rc=$?
+client_pid=""
+blocks=$(awk '/^blocks / { print $2 }' client.log | tr -d ',')
+psnr=$(sed -n 's/.*mean PSNR \([0-9.]*\) dB.*/\1/p' client.log)
+echo "measuring client rc=$client_rc: ${blocks:-?} blocks, mean PSNR ${psnr:-?} dB"
+[[ "$client_rc" -eq 0 ]] || { echo "FAIL: the measuring client did not end cleanly"; tail -5 client.log; fail=1; }
+if [[ "${blocks:-0}" -lt 2 ]] || ! awk -v p="${psnr:-0}" 'BEGIN { exit !(p >= 35) }'; then
+  echo "FAIL: the measuring client got fewer than 2 blocks or a mean PSNR under 35 dB"
+  tail -15 client.log; fail=1
+fi
+
+one_run udp udp
+
+if ! kill -0 "$server_pid" 2>/dev/null; then
+  echo "FAIL: the server died"; tail -20 server.log; fail=1
+fi
+exit $fail
