@@ -87,10 +87,10 @@ int run(int argc, char** argv) {
     std::fprintf(csv,
                  "block,rate,reception_period_ms,psnr_db,planned,sent,discarded,received,"
                  "network_loss,queue_delay_ms,queue_max_ms,dispersion_kbps,first_reference_picture,"
-                 "audio_psnr_db\n");
+                 "audio_psnr_db,latency_ms,latency_max_ms\n");
   }
   std::printf("%6s %7s %9s %9s %7s %9s %9s %7s %8s%s\n", "block", "R", "L ms", "PSNR dB", "sent",
-              "discarded", "received", "lost", "queue ms", o.live ? "  ref pic" : "");
+              "discarded", "received", "lost", "queue ms", o.live ? "  ref pic latency ms" : "");
   std::fflush(stdout);
   // libsrtp's init runs its self-tests (~50-100 ms): once per process, not per session.
   net::SrtpLibraryGuard srtp_library;
@@ -106,7 +106,8 @@ int run(int argc, char** argv) {
                     r.reception_period_ms, r.psnr_db, r.sent, discarded, r.received, lost,
                     r.queue_delay_ms);
         if (r.first_reference_picture >= 0) {
-          std::printf(" %8lld", static_cast<long long>(r.first_reference_picture));
+          std::printf(" %8lld %10.1f", static_cast<long long>(r.first_reference_picture),
+                      r.latency_ms);
         }
         // The audio's score beside the video's (streams with both).
         if (std::isfinite(r.audio_psnr_db)) std::printf("  audio %6.2f dB", r.audio_psnr_db);
@@ -119,7 +120,7 @@ int run(int argc, char** argv) {
                        r.dispersion_kbps, static_cast<long long>(r.first_reference_picture));
           // Empty when the block has no audio score beside the video's.
           if (std::isfinite(r.audio_psnr_db)) std::fprintf(csv, "%.3f", r.audio_psnr_db);
-          std::fprintf(csv, "\n");
+          std::fprintf(csv, ",%.1f,%.1f\n", r.latency_ms, r.latency_max_ms);
           std::fflush(csv);
         }
       },

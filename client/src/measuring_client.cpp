@@ -1,6 +1,9 @@
 #include "predrop/client/measuring_client.hpp"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <deque>
@@ -9,6 +12,7 @@
 #include <random>
 #include <utility>
 
+#include "live_latency.hpp"
 #include "live_picture_matcher.hpp"
 #include "predrop/chain/feedback.hpp"
 #include "predrop/chain/stage_receiver.hpp"
@@ -20,6 +24,7 @@
 #include "predrop/media/psnr.hpp"
 #include "predrop/media/video_decoder.hpp"
 #include "predrop/net/os_random.hpp"
+#include "predrop/net/srtp_session.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 #include "predrop/rtsp/client_session.hpp"
 #include "predrop/wire/sdes_key.hpp"
@@ -175,6 +180,13 @@ struct MeasuringClient::Impl {
   std::unique_ptr<DecodedReference> live_reference;
   std::unique_ptr<LivePictureMatcher> matcher;
   std::map<std::uint32_t, std::int64_t> stage_start;
+  // --live: the server's capture clock (PDCT in its SRs) and each block's latencies; its SRTCP
+  // comes on the video track's RTCP port.
+  LiveLatency latency;
+  bool draining = false;
+  std::array<std::pair<std::int64_t, std::uint32_t>, 32> decoded_rtp{};
+  std::size_t decoded_next = 0;
+  std::optional<net::SrtpSession> srtcp_in;
 
   Impl(net::EventLoop& l, const net::Clock& c, ClientOptions o, OnBlock b, OnDone d)
       : loop(l), clock(c), options(std::move(o)), on_block(std::move(b)), on_done(std::move(d)) {}
@@ -346,8 +358,10 @@ struct MeasuringClient::Impl {
         save_ivf->write(
             au.data, static_cast<std::uint32_t>(au.rtp_timestamp - tracks[video_track].rtp_base));
       }
-      decoder->decode(au.data,
-                      static_cast<std::int64_t>(au.rtp_timestamp - tracks[video_track].rtp_base));
+      const auto pts = static_cast<std::int64_t>(au.rtp_timestamp - tracks[video_track].rtp_base);
+      // The decoder's pts back to the RTP timestamp (rtp_base moves once PLAY's answer came).
+      decoded_rtp[decoded_next++ % decoded_rtp.size()] = {pts, au.rtp_timestamp};
+      decoder->decode(au.data, pts);
     });
     if (!options.save_video.empty()) {
       if (auto st = open_save(); !st) return st;
@@ -406,6 +420,7 @@ struct MeasuringClient::Impl {
     std::optional<net::SrtpSession> srtp_in;
     if (suite) {
       srtp_in.emplace(net::SrtpDirection::Inbound, *suite, key);
+      if (options.live) srtcp_in.emplace(net::SrtpDirection::Inbound, *suite, key);
       feedback_out.emplace(net::SrtpDirection::Outbound, *suite, key);
     }
     if (options.feedback) rc.alert.queue_threshold_us = std::int64_t{options.alert_ms} * 1000;
@@ -454,8 +469,10 @@ struct MeasuringClient::Impl {
             receiver->on_datagram(d, arrival);
           });
       if (!rtp) continue;
-      auto rtcp = net::UdpEndpoint::open(loop, net::SocketAddress::any_v4(port + 1), {},
-                                         [](auto, const auto&, auto) {});
+      auto rtcp =
+          net::UdpEndpoint::open(loop, net::SocketAddress::any_v4(port + 1), {},
+                                 [this](std::span<const std::uint8_t> d, const net::SocketAddress&,
+                                        std::uint64_t) { on_server_rtcp(d); });
       if (!rtcp) continue;
       t.rtp = std::move(rtp.value());
       t.rtcp = std::move(rtcp.value());
@@ -566,8 +583,43 @@ struct MeasuringClient::Impl {
     depacketizer->push(v.header.sequence, v.header.timestamp, v.header.marker, v.payload);
   }
 
+  // --live: the server's SRs (SRTCP when the session is keyed); their PDCT dates pictures.
+  void on_server_rtcp(std::span<const std::uint8_t> d) {
+    if (!options.live || d.size() > 1500) return;
+    std::array<std::uint8_t, 1500> buf{};
+    std::copy(d.begin(), d.end(), buf.begin());
+    std::size_t len = d.size();
+    if (srtcp_in) {
+      const net::SrtpResult r = srtcp_in->unprotect_rtcp(buf, len);
+      if (!r) return;
+      len = r.length;
+    }
+    (void)latency.on_rtcp(std::span<const std::uint8_t>(buf.data(), len));
+  }
+
+  // --live: the picture's latency into its block's (the stage whose start is the latest at or
+  // before its timestamp).
+  void note_latency(const media::FrameView& f) {
+    if (draining || !latency.clock() || stage_start.empty()) return;
+    auto it = stage_start.end();
+    for (auto s = stage_start.begin(); s != stage_start.end(); ++s) {
+      if (s->second <= f.pts && (it == stage_start.end() || s->second >= it->second)) it = s;
+    }
+    if (it == stage_start.end()) return;
+    const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    for (const auto& [pts, rtp] : decoded_rtp) {
+      if (pts == f.pts) {
+        latency.on_picture(it->first, rtp, now);
+        return;
+      }
+    }
+  }
+
   void on_frame(const media::FrameView& f) {
     ++summary.frames_decoded;
+    if (options.live) note_latency(f);
     if (matcher) {
       const bool anchored = matcher->anchored();
       const auto index = matcher->match(f);
@@ -755,7 +807,13 @@ struct MeasuringClient::Impl {
       }
     }
     r.frames = b.display_count;
-    if (options.live) r.first_reference_picture = b.first_display;
+    if (options.live) {
+      r.first_reference_picture = b.first_display;
+      if (const auto l = latency.take(m.stage)) {
+        r.latency_ms = l->mean_ms;
+        r.latency_max_ms = l->max_ms;
+      }
+    }
     ++summary.blocks;
     if (std::isfinite(psnr)) psnr_sum += psnr;
     if (audio_psnr) {
@@ -776,6 +834,7 @@ struct MeasuringClient::Impl {
     if (!session->playing()) return;  // paused (or pausing, resuming): no media is expected
     if (now > last_media_us + options.end_after_idle_ms * 1000ull) {
       // The stream is over: close the last stage, drain the decoder, score what is left.
+      draining = true;  // pictures drained now were held, not late: no latency of theirs
       if (depacketizer) depacketizer->flush();
       if (decoder) decoder->flush();
       receiver->flush();

@@ -112,6 +112,18 @@ struct LiveSource::Writer {
                 oversized = 0, resets = 0, forced = 0, restarts = 0, audio_packets = 0,
                 audio_dropped = 0;
   bool ended = false;
+  // A video SR that came before the timeline's origin (ffmpeg sends one before its first
+  // packet, the next only seconds later): dated once the origin is set.
+  std::optional<std::pair<std::uint64_t, std::uint32_t>> early_report;
+  // The capture clock by a video SR (NTP and RTP timestamp), once the origin is known.
+  void date_report(std::uint64_t ntp, std::uint32_t rtp_timestamp) {
+    // The SR's RTP timestamp on the timeline, unwrapped against the newest picture's as the
+    // pictures' own are.
+    const std::int64_t ticks =
+        unwrapped + static_cast<std::int32_t>(rtp_timestamp - last_timestamp) - origin;
+    std::lock_guard lock(source.mutex_);
+    source.capture_ = CaptureClock{to_us(ticks), ntp};
+  }
 };
 
 void LiveSource::Writer::on_access_unit(const AccessUnit& au) {
@@ -154,6 +166,8 @@ void LiveSource::Writer::on_access_unit(const AccessUnit& au) {
       need_key = true;
       resume_us = last_end_us;
       forget_audio_timeline();
+      std::lock_guard lock(source.mutex_);
+      source.capture_.reset();  // the old clock's SR does not date the new timestamps
     }
   }
   if (!have_origin) {
@@ -166,6 +180,8 @@ void LiveSource::Writer::on_access_unit(const AccessUnit& au) {
     const auto clock = static_cast<std::int64_t>(clock_rate);
     origin = unwrapped - (resume_us * clock + 999'999) / 1'000'000;
     have_origin = true;
+    if (early_report) date_report(early_report->first, early_report->second);
+    early_report.reset();
   }
   const std::int64_t pts_us = to_us(unwrapped - origin);
   if (need_key && !idr) {
@@ -420,8 +436,31 @@ void LiveSource::push_audio(std::uint16_t /*sequence*/, std::uint32_t timestamp,
 void LiveSource::sender_report(std::size_t stream, std::uint64_t ntp, std::uint32_t rtp_timestamp) {
   std::lock_guard write(write_mutex_);
   Writer& w = *writer_;
-  if (w.ended || !w.audio) return;  // the reports only put audio on the video's timeline
+  if (w.ended) return;
+  if (stream == 0) {
+    // The capture clock (glass-to-glass latency, docs/live.md "Glass-to-glass latency").
+    if (w.have_origin && w.have_timestamp) {
+      w.date_report(ntp, rtp_timestamp);
+    } else {
+      w.early_report = std::make_pair(ntp, rtp_timestamp);
+    }
+  }
+  if (!w.audio) return;  // otherwise the reports put audio on the video's timeline
   w.audio->sender_report(stream, ntp, rtp_timestamp);
+}
+
+std::optional<std::uint64_t> LiveSource::capture_ntp(std::int64_t media_us) const {
+  std::lock_guard lock(mutex_);
+  if (!capture_) return std::nullopt;
+  // NTP 32.32 seconds: whole seconds and the µs rest apart (µs * 2^32 overflows 64 bits past
+  // 35 minutes), signed around the SR's instant.
+  const std::int64_t delta_us = media_us - capture_->timeline_us;
+  const std::int64_t seconds = delta_us / 1'000'000;
+  const std::int64_t rest_us = delta_us % 1'000'000;
+  const auto delta_ntp =
+      static_cast<std::uint64_t>(seconds) * (std::uint64_t{1} << 32) +
+      static_cast<std::uint64_t>((rest_us * (std::int64_t{1} << 32)) / 1'000'000);
+  return capture_->ntp + delta_ntp;
 }
 
 void LiveSource::end(std::uint64_t now_us) {
@@ -452,9 +491,11 @@ void LiveSource::restart(std::uint64_t now_us) {
   w.forget_audio_timeline();
   w.have_timestamp = false;
   w.have_origin = false;
+  w.early_report.reset();
   w.need_key = true;
   w.resume_us = w.last_end_us;
   std::lock_guard lock(mutex_);
+  capture_.reset();
   sync_counters();
 }
 

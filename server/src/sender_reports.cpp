@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 
+#include "predrop/wire/pdct.hpp"
 #include "predrop/wire/rtcp.hpp"
 
 namespace predrop::server::detail {
@@ -28,7 +29,8 @@ std::uint64_t SenderReports::ntp_at(std::uint64_t now_us) const {
 
 std::size_t SenderReports::send(std::uint64_t now_us, std::int64_t media_now_us,
                                 std::span<const Track> tracks, bool bye,
-                                SessionTransport& transport) {
+                                SessionTransport& transport, std::optional<wire::PdctClock> capture,
+                                std::size_t capture_track) {
   const std::uint64_t ntp = ntp_at(now_us);
   const auto media_now = static_cast<std::uint64_t>(std::max<std::int64_t>(0, media_now_us));
   std::size_t sent = 0;
@@ -47,6 +49,11 @@ std::size_t SenderReports::send(std::uint64_t now_us, std::int64_t media_now_us,
     auto n = wire::write_sender_report_compound(room, sr, cname_);
     if (!n) continue;
     std::size_t len = *n;
+    if (capture && t == capture_track) {
+      // An RTP timestamp dated in the publisher's clock (docs/live.md "Glass-to-glass").
+      auto c = wire::write_pdct(room.subspan(len), track.ssrc, *capture);
+      if (c) len += *c;
+    }
     if (bye) {
       auto b = wire::write_bye(room.subspan(len), track.ssrc);
       if (!b) continue;

@@ -16,6 +16,7 @@
 
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/server/session_transport.hpp"
+#include "predrop/wire/pdct.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
 namespace predrop::server::detail {
@@ -42,8 +43,13 @@ class SenderReports {
   /// One compound per track the transport has RTCP for: SR at `now_us` with the RTP timestamp
   /// of media time `media_now_us` (µs on the media's clock), SDES CNAME, and BYE if `bye`.
   /// Returns the compounds sent.
+  /// `capture`: an RTP timestamp of track `capture_track` (the video's) and when the publisher
+  /// captured it (a live source, media::BlockSource::capture_ntp); it goes as a PDCT APP
+  /// (predrop/wire/pdct.hpp) into that track's compound.
   std::size_t send(std::uint64_t now_us, std::int64_t media_now_us, std::span<const Track> tracks,
-                   bool bye, SessionTransport& transport);
+                   bool bye, SessionTransport& transport,
+                   std::optional<wire::PdctClock> capture = std::nullopt,
+                   std::size_t capture_track = 0);
   /// Compounds that SRTCP failed to protect (not sent).
   std::uint64_t protect_errors() const { return protect_errors_; }
 

@@ -495,8 +495,12 @@ std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
   intake_->note_sender_report(wire::ntp_compact(sender_reports_->ntp_at(now_us)));
   std::array<detail::SenderReports::Track, media::kMaxSourceStreams> tracks{};
   const std::size_t n = std::min(tracks.size(), config_.tracks.size());
+  std::size_t video = n;
   for (std::size_t t = 0; t < n; ++t) {
     const SessionTrack& track = config_.tracks[t];
+    if (video == n && source_->streams()[track.media_stream].kind == media::MediaKind::kVideo) {
+      video = t;
+    }
     const chain::TrackCounters& counters = transmitter_->track(t);
     tracks[t] = {track.ssrc, track.timestamp_offset,
                  source_->streams()[track.media_stream].clock_rate, counters.packets,
@@ -504,8 +508,19 @@ std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
   }
   // The media clock now: the SR's RTP timestamps.
   const auto media_now = static_cast<std::int64_t>(now_us - play_start_us_) + source_->origin_us();
-  const std::size_t sent =
-      sender_reports_->send(now_us, media_now, std::span(tracks.data(), n), bye, *transport_);
+  // A live source dates the start of the block in flight in its publisher's clock: the video's
+  // SR carries it (PDCT), and a measuring client derives each picture's glass-to-glass latency
+  // from it (docs/live.md). The block's start, not the SR's instant: the session's media clock
+  // may be far from its pictures' before its schedule is anchored, and the client dates
+  // pictures by the 32-bit difference of their timestamps to this one.
+  std::optional<wire::PdctClock> capture;
+  if (video < n && have_block_) {
+    if (const auto ntp = source_->capture_ntp(static_cast<std::int64_t>(block_.start_us))) {
+      capture = wire::PdctClock{rtp_timestamp_at_start(video), *ntp};
+    }
+  }
+  const std::size_t sent = sender_reports_->send(now_us, media_now, std::span(tracks.data(), n),
+                                                 bye, *transport_, capture, video);
   stats_.rtcp_protect_errors = sender_reports_->protect_errors();
   return sent;
 }

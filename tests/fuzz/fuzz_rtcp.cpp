@@ -10,6 +10,7 @@
 
 #include "fuzz_check.hpp"
 #include "predrop/wire/pdal.hpp"
+#include "predrop/wire/pdct.hpp"
 #include "predrop/wire/rtcp.hpp"
 
 namespace {
@@ -48,6 +49,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     PREDROP_FUZZ_CHECK(n && *n == kPdalPacketSize);
     auto again = parse_pdal_payload(std::span<const std::uint8_t>(pdal).subspan(12));
     PREDROP_FUZZ_CHECK(again && *again == *alert);
+  }
+  // PDCT (a live stream's capture clock): the same rules, 16 bytes; dating any timestamp by it
+  // is defined (no overflow) for any clock.
+  if (auto clock = parse_pdct_payload(in)) {
+    std::array<std::uint8_t, kPdctPacketSize> pdct{};
+    auto n = write_pdct(pdct, 0x01020304, *clock);
+    PREDROP_FUZZ_CHECK(n && *n == kPdctPacketSize);
+    auto again = parse_pdct_payload(std::span<const std::uint8_t>(pdct).subspan(12));
+    PREDROP_FUZZ_CHECK(again && *again == *clock);
+    (void)pdct_capture_unix_us(*clock, clock->rtp_timestamp ^ 0x80000000u, 90000);
   }
 
   Recorder rec;

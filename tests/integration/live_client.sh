@@ -8,7 +8,9 @@
 #     server discards nothing; every picture bit-exact: the cap, 60 dB);
 #   - a second viewer loses 20 % of one block's packets (--impair STAGE:drop=0.2): that block's
 #     PSNR falls, and the blocks after it are matched as before (pictures found by timestamp,
-#     not by counting: a lost picture shifts nothing).
+#     not by counting: a lost picture shifts nothing);
+#   - both report each block's glass-to-glass latency (the publisher's capture, by the server's
+#     PDCT, to the decode): present, positive and under 3 s.
 # Loopback only; nothing is timed but the hang guards.
 #   live_client.sh SERVER_BINARY CLIENT_BINARY WORKDIR
 set -euo pipefail
@@ -86,6 +88,18 @@ for name in ("shifted", "dropped"):
         # The last block's end is estimated from the pictures shown.
         if not impaired and b != blocks[-1][0] and p < 55:
             print(f"FAIL: {name}: block {b} PSNR {p:.2f} dB"); ok = False
+    # Glass-to-glass latency (docs/live.md): ffmpeg's capture clock (its SRs, dated by the server's
+    # PDCT) to the decode here, same host: present from the block after the first SR was dated
+    # (the first one, before ffmpeg's first packet, waits for the timeline's origin), positive,
+    # and under 3 s (one block held, the session's anchoring, the decoder).
+    lat = [(int(r["block"]), float(r["latency_ms"]), float(r["latency_max_ms"])) for r in rows]
+    print(name, "latency ms:", " ".join(f"{b}:{m:.0f}/{x:.0f}" for b, m, x in lat))
+    dated = [(b, m, x) for b, m, x in lat if m == m]
+    if len(dated) < len(lat) - 1:
+        print(f"FAIL: {name}: {len(lat) - len(dated)} blocks without a latency"); ok = False
+    for b, m, x in dated:
+        if not 0 < m <= x < 3000:
+            print(f"FAIL: {name}: block {b} latency mean {m} ms max {x} ms"); ok = False
     if name == "dropped":
         p3 = [p for b, p, f in blocks if b == 3]
         if not p3 or p3[0] >= 55:

@@ -45,14 +45,17 @@ trap 'stop_server; kill "${pub_pid:-}" "${view_pid:-}" "${client_pid:-}" 2>/dev/
 start_server server.log -c live.toml
 base="rtsp://127.0.0.1:$rtsp_port/live"
 
+# Queues without limits (the clip is small): with the default 1 s limit, a demuxer that
+# interleaves the file's tracks in chunks can fill one queue while the syncing sink waits for the
+# other track, and the pipeline stalls (seen once on a loaded machine).
 # gst_publish PROTOCOLS LOG: rtspclientsink publishes clip.mp4 (in real time: the sink syncs on
 # the pipeline clock) over PROTOCOLS; 40 s at most.
 gst_publish() {
-  timeout -s INT 40 gst-launch-1.0 -e rtspclientsink name=s protocols="$1" \
+  timeout -s INT -k 5 40 gst-launch-1.0 -e rtspclientsink name=s protocols="$1" \
     location="$base?secret=$secret" \
     filesrc location=clip.mp4 ! qtdemux name=d \
-    d.video_0 ! queue ! h264parse ! s.sink_0 \
-    d.audio_0 ! queue ! opusparse ! s.sink_1 >"$2" 2>&1
+    d.video_0 ! queue max-size-time=0 max-size-buffers=0 max-size-bytes=0 ! h264parse ! s.sink_0 \
+    d.audio_0 ! queue max-size-time=0 max-size-buffers=0 max-size-bytes=0 ! opusparse ! s.sink_1 >"$2" 2>&1
 }
 
 fail=0

@@ -445,6 +445,37 @@ std::size_t publish_with_audio(media::LiveSource& src, std::int64_t lead_us) {
   return sent;
 }
 
+// The capture clock (docs/live.md "Glass-to-glass latency per block"): the video's SR dates the
+// timeline in the publisher's NTP clock, also when it came before the first packet (as ffmpeg
+// sends its first); a restart forgets it until the new stream's next SR.
+TEST(LiveSource, TheVideoSenderReportDatesTheTimelineInThePublishersClock) {
+  media::LiveSourceOptions o;
+  o.ring_blocks = 64;
+  media::LiveSource src(spec(), o);
+  EXPECT_FALSE(src.capture_ntp(0)) << "no SR yet";
+  // Timeline 0 (the first IDR, first_video_rtp()) was captured 0.25 s after NTP kNtp: the SR
+  // names kNtp at 0.25 s (22 500 ticks) before it.
+  src.sender_report(0, kNtp, first_video_rtp() - 22'500);
+  EXPECT_FALSE(src.capture_ntp(0)) << "before the origin the SR waits";
+  Publisher pub{src};
+  pub.until(sample()->blocks()[1].first_packet);
+  const std::uint64_t quarter = (std::uint64_t{1} << 32) / 4;
+  ASSERT_TRUE(src.capture_ntp(0));
+  EXPECT_EQ(*src.capture_ntp(0), kNtp + quarter);
+  EXPECT_EQ(*src.capture_ntp(1'000'000), kNtp + quarter + (std::uint64_t{1} << 32));
+  EXPECT_EQ(*src.capture_ntp(-250'000), kNtp);
+  EXPECT_EQ(*src.capture_ntp(3'600'000'000), kNtp + quarter + (std::uint64_t{3600} << 32))
+      << "an hour on (no overflow)";
+  EXPECT_EQ(*src.capture_ntp(-3'600'250'000), kNtp - (std::uint64_t{3600} << 32));
+  // A later SR, across the 32-bit wrap of the timestamps (kTimestampBase wraps in the first
+  // second): 2 s of RTP after timeline 0 is 2 s of NTP after its capture.
+  src.sender_report(0, kNtp + 9 * quarter, first_video_rtp() + 2 * 90'000);
+  EXPECT_EQ(*src.capture_ntp(2'000'000), kNtp + 9 * quarter);
+  EXPECT_EQ(*src.capture_ntp(0), kNtp + quarter);
+  src.restart(5'000'000);
+  EXPECT_FALSE(src.capture_ntp(0)) << "a new RTP stream: the old clock's SR dates nothing";
+}
+
 TEST(LiveSource, AudioGoesOnTheVideoTimelineByTheSenderReportsAndIsNeverDiscarded) {
   media::LiveSourceOptions o;
   o.ring_blocks = 64;

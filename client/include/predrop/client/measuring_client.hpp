@@ -95,6 +95,11 @@ struct BlockResult {
   /// both are scored; NaN otherwise (psnr_db is then the only score: the video's, or an
   /// audio-only stream's).
   double audio_psnr_db = std::numeric_limits<double>::quiet_NaN();
+  /// Live: glass-to-glass latency of the block's pictures, the publisher's capture (its clock,
+  /// dated by the server's PDCT) to their decode here (this host's wall clock): mean and
+  /// largest, ms; NaN when the server sent no capture clock (docs/live.md).
+  double latency_ms = std::numeric_limits<double>::quiet_NaN();
+  double latency_max_ms = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// Totals at the end.

@@ -93,6 +93,12 @@ class BlockSource {
   virtual std::uint64_t join_sequence() const = 0;
   /// Block `sequence` into `out` when kReady (`out` is left alone otherwise).
   virtual BlockState read(std::uint64_t sequence, SourceBlock& out) const = 0;
+  /// When the instant at `media_us` (µs on the packets' timeline, as origin_us()) was captured,
+  /// as an NTP time (RFC 3550 §4) of the publisher's clock; nullopt when the source does not
+  /// know (a file; a live source before its publisher's first video sender report).
+  virtual std::optional<std::uint64_t> capture_ntp(std::int64_t /*media_us*/) const {
+    return std::nullopt;
+  }
 };
 
 /// A MediaFile as a BlockSource: blocks 0 .. n-1 of the file, then (with `loop`) the same again

@@ -164,6 +164,9 @@ class LiveSource final : public BlockSource {
   std::size_t max_block_packets() const override { return options_.max_block_packets; }
   std::uint64_t join_sequence() const override;
   BlockState read(std::uint64_t sequence, SourceBlock& out) const override;
+  /// By the publisher's latest video sender report (its NTP time against its RTP timestamp,
+  /// which the source maps onto its timeline); forgotten at a restart or a timestamp jump.
+  std::optional<std::uint64_t> capture_ntp(std::int64_t media_us) const override;
 
  private:
   struct Writer;
@@ -181,6 +184,12 @@ class LiveSource final : public BlockSource {
   std::uint64_t published_ = 0;
   bool ended_ = false;
   LiveSourceStats stats_;
+  // The publisher's clock: the timeline instant of its latest video SR and that SR's NTP time.
+  struct CaptureClock {
+    std::int64_t timeline_us = 0;
+    std::uint64_t ntp = 0;
+  };
+  std::optional<CaptureClock> capture_;
 };
 
 }  // namespace predrop::media
