@@ -155,6 +155,9 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
                           const net::SocketAddress& peer,
                           std::string_view ip) { return srv.whep_offer(stream, offer, peer, ip); };
       whep.end = [&srv](std::string_view session) { return srv.whep_delete(session); };
+      whep.quality = [&srv](std::string_view session, const server::PageQuality& report) {
+        return srv.whep_quality(session, report);
+      };
       metrics->set_whep(
           [&whep](const server::HttpRequest& q) { return server::handle_whep(q, whep); });
     } catch (const std::exception& e) {

@@ -122,8 +122,10 @@ bool is_whep_target(std::string_view target) {
   }
   const std::string_view rest = path.substr(slash + 1);
   if (rest.empty() || rest == "player.js" || rest == "whep") return true;
-  return rest.starts_with("whep/") && rest.size() > 5 &&
-         rest.find('/', 5) == std::string_view::npos;
+  if (!rest.starts_with("whep/") || rest.size() <= 5) return false;
+  // whep/<session>, or whep/<session>/quality (the page's report, docs/webrtc.md)
+  const std::size_t next = rest.find('/', 5);
+  return next == std::string_view::npos || (next > 5 && rest.substr(next) == "/quality");
 }
 
 MetricsRequest parse_metrics_request(std::string_view head) {

@@ -92,6 +92,7 @@ void add_stats(ServerStats& a, const ServerStats& b) {
   a.webrtc_rtx_unknown += b.webrtc_rtx_unknown;
   a.webrtc_rtx_capped += b.webrtc_rtx_capped;
   a.webrtc_key_frame_requests += b.webrtc_key_frame_requests;
+  a.webrtc_page_reports += b.webrtc_page_reports;
   a.redirects += b.redirects;
 }
 
@@ -183,6 +184,9 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
           s.webrtc_rtx_capped);
   counter("predrop_webrtc_key_frame_requests_total", "PLIs and FIRs read from WebRTC peers.",
           s.webrtc_key_frame_requests);
+  counter("predrop_webrtc_page_reports_total",
+          "Quality reports (one per second of play) from WHEP player pages (docs/webrtc.md).",
+          s.webrtc_page_reports);
   counter("predrop_redirects_total", "DESCRIBEs answered 302 to an edge (docs/edge.md).",
           s.redirects);
   counter("predrop_rtsp_foreign_session_requests_total",
@@ -307,7 +311,12 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
       "# HELP predrop_session_rr_rejected_total RR report blocks refused (forged or stale).\n"
       "# TYPE predrop_session_rr_rejected_total counter\n"
       "# HELP predrop_session_rr_rtt_seconds RTT from the client's last RR (LSR/DLSR); -1 none.\n"
-      "# TYPE predrop_session_rr_rtt_seconds gauge\n";
+      "# TYPE predrop_session_rr_rtt_seconds gauge\n"
+      "# HELP predrop_session_page_quality Last P a WHEP player page reported (share of the "
+      "pictures decoded x share of the second not frozen; docs/webrtc.md).\n"
+      "# TYPE predrop_session_page_quality gauge\n"
+      "# HELP predrop_session_page_freeze_seconds_total Freeze time the player page reported.\n"
+      "# TYPE predrop_session_page_freeze_seconds_total counter\n";
   std::vector<const SessionMetrics*> rows;
   for (const ServerSnapshot& w : workers) {
     for (const SessionMetrics& m : w.session_rows) {
@@ -354,6 +363,13 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
                   static_cast<unsigned long long>(st.rr_rejected), id,
                   st.last_rtt_us < 0 ? -1.0 : st.last_rtt_us / 1e6);
     out += line;
+    if (st.page_reports > 0) {
+      std::snprintf(line, sizeof line,
+                    "predrop_session_page_quality{session=\"%llu\"} %.3f\n"
+                    "predrop_session_page_freeze_seconds_total{session=\"%llu\"} %.3f\n",
+                    id, st.last_page_quality, id, static_cast<double>(st.page_freeze_ms) / 1e3);
+      out += line;
+    }
   }
   return out;
 }

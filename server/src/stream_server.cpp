@@ -602,6 +602,10 @@ bool StreamServer::whep_delete(std::string_view session) {
   return impl_->whep_.end(std::string(session));
 }
 
+bool StreamServer::whep_quality(std::string_view session, const PageQuality& report) {
+  return impl_->whep_.quality(std::string(session), report);
+}
+
 void StreamServer::set_session_control(const SessionControl& control) {
   StreamServerOptions& o = impl_->options_;
   o.policy = control.policy;

@@ -111,6 +111,13 @@ StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
 
 StreamSession::~StreamSession() = default;
 
+void StreamSession::note_page_quality(const PageQuality& report) {
+  ++stats_.page_reports;
+  stats_.last_page_quality = report.p;
+  stats_.page_frames_decoded += report.frames_decoded;
+  stats_.page_freeze_ms += report.freeze_ms;
+}
+
 SessionStats StreamSession::stats() const {
   SessionStats s = stats_;
   s.interleaved_drops = transport_->drops();

@@ -262,6 +262,14 @@ bool StreamWorkers::whep_delete(std::string_view session) const {
   return ended;
 }
 
+bool StreamWorkers::whep_quality(std::string_view session, const PageQuality& report) const {
+  const auto owner = directory_->find(session);
+  bool known = false;
+  if (!owner) return false;
+  (void)run_on(owner->worker, [&](StreamServer& s) { known = s.whep_quality(session, report); });
+  return known;
+}
+
 bool StreamWorkers::end_session(std::uint64_t number) const {
   bool ended = false;
   if (number == 0) return false;

@@ -2,6 +2,8 @@
 #include "predrop/server/whep_http.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 
 #include "whep_player.hpp"
 
@@ -37,7 +39,48 @@ HttpReply offer(const HttpRequest& q, std::string_view stream, const WhepBackend
   return r;
 }
 
+// "key=value" pairs separated by '&' (a form body): calls `f(key, value)` for each.
+template <class F>
+void for_each_pair(std::string_view body, F f) {
+  while (!body.empty()) {
+    const std::size_t amp = body.find('&');
+    const std::string_view pair = body.substr(0, amp);
+    body = amp == std::string_view::npos ? std::string_view{} : body.substr(amp + 1);
+    const std::size_t eq = pair.find('=');
+    if (eq != std::string_view::npos) f(pair.substr(0, eq), pair.substr(eq + 1));
+  }
+}
+
 }  // namespace
+
+std::optional<PageQuality> parse_page_quality(std::string_view body) {
+  if (body.size() > 256) return std::nullopt;
+  while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) {
+    body.remove_suffix(1);
+  }
+  PageQuality q;
+  bool have_p = false;
+  bool ok = true;
+  for_each_pair(body, [&](std::string_view key, std::string_view value) {
+    const char* end = value.data() + value.size();
+    if (key == "p") {
+      const auto r = std::from_chars(value.data(), end, q.p);
+      have_p = r.ec == std::errc{} && r.ptr == end && std::isfinite(q.p) && q.p >= 0 && q.p <= 1;
+      ok = ok && have_p;
+      return;
+    }
+    std::uint32_t* field = key == "decoded"     ? &q.frames_decoded
+                           : key == "dropped"   ? &q.frames_dropped
+                           : key == "freezes"   ? &q.freezes
+                           : key == "freeze_ms" ? &q.freeze_ms
+                                                : nullptr;
+    if (field == nullptr) return;  // unknown keys: room for more
+    const auto r = std::from_chars(value.data(), end, *field);
+    ok = ok && r.ec == std::errc{} && r.ptr == end && *field < 1'000'000;
+  });
+  if (!ok || !have_p) return std::nullopt;
+  return q;
+}
 
 HttpReply handle_whep(const HttpRequest& q, const WhepBackend& b) {
   const std::string_view path = q.target.substr(0, q.target.find('?'));
@@ -65,6 +108,20 @@ HttpReply handle_whep(const HttpRequest& q, const WhepBackend& b) {
       return r;
     }
     return offer(q, stream, b);
+  }
+  // /<stream>/whep/<session>/quality (a session id before it: "whep/quality" is a DELETE path)
+  constexpr std::string_view kQuality = "/quality";
+  if (rest.size() > 5 + kQuality.size() && rest.ends_with(kQuality)) {
+    if (q.method != "POST") {
+      HttpReply r = text(405, {});
+      r.allow = "POST";
+      return r;
+    }
+    const auto report = parse_page_quality(q.body);
+    if (!report) return text(400, "want p=<0..1>[&decoded=N&dropped=N&freezes=N&freeze_ms=N]");
+    const std::string_view session = rest.substr(5, rest.size() - 5 - kQuality.size());
+    if (!b.quality || !b.quality(session, *report)) return text(404, "no such session");
+    return text(204, {});
   }
   // /<stream>/whep/<session>
   if (q.method != "DELETE") {

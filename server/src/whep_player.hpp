@@ -86,7 +86,8 @@ inline constexpr std::string_view kWhepPlayerJs = R"js('use strict';
   // getStats() counters' growth over the second, and P = the share of the file's pictures
   // decoded (against the answer's a=framerate) times the share of the second not frozen
   // (Chromium counts a freeze when a frame comes later than max(3 x the mean frame interval,
-  // mean + 150 ms)). The last 600 seconds are kept.
+  // mean + 150 ms)). The last 600 seconds are kept, and each is posted to the session
+  // (./whep/<session>/quality), which shows it in /metrics.
   me.quality = [];
   let last = null;
   setInterval(async () => {
@@ -106,6 +107,12 @@ inline constexpr std::string_view kWhepPlayerJs = R"js('use strict';
         audio_concealed: a > 0 ? (s.audio.concealedSamples - last.audio.concealedSamples) / a : null,
       });
       if (me.quality.length > 600) me.quality.shift();
+      const q = me.quality[me.quality.length - 1];
+      if (me.session) {
+        fetch(me.session + '/quality', { method: 'POST', headers: { 'Content-Type': 'text/plain' },
+          body: `p=${q.p.toFixed(4)}&decoded=${q.frames_decoded}&dropped=${q.frames_dropped}` +
+                `&freezes=${q.freezes}&freeze_ms=${q.freeze_ms}` }).catch(() => {});
+      }
     }
     last = s;
     const q = me.quality[me.quality.length - 1];

@@ -66,6 +66,14 @@ bool WhepSessions::end(const std::string& id) {
   return true;
 }
 
+bool WhepSessions::quality(const std::string& id, const PageQuality& report) {
+  SessionEntry* e = sessions_.find(id);
+  if (e == nullptr || !e->webrtc) return false;
+  ++stats_.webrtc_page_reports;
+  if (e->session) e->session->note_page_quality(report);
+  return true;
+}
+
 void WhepSessions::housekeeping(std::uint64_t now_us) {
   for (const std::string& id : peers_.take_failed()) {
     host_.remove_session(id);

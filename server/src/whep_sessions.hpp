@@ -56,6 +56,9 @@ class WhepSessions final : public WhepPeerListener {
                     std::string_view candidate_ip);
   /// DELETE of the session: BYE to the browser, then removed. False if it is no WHEP session.
   bool end(const std::string& id);
+  /// The player page's report for session `id`: to its StreamSession (counted in /metrics).
+  /// False if it is no WHEP session.
+  bool quality(const std::string& id, const PageQuality& report);
 
   /// A datagram on the RTP port that is STUN or DTLS (true: consumed, counted or not).
   bool on_datagram(std::span<const std::uint8_t> data, const net::SocketAddress& from) {

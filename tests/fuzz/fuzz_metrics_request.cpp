@@ -6,7 +6,8 @@
 //      receive the input in pieces, the clock moves on and the deadline check runs, replies are
 //      read; the renderer throws when the input says so; /api/ paths go to the control API
 //      (handle_control() over a backend with one session, whose functions throw when the
-//      renderer does), WHEP paths to handle_whep() over a fake backend. Checked: the connection cap
+//      renderer does), WHEP paths to handle_whep() over a fake backend (a page's quality report
+//      parsed by parse_page_quality() on the way). Checked: the connection cap
 //      holds; a connection gets at most one reply, a well-formed HTTP/1.0 status line with a
 //      Content-Length matching the body, and is closed after it; nothing escapes a callback.
 #include <cstddef>
@@ -140,6 +141,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       return server::WhepOutcome{201, "v=0 " + std::to_string(offer.size()), "S1", {}};
     };
     whep.end = [](std::string_view s) { return s == "S1"; };
+    // The page's quality report (docs/webrtc.md "Quality in the page"): only a parsed one
+    // arrives, and its P is in [0, 1].
+    whep.quality = [](std::string_view s, const server::PageQuality& q) {
+      PREDROP_FUZZ_CHECK(q.p >= 0 && q.p <= 1 && q.freeze_ms < 1'000'000);
+      return s == "S1";
+    };
     endpoint.set_whep(
         [&whep](const server::HttpRequest& q) { return server::handle_whep(q, whep); });
     std::vector<std::uint64_t> ids;

@@ -13,7 +13,8 @@
 # the H.264 baseline clip carries AAC, whose audio section the answer rejects (no audio packet
 # arrives) and the server log says why, once. Each figures line carries the page's quality per
 # second of play (docs/webrtc.md "Quality in the page": decoded, dropped, freezes, freeze ms,
-# P). Then webrtc_forged.py: a forged STUN check and a stranger's DTLS get no
+# P), and the server must have counted at least PLAY_S - 1 of them posted by the page. Then
+# webrtc_forged.py: a forged STUN check and a stranger's DTLS get no
 # answer and are counted. Exits 77 (ctest SKIP_RETURN_CODE) without chromium, node or ffmpeg.
 #   webrtc_chromium.sh SERVER_BINARY WORKDIR
 set -euo pipefail
@@ -110,6 +111,13 @@ TOML
     "key frame requests $(metric "$metrics_port" predrop_webrtc_key_frame_requests_total)"
   if [[ "$required" == yes ]] && ((twcc == 0 || twcc_reports == 0)); then
     echo "$name: FAILED: no transport-cc feedback or no block report made from it"
+    failed=1
+  fi
+  # The page posts each second's quality to its session (docs/webrtc.md "Quality in the page").
+  page_reports=$(metric "$metrics_port" predrop_webrtc_page_reports_total)
+  echo "$name: $page_reports quality reports from the page"
+  if [[ "$required" == yes ]] && ((page_reports < play_s - 1)); then
+    echo "$name: FAILED: the page's quality reports did not reach the server"
     failed=1
   fi
   if [[ "$audio" == aac ]]; then

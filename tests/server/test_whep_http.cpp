@@ -28,7 +28,8 @@ TEST(WhepHttp, NamesItsPathsOnly) {
 }
 
 struct FakeBackend {
-  std::string stream, offer, ip, ended;
+  std::string stream, offer, ip, ended, rated;
+  PageQuality report;
   WhepBackend backend() {
     WhepBackend b;
     b.streams = {"clip"};
@@ -42,6 +43,11 @@ struct FakeBackend {
     };
     b.end = [this](std::string_view s) {
       ended = s;
+      return s == "S1";
+    };
+    b.quality = [this](std::string_view s, const PageQuality& q) {
+      rated = s;
+      report = q;
       return s == "S1";
     };
     return b;
@@ -73,6 +79,35 @@ TEST(WhepHttp, DeleteEndsTheSessionItNames) {
   EXPECT_EQ(handle_whep(request("DELETE", "/clip/whep/S1"), f.backend()).status, 200);
   EXPECT_EQ(f.ended, "S1");
   EXPECT_EQ(handle_whep(request("DELETE", "/clip/whep/S2"), f.backend()).status, 404);
+}
+
+TEST(WhepHttp, TakesThePagesQualityReportForItsSession) {
+  EXPECT_TRUE(is_whep_target("/clip/whep/S1/quality"));
+  EXPECT_FALSE(is_whep_target("/clip/whep/S1/other"));
+  EXPECT_FALSE(is_whep_target("/clip/whep//quality"));
+  FakeBackend f;
+  const HttpReply r = handle_whep(request("POST", "/clip/whep/S1/quality",
+                                          "p=0.9667&decoded=29&dropped=1&freezes=0&freeze_ms=0"),
+                                  f.backend());
+  EXPECT_EQ(r.status, 204);
+  EXPECT_EQ(f.rated, "S1");
+  EXPECT_DOUBLE_EQ(f.report.p, 0.9667);
+  EXPECT_EQ(f.report.frames_decoded, 29U);
+  EXPECT_EQ(f.report.frames_dropped, 1U);
+  EXPECT_EQ(handle_whep(request("POST", "/clip/whep/S2/quality", "p=1"), f.backend()).status, 404);
+  EXPECT_EQ(handle_whep(request("GET", "/clip/whep/S1/quality"), f.backend()).status, 405);
+  // "quality" alone is a session's name (DELETE), not a report without a session.
+  EXPECT_EQ(handle_whep(request("POST", "/clip/whep/quality", "p=1"), f.backend()).status, 405);
+  for (const char* bad : {"", "decoded=30", "p=1.5", "p=-0.1", "p=nan", "p=0.5&decoded=-1",
+                          "p=0.5&freeze_ms=1000000", "p=0.5x"}) {
+    EXPECT_EQ(handle_whep(request("POST", "/clip/whep/S1/quality", bad), f.backend()).status, 400)
+        << bad;
+  }
+  const auto q = parse_page_quality("freezes=2&p=0.25&unknown=7&freeze_ms=480\r\n");
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->freezes, 2U);
+  EXPECT_EQ(q->freeze_ms, 480U);
+  EXPECT_DOUBLE_EQ(q->p, 0.25);
 }
 
 TEST(WhepHttp, ServesThePlayerForKnownStreamsAndRefusesOtherMethods) {

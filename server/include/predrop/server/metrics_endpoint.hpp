@@ -55,7 +55,8 @@ struct HttpReply {
 bool is_control_target(std::string_view target);
 
 /// True if `target` is a WHEP path: /<stream>/ (the player page), /<stream>/player.js,
-/// /<stream>/whep (POST an offer) or /<stream>/whep/<session> (DELETE), <stream> not "api".
+/// /<stream>/whep (POST an offer), /<stream>/whep/<session> (DELETE) or
+/// /<stream>/whep/<session>/quality (POST the page's report), <stream> not "api".
 bool is_whep_target(std::string_view target);
 
 /// What the endpoint makes of a complete request head (parse_metrics_request()).

@@ -223,6 +223,7 @@ struct ServerStats {
   std::uint64_t webrtc_rtx_unknown = 0;         ///< NACKed numbers not kept (never sent, too old).
   std::uint64_t webrtc_rtx_capped = 0;          ///< NACKed numbers over the retransmission cap.
   std::uint64_t webrtc_key_frame_requests = 0;  ///< PLIs and FIRs read.
+  std::uint64_t webrtc_page_reports = 0;        ///< Player pages' quality reports (docs/webrtc.md).
 };
 
 }  // namespace predrop::server

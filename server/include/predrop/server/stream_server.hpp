@@ -115,6 +115,9 @@ class StreamServer {
                          const net::SocketAddress& peer, std::string_view candidate_ip);
   /// Ends the WHEP session `session` (its DELETE); false if this server holds no such session.
   bool whep_delete(std::string_view session);
+  /// The player page's report of one second of play for the WHEP session `session`
+  /// (docs/webrtc.md "Quality in the page"); false if this server holds no such session.
+  bool whep_quality(std::string_view session, const PageQuality& report);
   /// Sessions started from now on are controlled by `control` (a configuration reload);
   /// playing sessions keep their controllers.
   void set_session_control(const SessionControl& control);

@@ -36,6 +36,7 @@
 #include "predrop/media/block_source.hpp"
 #include "predrop/net/clock.hpp"
 #include "predrop/server/session_transport.hpp"
+#include "predrop/server/whep_outcome.hpp"
 #include "predrop/wire/rtcp.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
@@ -157,6 +158,12 @@ struct SessionStats {
   /// PLIs and FIRs read, and blocks whose key frame was kept for them (docs/webrtc.md).
   std::uint64_t key_frame_requests = 0;
   std::uint64_t key_frames_protected = 0;
+  /// The player page's quality reports (docs/webrtc.md "Quality in the page") and the last P
+  /// (-1: none yet), frames decoded and freeze time summed over them.
+  std::uint64_t page_reports = 0;
+  double last_page_quality = -1;
+  std::uint64_t page_frames_decoded = 0;
+  std::uint64_t page_freeze_ms = 0;
   /// Times the next block was not there yet when due (a live source behind or stalled).
   std::uint64_t source_waits = 0;
   /// Times the session fell behind its source's ring and rejoined at a key frame.
@@ -229,6 +236,9 @@ class StreamSession {
   std::uint64_t bytes_sent() const { return link_bytes_sent(); }
   /// Its counters (with what its transport dropped).
   SessionStats stats() const;
+  /// A WebRTC player page's report of one second of play: counted and shown in /metrics (the
+  /// controller does not use it yet: docs/webrtc.md "Quality in the page").
+  void note_page_quality(const PageQuality& report);
   /// Monotonic time of the last sign of life from the client (RTCP); 0 if none yet.
   std::uint64_t last_heard_us() const { return last_heard_us_; }
   /// The stage being sent (or next to be sent).

@@ -95,6 +95,8 @@ class StreamWorkers {
                          const net::SocketAddress& peer, std::string_view candidate_ip);
   /// Ends WHEP session `session` on the worker holding it; false if none does.
   bool whep_delete(std::string_view session) const;
+  /// The player page's report for `session` (StreamServer::whep_quality()); false if unknown.
+  bool whep_quality(std::string_view session, const PageQuality& report) const;
   /// Every worker's set_session_control(`control`); false if a worker did not take it.
   bool set_session_control(const SessionControl& control) const;
 
