@@ -14,16 +14,9 @@
 # at most three times.
 # Usage: interop_audio.sh SERVER_BINARY CLIENT_BINARY WORKDIR
 set -euo pipefail
-# shellcheck disable=SC2034 # start_server (lib.sh) runs it
-server="$1"
-client="$2"
-work="$3"
-mkdir -p "$work"
-cd "$work"
-
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-trap stop_server EXIT
+begin_client_interop "$@"
 
 # name|file|ffmpeg encoding arguments|ffmpeg output arguments for the received (and reference)
 # bytes|GStreamer depayloader

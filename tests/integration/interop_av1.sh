@@ -15,16 +15,9 @@
 #      mean PSNR must beat uniform's by more than 1 dB and no block may fall below 20 dB.
 # Usage: interop_av1.sh SERVER_BINARY CLIENT_BINARY WORKDIR
 set -euo pipefail
-# shellcheck disable=SC2034 # start_server (lib.sh) runs it
-server="$1"
-client="$2"
-work="$3"
-mkdir -p "$work"
-cd "$work"
-
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-trap stop_server EXIT
+begin_client_interop "$@"
 
 # name|file|ffmpeg encoding arguments
 clips=(

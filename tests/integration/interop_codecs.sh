@@ -20,16 +20,9 @@
 #      to raw I420): at least N - 6 pictures, each hashing like the file's, in order.
 # Usage: interop_codecs.sh SERVER_BINARY CLIENT_BINARY WORKDIR
 set -euo pipefail
-# shellcheck disable=SC2034 # start_server (lib.sh) runs it
-server="$1"
-client="$2"
-work="$3"
-mkdir -p "$work"
-cd "$work"
-
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-trap stop_server EXIT
+begin_client_interop "$@"
 
 # name|file|size|ffmpeg encoding arguments|GStreamer decoding chain
 clips=(

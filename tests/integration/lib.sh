@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# Shared by the integration scripts (source it after `cd` into the work dir, with $server set to the
-# predrop-server binary): a free loopback port, the server started, awaited and stopped, and the
-# pieces the interop and live tests share (below).
+# Shared by the integration scripts (source it, then set $server to the predrop-server binary and
+# `cd` into the work dir, or call begin_client_interop): a free loopback port, the server started,
+# awaited and stopped, and the pieces the interop and live tests share (below).
 
 # Prints a TCP port free on 127.0.0.1 now (the kernel picks it).
 pick_port() {
@@ -36,6 +36,19 @@ stop_server() {
 }
 
 # ---- Files served to players (interop_*.sh) --------------------------------------------------
+
+# begin_client_interop SERVER CLIENT WORKDIR: the start of the scripts that play generated clips
+# through the measuring client and other players (interop_codecs.sh, interop_audio.sh,
+# interop_av1.sh): sets server and client to the binaries, makes WORKDIR and works in it, and
+# stops the server on exit.
+begin_client_interop() {
+  server="$1"
+  # shellcheck disable=SC2034 # for the caller
+  client="$2"
+  mkdir -p "$3"
+  cd "$3" || return 1
+  trap stop_server EXIT
+}
 
 # serve_clip LOG FILE [SERVER OPTIONS...]: start_server with FILE as stream "c" on a free loopback
 # port (log level info); sets clip_url to its rtsp:// URL.
