@@ -207,6 +207,9 @@ int main(int argc, char** argv) {
   run->add_option("--alert-ms", alert_ms,
                   "experiment: receivers send an interim alert when a packet queued this long "
                   "(0 = off, the server's behaviour)");
+  bool coupled = false;
+  run->add_flag("--coupled", coupled,
+                "experiment: couple each case's media sessions (core::SharedBottleneck)");
   run->add_option("--mse-skipped", quality.mse_skipped, "P model: MSE of a picture not shown");
   run->add_option("--mse-corrupt", quality.mse_corrupt, "P model: MSE of a damaged picture");
   CLI11_PARSE(app, argc, argv);
@@ -265,6 +268,7 @@ int main(int argc, char** argv) {
         o.seed = s;
         o.quality = quality;
         o.alert_queue_us = static_cast<sim::SimTime>(alert_ms * 1000);
+        o.coupled = coupled;
         o.start_jitter_us = s > 1 ? 1'000'000 : 0;
         o.random_clip_offset = s > 1;
         auto r = sim::run_case(c, o);

@@ -152,6 +152,10 @@ void read_control(Reader& r, const toml::table& table, ControlConfig& c) {
        [&](const toml::node& n) { r.enumeration(n, kMissingActions, c.missing_report); }},
       {"report_timeout_stages",
        [&](const toml::node& n) { r.unsigned_into(n, c.report_timeout_stages, 1, 1000); }},
+      {"couple_prefix_v4",
+       [&](const toml::node& n) { r.unsigned_into(n, c.couple_prefix_v4, 0, 32); }},
+      {"couple_prefix_v6",
+       [&](const toml::node& n) { r.unsigned_into(n, c.couple_prefix_v6, 0, 128); }},
       {"psnr_cap_db",
        [&](const toml::node& n) {
          const auto v = r.number(n);
@@ -294,6 +298,8 @@ void check_control(const ControlConfig& k, Problems& problems) {
   threshold("control.t1", k.t1);
   threshold("control.t2", k.t2);
   problems.add(range_problem("control.report_timeout_stages", k.report_timeout_stages, 1, 1000));
+  problems.add(range_problem("control.couple_prefix_v4", k.couple_prefix_v4, 0, 32));
+  problems.add(range_problem("control.couple_prefix_v6", k.couple_prefix_v6, 0, 128));
   // "<key> must be in <range>, got v" unless v is finite and `ok`.
   const auto within = [&](const char* key, double v, bool ok, const char* range) {
     if (!(std::isfinite(v) && ok)) {

@@ -14,6 +14,26 @@ using namespace capacity_model;  // NOLINT(google-build-using-namespace): the mo
 CapacityPolicy::CapacityPolicy(const CapacityParams& params)
     : params_(params), rate_(params.initial_rate) {}
 
+CapacityPolicy::~CapacityPolicy() {
+  if (group_) group_->leave(member_);
+}
+
+bool CapacityPolicy::couple(std::shared_ptr<SharedBottleneck> group) {
+  if (group_) group_->leave(member_);
+  group_ = std::move(group);
+  if (group_) member_ = group_->join();
+  return group_ != nullptr;
+}
+
+void CapacityPolicy::share_estimate() {
+  if (!group_) return;
+  if (mode_ == Mode::kOpen || capacity_ <= 0.0) {
+    (void)group_->update(member_, 0.0);
+    return;
+  }
+  capacity_ = group_->update(member_, capacity_);
+}
+
 double CapacityPolicy::clamp(double r) const {
   if (!std::isfinite(r)) return params_.rmax;
   return std::clamp(r, 0.0, params_.rmax);
@@ -56,6 +76,10 @@ double CapacityPolicy::rate_for_next(const StageStart& next) {
   if (s.duration_us > 0.0) {
     const double r = s.block_bytes / s.duration_us;
     stream_rate_ = stream_rate_ > 0.0 ? 0.9 * stream_rate_ + 0.1 * r : r;
+  }
+  // Coupled: the other members' reports since this one's last moved the group's aggregate.
+  if (group_ && mode_ != Mode::kOpen) {
+    if (const double share = group_->share(member_); share > 0.0) capacity_ = share;
   }
   predicted_queue_us_ = queue_at_start(next.stage);
   rate_ = plan(s.block_bytes, s.duration_us, next.packets, next.removable);
@@ -139,9 +163,17 @@ bool CapacityPolicy::on_alert(const StageAlert& a) {
   }
   limit_rate_ = capacity_ > 0.0 ? capacity_ : a.rate;
   capacity_ = cut;
+  share_estimate();
   congested_ = true;
   clean_run_ = 0;
   return true;
+}
+
+void CapacityPolicy::on_pause() {
+  // A paused session sends nothing: its share would sit idle while the others stay below it.
+  // It keeps its own estimate and brings it back to the group with its first report after the
+  // resume (share_estimate).
+  if (group_) (void)group_->update(member_, 0.0);
 }
 
 void CapacityPolicy::on_resume(double idle_us) {
@@ -226,6 +258,7 @@ Decision CapacityPolicy::decide(const StageReport& report) {
     capacity_ *= 1.0 + params_.increase_step;
     reason = "quality below the floor: estimate raised";
   }
+  share_estimate();
 
   last_queue_us_ = x.q;
   last_report_stage_ = report.stage;
@@ -247,6 +280,7 @@ Decision CapacityPolicy::decide_missing(std::uint32_t /*stage*/) {
   }
   if (mode_ == Mode::kOpen) mode_ = Mode::kDelay;
   capacity_ *= params_.missing_backoff;
+  share_estimate();
   clean_run_ = 0;
   const double t_next = last_duration_us_ > 0.0 ? last_duration_us_ : base_period_us_;
   const double b_next = last_duration_us_ > 0.0 ? last_block_bytes_ : 1.0;

@@ -7,6 +7,7 @@
 #include "predrop/core/log.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/rtsp/client_session.hpp"
+#include "predrop/server/coupling_groups.hpp"
 
 namespace predrop::server {
 
@@ -136,6 +137,9 @@ std::string restart_only_changes(const config::ServerConfig& a, const config::Se
   note(x.trace_csv != y.trace_csv, "server.trace_csv");
   note(x.interleaved_queue_bytes != y.interleaved_queue_bytes, "server.interleaved_queue_bytes");
   note(x.workers != y.workers, "server.workers");
+  note(a.control.couple_prefix_v4 != b.control.couple_prefix_v4 ||
+           a.control.couple_prefix_v6 != b.control.couple_prefix_v6,
+       "control.couple_prefix_v4/_v6");
   note(a.blocks.duration_ms != b.blocks.duration_ms || a.blocks.bytes != b.blocks.bytes ||
            a.blocks.pacing != b.blocks.pacing ||
            a.blocks.rtp_payload_bytes != b.blocks.rtp_payload_bytes ||
@@ -170,6 +174,10 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
   o.player_policy = control->player_policy;
   o.discard = control->discard;
   o.discard_seed = control->discard_seed;
+  if (c.control.couple_prefix_v4 != 0 || c.control.couple_prefix_v6 != 0) {
+    o.coupling =
+        std::make_shared<CouplingGroups>(c.control.couple_prefix_v4, c.control.couple_prefix_v6);
+  }
   o.interleaved_queue_bytes = c.server.interleaved_queue_bytes;
   o.paced = c.blocks.pacing == config::Pacing::kPaced;
   o.pacing_quantum_us = c.blocks.pacing_quantum_ms * 1000;

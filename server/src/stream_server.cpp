@@ -27,6 +27,7 @@
 #include "port_pair.hpp"
 #include "predrop/core/log.hpp"
 #include "predrop/net/udp_endpoint.hpp"
+#include "predrop/server/coupling_groups.hpp"
 #include "publish_routes.hpp"
 #include "push_sessions.hpp"
 #include "rtsp_connections.hpp"
@@ -474,6 +475,11 @@ bool StreamServer::Impl::start_session(SessionEntry& entry, std::uint64_t now) {
   }
   auto controller = detail::session_controller(entry, options_);
   if (!controller) return false;
+  if (options_.coupling && entry.owner &&
+      controller->couple(options_.coupling->group_for(*entry.owner))) {
+    core::log(core::LogLevel::kInfo, "server", "session %s coupled with the sessions of %s",
+              entry.id.c_str(), options_.coupling->prefix_of(*entry.owner).c_str());
+  }
   try {
     entry.session = std::make_unique<StreamSession>(
         entry.source, detail::session_transport(entry, *rtp_socket_, *rtcp_socket_, interleaved),

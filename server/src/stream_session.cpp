@@ -230,6 +230,7 @@ void StreamSession::pause(std::uint64_t now_us) {
   if (!playing_) return;
   playing_ = false;
   paused_at_us_ = std::max<std::uint64_t>(now_us, 1);
+  controller_->on_pause();
   // The stage in flight stops part way; its receiver reports what came before the PAUSE (RFC
   // 8867 §5.8 on the bed: 23 of 149 packets, read as 85 % network loss, and the estimate fell to
   // a sixth of the session's share for the 10 blocks after the resume).

@@ -50,6 +50,7 @@ MediaFlow::MediaFlow(Network& net, MediaConfig config, FlowPath path, std::strin
   auto c = core::make_rate_controller(config_.policy);
   if (!c) throw std::invalid_argument(c.error().message);
   controller_ = std::move(c.value());
+  if (config_.coupled) (void)controller_->couple(config_.coupled);
   if (!config_.clip || config_.clip->blocks.empty()) throw std::invalid_argument("empty clip");
   for (std::size_t i = 0; i < kRing; ++i)
     ring_.push_back(std::make_unique<Stage>());
@@ -88,6 +89,7 @@ void MediaFlow::begin_stage() {
     // so no block is cut by it (on the server the block in flight is, and its report is kept
     // from the policy).
     stage_open_ = false;
+    controller_->on_pause();
     next_start_us_ = config_.pause_until_us;
     net_.events().at(next_start_us_, [this] {
       controller_->on_resume(static_cast<double>(config_.pause_until_us - config_.pause_from_us));

@@ -78,6 +78,9 @@ CaseRun run_case(const CaseSpec& spec, const RunOptions& options) {
   run.policy_name = options.policy_name;
   run.stream_rate_bps = options.clip->mean_rate_bps();
   std::vector<std::unique_ptr<MediaFlow>> media;
+  // One group per direction: the two directions are two bottlenecks.
+  const auto forward = options.coupled ? std::make_shared<core::SharedBottleneck>() : nullptr;
+  const auto backward = options.coupled ? std::make_shared<core::SharedBottleneck>() : nullptr;
   std::uint64_t rng = options.seed;
   for (std::size_t i = 0; i < spec.media.size(); ++i) {
     const MediaSpec& m = spec.media[i];
@@ -89,6 +92,7 @@ CaseRun run_case(const CaseSpec& spec, const RunOptions& options) {
     c.discard = options.discard;
     c.quality = options.quality;
     c.alert_queue_us = options.alert_queue_us;
+    c.coupled = m.path.direction == Direction::kForward ? forward : backward;
     const SimTime jitter =
         options.start_jitter_us > 0 ? static_cast<SimTime>(mix(rng) % options.start_jitter_us) : 0;
     c.start_us = m.start_us + jitter;

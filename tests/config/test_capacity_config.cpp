@@ -101,5 +101,20 @@ TEST(CapacityConfig, CodeBuiltConfigsAreValidatedToo) {
   EXPECT_NE(st.error().message.find("control.capacity.probe_gain"), std::string::npos);
 }
 
+TEST(CapacityConfig, CouplingPrefixesOffByDefaultAndInRange) {
+  const auto d = parse_config(stream_with(""), "test.toml");
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->control.couple_prefix_v4, 0U);
+  EXPECT_EQ(d->control.couple_prefix_v6, 0U);
+  const auto r = parse_config(
+      stream_with("[control]\ncouple_prefix_v4 = 24\ncouple_prefix_v6 = 64\n"), "test.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->control.couple_prefix_v4, 24U);
+  EXPECT_EQ(r->control.couple_prefix_v6, 64U);
+  expect_error(stream_with("[control]\ncouple_prefix_v4 = 33\n"), {"control.couple_prefix_v4"});
+  expect_error(stream_with("[control]\ncouple_prefix_v6 = 129\n"), {"control.couple_prefix_v6"});
+  expect_error(stream_with("[control]\ncouple_prefix_v4 = \"24\"\n"), {"control.couple_prefix_v4"});
+}
+
 }  // namespace
 }  // namespace predrop::config

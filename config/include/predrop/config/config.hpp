@@ -179,6 +179,10 @@ struct ControlConfig {
   std::string player_adaptation = "rr";
   core::MissingReportAction missing_report = core::MissingReportAction::kHold;
   std::uint32_t report_timeout_stages = 2;  ///< A report is missing this many stages later.
+  /// Sessions whose clients' IPv4 addresses share this many leading bits are coupled (one
+  /// estimate shared equally, core::SharedBottleneck); 0 = none (default). Restart only.
+  std::uint32_t couple_prefix_v4 = 0;
+  std::uint32_t couple_prefix_v6 = 0;  ///< The same for IPv6 addresses (0..128).
   double psnr_cap_db = 60.0;  ///< PSNR of a lossless block is capped here (it is unbounded).
   AdaptiveTuning adaptive;    ///< [control.adaptive]
   CapacityTuning capacity;    ///< [control.capacity]

@@ -58,6 +58,7 @@
 // announced count is after discard). P is only a guard: a report with P below `quality_floor`
 // and no network loss forces a probe. The policy works with P = 0 throughout.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -81,6 +82,9 @@ class CapacityPolicy final : public RateController {
 
   /// `params` must pass validate().
   explicit CapacityPolicy(const CapacityParams& params);
+  ~CapacityPolicy() override;
+  CapacityPolicy(const CapacityPolicy&) = delete;
+  CapacityPolicy& operator=(const CapacityPolicy&) = delete;
 
   std::string_view name() const override { return "capacity"; }
   double rate() const override { return rate_; }
@@ -89,6 +93,10 @@ class CapacityPolicy final : public RateController {
   std::optional<PacingLimit> pacing() const override;
   bool on_alert(const StageAlert& alert) override;
   void on_resume(double idle_us) override;
+  void on_pause() override;
+  /// From then on the estimate the plan uses is the session's share of the group's aggregate
+  /// (every rule still moves the session's own estimate; the group turns the moves into shares).
+  bool couple(std::shared_ptr<SharedBottleneck> group) override;
 
   /// Estimated rate this session can send, in link bytes per µs (0 before any sample).
   double capacity_estimate() const { return capacity_; }
@@ -134,6 +142,8 @@ class CapacityPolicy final : public RateController {
   double queue_at_start(std::uint32_t stage) const;
   void raise_to(double estimate);
   double clamp(double r) const;
+  /// Hands the estimate the rules just set to the coupled group and takes the share back.
+  void share_estimate();
 
   CapacityParams params_;
   double rate_;
@@ -171,6 +181,8 @@ class CapacityPolicy final : public RateController {
   double last_block_bytes_ = 1.0;
   double last_duration_us_ = 0.0;
   SentStages stages_;
+  std::shared_ptr<SharedBottleneck> group_;  ///< Coupled sessions (none: uncoupled).
+  SharedBottleneck::Member member_ = 0;
 };
 
 }  // namespace predrop::core

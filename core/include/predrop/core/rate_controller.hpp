@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "predrop/core/result.hpp"
+#include "predrop/core/shared_bottleneck.hpp"
 #include "predrop/core/stage_report.hpp"
 #include "predrop/core/threshold.hpp"
 
@@ -175,6 +176,16 @@ class RateController {
   /// policy read of the path before the pause is that old: other flows may have taken the share
   /// it had, and its queue has long drained. The default keeps everything.
   virtual void on_resume(double idle_us) { (void)idle_us; }
+  /// The sender stops sending until on_resume (RTSP PAUSE). The default does nothing; a coupled
+  /// policy gives its share back to the group meanwhile.
+  virtual void on_pause() {}
+  /// Couples the policy's estimate with the other sessions of `group` (sessions known to share
+  /// one bottleneck, core/shared_bottleneck.hpp). False for policies without an estimate of the
+  /// path (the default), which stay uncoupled. Called before the first report.
+  virtual bool couple(std::shared_ptr<SharedBottleneck> group) {
+    (void)group;
+    return false;
+  }
   /// How the sender should pace this peer's packets beyond the media's own schedule, or nothing
   /// for no limit. A policy that knows the path's rate paces a key frame out over time instead
   /// of queueing it at the bottleneck.

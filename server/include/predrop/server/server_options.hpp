@@ -22,6 +22,8 @@
 
 namespace predrop::server {
 
+class CouplingGroups;
+
 /// A named stream the server offers (rtsp://host:port/<name>): what its sessions read blocks
 /// from (media/include/predrop/media/block_source.hpp).
 struct StreamDefinition {
@@ -109,6 +111,9 @@ struct StreamServerOptions {
   core::PolicyConfig player_policy = default_player_policy();
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
   std::uint64_t discard_seed = 1;
+  /// Sessions whose clients share an address prefix are coupled (coupling_groups.hpp); null: no
+  /// session is. One registry for every worker (the options are copied to each).
+  std::shared_ptr<CouplingGroups> coupling;
   bool paced = true;
   /// The pacer runs at most once per quantum and sends what falls due before its next run:
   /// packets leave up to this much early, never late (config blocks.pacing_quantum_ms).

@@ -51,6 +51,8 @@ struct MediaConfig {
   /// at once (core::StageAlert: its queue and the arrival rate of its last 8 packets) and the
   /// sender re-plans the rest of the stage if the policy takes it. 0 = off.
   SimTime alert_queue_us = 0;
+  /// The group this session's capacity policy is coupled with (none: uncoupled).
+  std::shared_ptr<core::SharedBottleneck> coupled;
 };
 
 /// What one stage did, for the metrics.

@@ -82,6 +82,9 @@ struct RunOptions {
   QualityModel quality;
   /// The receivers' interim alert threshold (MediaConfig::alert_queue_us; 0 = off).
   SimTime alert_queue_us = 0;
+  /// Couples the case's media sessions (core::SharedBottleneck: as if the server knew they share
+  /// the bottleneck). An experiment; the capacity policy only.
+  bool coupled = false;
 };
 
 /// Runs one case; throws std::invalid_argument on a bad policy configuration.
