@@ -166,7 +166,8 @@ TEST(CapacityOnPaths, CoupledSessionsShareTheBottleneckEvenly) {
     EXPECT_GE(coupled.fair_windows, 0.9) << "seed " << seed;
     EXPECT_LE(coupled.psnr_spread_db, 2.0) << "seed " << seed;
     EXPECT_GT(coupled.fair_windows, uncoupled.fair_windows) << "seed " << seed;
-    for (const FlowSummary& f : coupled.flows) EXPECT_LT(f.loss, 0.01) << "seed " << seed;
+    for (const FlowSummary& f : coupled.flows)
+      EXPECT_LT(f.loss, 0.01) << "seed " << seed;
   }
 }
 
