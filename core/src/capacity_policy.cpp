@@ -18,9 +18,9 @@ CapacityPolicy::~CapacityPolicy() {
   if (group_) group_->leave(member_);
 }
 
-bool CapacityPolicy::couple(std::shared_ptr<SharedBottleneck> group) {
+bool CapacityPolicy::couple(const std::shared_ptr<SharedBottleneck>& group) {
   if (group_) group_->leave(member_);
-  group_ = std::move(group);
+  group_ = group;
   if (group_) member_ = group_->join();
   return group_ != nullptr;
 }

@@ -96,7 +96,7 @@ class CapacityPolicy final : public RateController {
   void on_pause() override;
   /// From then on the estimate the plan uses is the session's share of the group's aggregate
   /// (every rule still moves the session's own estimate; the group turns the moves into shares).
-  bool couple(std::shared_ptr<SharedBottleneck> group) override;
+  bool couple(const std::shared_ptr<SharedBottleneck>& group) override;
 
   /// Estimated rate this session can send, in link bytes per µs (0 before any sample).
   double capacity_estimate() const { return capacity_; }

@@ -182,7 +182,7 @@ class RateController {
   /// Couples the policy's estimate with the other sessions of `group` (sessions known to share
   /// one bottleneck, core/shared_bottleneck.hpp). False for policies without an estimate of the
   /// path (the default), which stay uncoupled. Called before the first report.
-  virtual bool couple(std::shared_ptr<SharedBottleneck> group) {
+  virtual bool couple(const std::shared_ptr<SharedBottleneck>& group) {
     (void)group;
     return false;
   }
