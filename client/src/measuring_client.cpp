@@ -12,9 +12,9 @@
 #include <random>
 #include <utility>
 
+#include "feedback_sender.hpp"
 #include "live_latency.hpp"
 #include "live_picture_matcher.hpp"
-#include "predrop/chain/feedback.hpp"
 #include "predrop/chain/stage_receiver.hpp"
 #include "predrop/core/log.hpp"
 #include "predrop/media/audio_scorer.hpp"
@@ -144,7 +144,6 @@ struct MeasuringClient::Impl {
   std::size_t scored_track = SIZE_MAX;
   std::optional<wire::SrtpSuite> suite;
   wire::SrtpKeyMaterial key;
-  std::optional<net::SrtpSession> feedback_out;
   wire::RtpExtensionIds ext_ids{0, 0};
   media::PacketizeOptions packetize;
 
@@ -157,6 +156,8 @@ struct MeasuringClient::Impl {
   std::unique_ptr<media::AudioScorer> beside_audio;
   double audio_psnr_sum = 0.0;
   std::unique_ptr<chain::StageReceiver> receiver;
+  // PDFB and PDAL to the server (options.feedback), made when the scored track is known.
+  std::unique_ptr<FeedbackSender> feedback;
   // --save: H.264/H.265 access units as Annex B (save), VP8/VP9/AV1 ones in IVF (save_ivf).
   std::FILE* save = nullptr;
   std::unique_ptr<media::IvfWriter> save_ivf;
@@ -170,7 +171,6 @@ struct MeasuringClient::Impl {
   std::uint64_t last_media_us = 0;
   bool playing = false;
   bool done = false;
-  std::uint32_t reporter_ssrc = 0;
   ClientSummary summary;
   double psnr_sum = 0.0;
   std::uint64_t impair_counter = 0;
@@ -418,17 +418,21 @@ struct MeasuringClient::Impl {
       };
     }
     std::optional<net::SrtpSession> srtp_in;
+    std::optional<net::SrtpSession> srtcp_out;
     if (suite) {
       srtp_in.emplace(net::SrtpDirection::Inbound, *suite, key);
       if (options.live) srtcp_in.emplace(net::SrtpDirection::Inbound, *suite, key);
-      feedback_out.emplace(net::SrtpDirection::Outbound, *suite, key);
+      srtcp_out.emplace(net::SrtpDirection::Outbound, *suite, key);
     }
     if (options.feedback) rc.alert.queue_threshold_us = std::int64_t{options.alert_ms} * 1000;
     receiver = std::make_unique<chain::StageReceiver>(
         rc, std::move(srtp_in), [this](const wire::RtpPacketView& v, std::uint64_t) { on_rtp(v); },
         [this](const core::StageMeasurement& m) { on_stage(m); });
     receiver->set_on_alert([this](const core::StageAlert& a) { send_alert(a); });
-    reporter_ssrc = net::random_u32();
+    if (options.feedback) {
+      feedback = std::make_unique<FeedbackSender>(*session, scored_track, std::move(srtcp_out),
+                                                  net::random_u32());
+    }
     return core::Ok{};
   }
 
@@ -476,6 +480,7 @@ struct MeasuringClient::Impl {
       if (!rtcp) continue;
       t.rtp = std::move(rtp.value());
       t.rtcp = std::move(rtcp.value());
+      if (feedback && &t == &tracks[scored_track]) feedback->use_socket(*t.rtcp);
       return rtsp::PortPair{t.rtp->local_address().port(), t.rtcp->local_address().port()};
     }
     return core::make_error("no free UDP port pair");
@@ -755,39 +760,15 @@ struct MeasuringClient::Impl {
     }
   }
 
-  // Feedback (PDFB, PDAL) goes to the scored track's server RTCP port.
-  void send_feedback(std::span<const std::uint8_t> datagram) {
-    const Track& scored = tracks[scored_track];
-    const rtsp::SessionTrack& negotiated = session->tracks()[scored_track];
-    // The session's server: after a DESCRIBE redirect (an origin's edge, docs/edge.md) it is no
-    // longer the one the URL named.
-    auto to =
-        net::SocketAddress::from_ip(session->server().ip_string(), negotiated.server_port.rtcp);
-    if (to) scored.rtcp->send(datagram, *to);
-  }
-
   void send_alert(const core::StageAlert& a) {
-    if (!options.feedback || session == nullptr) return;
-    const auto pdal = chain::make_alert(a, session->tracks()[scored_track].ssrc.value_or(0));
-    std::uint8_t buf[wire::kPdalPacketSize + 8 + net::kSrtpMaxTrailer];  // RR + PDAL + SRTCP
-    auto n = chain::encode_alert(buf, reporter_ssrc, pdal, feedback_out ? &*feedback_out : nullptr);
-    if (!n) return;
-    send_feedback(std::span<const std::uint8_t>(buf, *n));
-    ++summary.alerts;
+    if (feedback && feedback->send_alert(a)) ++summary.alerts;
   }
 
   // `audio_psnr`: the audio's score beside the video's (nullopt when not scored or the block has
   // no audio); P, fed back to the server, stays `psnr`.
   void report(const core::StageMeasurement& m, const media::Block& b, double psnr,
               std::optional<double> audio_psnr = std::nullopt) {
-    if (options.feedback) {
-      auto fb = chain::make_feedback(m, psnr, wire::PdfbMetric::kPsnrDb,
-                                     session->tracks()[scored_track].ssrc.value_or(0));
-      std::uint8_t buf[256];
-      auto n =
-          chain::encode_feedback(buf, reporter_ssrc, fb, feedback_out ? &*feedback_out : nullptr);
-      if (n) send_feedback(std::span<const std::uint8_t>(buf, *n));
-    }
+    if (feedback) feedback->send_report(m, psnr);
     BlockResult r;
     r.stage = m.stage;
     r.reception_period_ms = m.reception_period_us / 1000.0;
