@@ -278,23 +278,20 @@ class StreamServer::Impl final : public detail::RtspConnectionListener, public d
   void deliver(SessionEntry& e, std::span<const std::uint8_t> data) {
     if (options_.fault_injection) options_.fault_injection(CallbackKind::kRtcp);
     std::copy(data.begin(), data.end(), rtcp_buffer_.begin());
-    const SessionStats before = e.session->stats();
-    e.session->on_rtcp(rtcp_buffer_, data.size(), clock_.now_us());
-    const SessionStats& after = e.session->stats();
+    const RtcpCounts counts = e.session->on_rtcp(rtcp_buffer_, data.size(), clock_.now_us());
     if (e.webrtc) {
-      stats_.webrtc_twcc_feedback += after.twcc_feedback - before.twcc_feedback;
-      stats_.webrtc_twcc_reports += after.twcc_reports - before.twcc_reports;
-      stats_.webrtc_nacks += after.nacks - before.nacks;
-      stats_.webrtc_nacked_packets += after.nacked_packets - before.nacked_packets;
-      stats_.webrtc_rtx_packets += after.rtx_packets - before.rtx_packets;
-      stats_.webrtc_rtx_bytes += after.rtx_bytes - before.rtx_bytes;
-      stats_.webrtc_rtx_unknown += after.rtx_unknown - before.rtx_unknown;
-      stats_.webrtc_rtx_capped +=
-          (after.rtx_capped + after.rtx_repeated) - (before.rtx_capped + before.rtx_repeated);
-      stats_.webrtc_key_frame_requests += after.key_frame_requests - before.key_frame_requests;
+      stats_.webrtc_twcc_feedback += counts.twcc_feedback;
+      stats_.webrtc_twcc_reports += counts.twcc_reports;
+      stats_.webrtc_nacks += counts.nacks;
+      stats_.webrtc_nacked_packets += counts.nacked_packets;
+      stats_.webrtc_rtx_packets += counts.rtx_packets;
+      stats_.webrtc_rtx_bytes += counts.rtx_bytes;
+      stats_.webrtc_rtx_unknown += counts.rtx_unknown;
+      stats_.webrtc_rtx_capped += counts.rtx_refused;
+      stats_.webrtc_key_frame_requests += counts.key_frame_requests;
     }
-    stats_.alerts += after.alerts - before.alerts;
-    stats_.alerts_taken += after.alerts_taken - before.alerts_taken;
+    stats_.alerts += counts.alerts;
+    stats_.alerts_taken += counts.alerts_taken;
     reschedule(e);
   }
 

@@ -547,7 +547,9 @@ void StreamSession::report_missing(const chain::StageRecord& r) {
   emit(r, false, core::StageReport{}, controller_->on_report_missing(r.stage));
 }
 
-void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std::uint64_t now_us) {
+RtcpCounts StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len,
+                                  std::uint64_t now_us) {
+  RtcpCounts counts;
   // Packets sent per track so far: what an RR's highest sequence number is mapped onto.
   std::array<std::uint64_t, chain::kLedgerTracks> packets{};
   const std::size_t tracks = std::min(packets.size(), config_.tracks.size());
@@ -566,7 +568,7 @@ void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std
     ++stats_.rr_unprotected;
   } else if (in.error) {
     ++stats_.rtcp_errors;
-    return;
+    return counts;
   } else {
     last_heard_us_ = now_us;
     if (in.receiver_report) {
@@ -577,18 +579,30 @@ void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std
   }
   stats_.reports_rejected += in.unknown_stages;
   if (in.transport_cc != 0) {
-    stats_.twcc_feedback += in.transport_cc;
-    stats_.twcc_reports += in.reports.size();
+    counts.twcc_feedback = in.transport_cc;
+    counts.twcc_reports = in.reports.size();
+    stats_.twcc_feedback += counts.twcc_feedback;
+    stats_.twcc_reports += counts.twcc_reports;
   }
   if (in.nacks != 0) {
     // Answered at once, within the transmitter's byte credit (docs/webrtc.md "NACK and RTX").
-    stats_.nacks += in.nacks;
-    stats_.nacked_packets += in.nacked.size() + in.nacked_truncated;
+    counts.nacks = in.nacks;
+    counts.nacked_packets = in.nacked.size() + in.nacked_truncated;
+    stats_.nacks += counts.nacks;
+    stats_.nacked_packets += counts.nacked_packets;
     stats_.rtx_repeated += in.nacked_truncated;
+    const chain::RetransmitStats before = transmitter_->retransmit_stats();
     (void)transmitter_->retransmit(in.nacked, now_us);
+    const chain::RetransmitStats& after = transmitter_->retransmit_stats();
+    counts.rtx_packets = after.sent - before.sent;
+    counts.rtx_bytes = after.bytes - before.bytes;
+    counts.rtx_unknown = after.unknown - before.unknown;
+    counts.rtx_refused =
+        in.nacked_truncated + (after.capped - before.capped) + (after.repeated - before.repeated);
   }
   if (in.plis + in.firs != 0) {
-    stats_.key_frame_requests += in.plis + in.firs;
+    counts.key_frame_requests = in.plis + in.firs;
+    stats_.key_frame_requests += counts.key_frame_requests;
     key_frame_requested_ = true;
   }
   bool taken = false;
@@ -598,8 +612,15 @@ void StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std
   // Every stage an RR interval covered is settled, whatever the controller made of its report.
   if (in.covered_through) ledger_.settle_through(*in.covered_through);
   stats_.alerts_refused += in.alerts_refused;
-  if (in.alert) taken = apply_alert(*in.alert) || taken;
+  if (in.alert) {
+    const std::uint64_t alerts = stats_.alerts;
+    const std::uint64_t alerts_taken = stats_.alerts_taken;
+    taken = apply_alert(*in.alert) || taken;
+    counts.alerts = stats_.alerts - alerts;
+    counts.alerts_taken = stats_.alerts_taken - alerts_taken;
+  }
   if (taken || in.covered_through) replan_current(now_us);
+  return counts;
 }
 
 bool StreamSession::apply_alert(const core::StageAlert& alert) {

@@ -170,6 +170,23 @@ struct SessionStats {
   std::uint64_t source_rejoins = 0;
 };
 
+/// What one RTCP datagram added to the session's counters that the server also totals
+/// (ServerStats: predrop_alerts_total, the WebRTC counters), so that the server adds these
+/// instead of comparing copies of SessionStats around every datagram.
+struct RtcpCounts {
+  std::uint64_t alerts = 0;
+  std::uint64_t alerts_taken = 0;
+  std::uint64_t twcc_feedback = 0;
+  std::uint64_t twcc_reports = 0;
+  std::uint64_t nacks = 0;
+  std::uint64_t nacked_packets = 0;
+  std::uint64_t rtx_packets = 0;
+  std::uint64_t rtx_bytes = 0;
+  std::uint64_t rtx_unknown = 0;
+  std::uint64_t rtx_refused = 0;  ///< rtx_capped + rtx_repeated
+  std::uint64_t key_frame_requests = 0;
+};
+
 /// A streaming session. Created at SETUP, started at PLAY.
 class StreamSession {
  public:
@@ -214,8 +231,8 @@ class StreamSession {
   /// next_due_us() of a session that has nothing left to do until play().
   static constexpr std::uint64_t kNoDeadline = UINT64_MAX;
   /// Handles one RTCP datagram from the client (SRTCP if the session is protected); `buffer`
-  /// has room for in-place decryption.
-  void on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std::uint64_t now_us);
+  /// has room for in-place decryption. Returns what it added to the counters the server totals.
+  RtcpCounts on_rtcp(std::span<std::uint8_t> buffer, std::size_t len, std::uint64_t now_us);
   /// Says goodbye (RFC 3550 §6.6): an SR + SDES + BYE compound per track to the client's RTCP
   /// port, then sends nothing more. For a server that shuts down. Returns compounds sent.
   std::size_t send_bye(std::uint64_t now_us);
