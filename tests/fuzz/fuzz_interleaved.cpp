@@ -1,5 +1,5 @@
 // Structure-aware fuzz target for RTSP interleaved framing (RFC 2326 §10.12) in the request
-// parser (rtsp/src/rtsp_message.cpp, RtspFramer): the input is decoded into a byte stream made
+// parser (rtsp/src/rtsp_framer.cpp, RtspFramer): the input is decoded into a byte stream made
 // of items -- whole requests, "$" frames on any channel with any payload, frame headers whose
 // length is over the limit (RtspParserLimits::max_interleaved_bytes), raw garbage and a
 // truncated frame at the end -- which is fed to a parser in read sizes the input chooses.

@@ -1,4 +1,5 @@
-// Fuzz target for the RTSP request and response parsers (rtsp/src/rtsp_message.cpp).
+// Fuzz target for the RTSP request and response parsers (rtsp/src/rtsp_message_parser.cpp over
+// rtsp_framer.cpp).
 //
 // Input: byte 0 sets the largest read size (1..256), byte 1 seeds the split pattern, the rest is
 // the TCP byte stream. Properties checked, beyond "no crash, no leak, no UB":

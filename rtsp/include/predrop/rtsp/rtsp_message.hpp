@@ -25,6 +25,9 @@
 
 namespace predrop::rtsp {
 
+/// The protocol version every message names (RFC 2326 §3.1, §6.1, §7.1).
+inline constexpr std::string_view kRtspVersion = "RTSP/1.0";
+
 /// RTSP methods (RFC 2326 §10). Methods we do not know parse as kUnknown (answer 501).
 enum class RtspMethod : std::uint8_t {
   kOptions,
@@ -210,7 +213,7 @@ class RtspFramer {
 /// Incremental parser of RTSP messages of one direction from a TCP byte stream: requests on a
 /// server's connection (RtspRequestParser), responses on a client's (RtspResponseParser). Both
 /// directions share everything but the start line, so there is one implementation, instantiated
-/// for the two message types in rtsp_message.cpp.
+/// for the two message types in rtsp_message_parser.cpp.
 ///
 /// Use: `for (auto ev = p.feed(bytes); ev != kNeedMore; ev = p.next()) { ... }`, stopping after a
 /// fatal kError. feed() appends bytes and returns the first event; next() returns the following
@@ -268,7 +271,7 @@ class RtspMessageParser {
   bool failed_ = false;
 };
 
-// Both instantiations live in rtsp_message.cpp.
+// Both instantiations live in rtsp_message_parser.cpp.
 extern template class RtspMessageParser<RtspRequest>;
 extern template class RtspMessageParser<RtspResponse>;
 
