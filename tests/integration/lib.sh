@@ -141,6 +141,26 @@ await() {
   return 1
 }
 
+# start_publish_server WORKERS: a server (log server.log, config live.toml, WORKERS workers) on
+# free loopback ports with one published stream 'live' whose publish secret is $secret; sets
+# rtsp_port, metrics_port, secret and base (the stream's rtsp:// URL, no secret), and an EXIT
+# trap that stops the server and the caller's pub_pid, view_pid and client_pid if set.
+start_publish_server() {
+  rtsp_port=$(pick_port)
+  metrics_port=$(pick_port)
+  secret="test-secret-0123456789"
+  write_config live.toml "$rtsp_port" "$metrics_port" "$1" <<EOF
+[server.streams.live]
+source = "publish"
+publish_secret = "$secret"
+EOF
+  # shellcheck disable=SC2154 # the caller's
+  trap 'stop_server; kill "${pub_pid:-}" "${view_pid:-}" "${client_pid:-}" 2>/dev/null || true' EXIT
+  start_server server.log -c live.toml || return 1
+  # shellcheck disable=SC2034 # for the caller
+  base="rtsp://127.0.0.1:$rtsp_port/live"
+}
+
 # publish_clip CLIP URL TRANSPORT LOG [INPUT OPTIONS...]: ffmpeg publishes CLIP in real time
 # (-re, -c copy) to URL over RTSP (TRANSPORT tcp or udp), its output in LOG; 40 s at most.
 publish_clip() {

@@ -32,18 +32,7 @@ ffmpeg -nostdin -v error -f lavfi -i testsrc=size=320x240:rate=25 \
 ffmpeg -nostdin -v error -i clip.mp4 -map 0:v -f framemd5 clip.md5
 md5_hashes clip.md5 | sort -u >clip.hashes
 
-rtsp_port=$(pick_port)
-metrics_port=$(pick_port)
-secret="test-secret-0123456789"
-write_config live.toml "$rtsp_port" "$metrics_port" 1 <<EOT
-[server.streams.live]
-source = "publish"
-publish_secret = "$secret"
-EOT
-
-trap 'stop_server; kill "${pub_pid:-}" "${view_pid:-}" "${client_pid:-}" 2>/dev/null || true' EXIT
-start_server server.log -c live.toml
-base="rtsp://127.0.0.1:$rtsp_port/live"
+start_publish_server 1
 
 # Queues without limits (the clip is small): with the default 1 s limit, a demuxer that
 # interleaves the file's tracks in chunks can fill one queue while the syncing sink waits for the

@@ -26,18 +26,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 make_live_clip clip.mp4 8
 ffmpeg -nostdin -v error -i clip.mp4 -f framemd5 clip.md5
 
-rtsp_port=$(pick_port)
-metrics_port=$(pick_port)
-secret="test-secret-0123456789"
-write_config live.toml "$rtsp_port" "$metrics_port" 2 <<EOF
-[server.streams.live]
-source = "publish"
-publish_secret = "$secret"
-EOF
-
-trap 'stop_server; kill "${pub_pid:-}" "${view_pid:-}" "${client_pid:-}" 2>/dev/null || true' EXIT
-start_server server.log -c live.toml
-base="rtsp://127.0.0.1:$rtsp_port/live"
+start_publish_server 2
 
 publish() { publish_clip clip.mp4 "$1" tcp "$2"; }  # publish URL LOG
 
