@@ -72,16 +72,16 @@ generate_clip() {
   return 1
 }
 
-# retry_lossy NAME COMMAND...: runs COMMAND up to three times while it returns 2 (the receiving
-# ffmpeg reported "RTP: missed": it lost packets in its own socket buffer, inconclusive); returns
-# COMMAND's last status.
+# retry_lossy NAME COMMAND...: runs COMMAND up to three times while it returns 2 (the receiver
+# lost packets in its own socket buffer, inconclusive: ffmpeg's "RTP: missed", GStreamer's jitter
+# buffer's "Packet #n lost"); returns COMMAND's last status.
 retry_lossy() {
   local name="$1" attempt result=0
   shift
   for attempt in 1 2 3; do
     "$@" && result=0 || result=$?
     ((result == 2)) || break
-    echo "$name: attempt $attempt: ffmpeg lost packets in its socket buffer; again"
+    echo "$name: attempt $attempt: the receiver lost packets in its socket buffer; again"
   done
   return "$result"
 }
