@@ -9,7 +9,16 @@ late) and of those lost in flight or late, the bytes through the bottleneck tbf(
 accuracies as mean (range) over the repeats, the percentiles as means of the runs' percentiles; each against the gloo row of the
 same regime.
 
-    ddl_tail_table.py RUNS_DIR [RUNS_DIR...] [--rank 1] [--csv runs.csv]
+    ddl_tail_table.py RUNS_DIR [RUNS_DIR...] [--rank 1] [--csv runs.csv] [--reference DIR...]
+
+--reference: gloo's final accuracy from runs that start from perturbed models (fmnist_job
+--perturb 1e-6 --perturb-seed K, one run per directory; gloo's accuracy does not depend on the
+path, so loopback runs do): the accuracy columns then compare with their mean, and the table is
+preceded by their mean, range and standard deviation. Without it gloo's repeats on the bed are
+bit-identical (same seed, same start), a single point of a trajectory that a difference at the
+level of float rounding moves by a point or more (bench/README.md "How much the final accuracy
+moves"). Give only regimes of the reference's job (the same ranks and stages).
+"within 0.5" counts the repeats whose final accuracy is at most 0.5 points below gloo's mean.
 
 A run directory is RATE[+PROFILE][+wN][+rK]-BACKEND-POLICY-FILL-REP (N ranks, K sharded relays;
 a +rK regime's speed-up is against gloo's rows of the regime without +rK); a run whose rank
@@ -103,7 +112,17 @@ def main():
     ap.add_argument("runs", nargs="+")
     ap.add_argument("--rank", type=int, default=1)
     ap.add_argument("--csv")
+    ap.add_argument("--reference", nargs="+", default=[])
     a = ap.parse_args()
+    ref = [run_stats(d, a.rank)["acc"] for d in a.reference]
+    ref = [x for x in ref if x is not None]
+    if ref:
+        m = sum(ref) / len(ref)
+        sd = (sum((x - m) ** 2 for x in ref) / (len(ref) - 1)) ** 0.5 if len(ref) > 1 else 0.0
+        near = sum(1 for x in ref if x >= m - 0.005)
+        print(f"gloo from {len(ref)} perturbed starts: final accuracy {spread(ref, '.4f')}, "
+              f"sd {sd * 100:.2f} points; {near} of {len(ref)} within 0.5 points of their own "
+              "mean\n")
     groups = collections.defaultdict(list)
     lines = []
     for root in a.runs:
@@ -127,13 +146,15 @@ def main():
     print("| regime | arm | runs | stage at target | s to target | x gloo | final acc | "
           "vs gloo, points | iteration ms mean (x gloo) | iteration ms p50 / p99 | "
           "comm ms p50 / p99 (P99/P50) | data missing % "
-          "(lost/late %) | bottleneck MB | failed | load avg |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "(lost/late %) | bottleneck MB | failed | within 0.5 | load avg |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for regime in sorted({k[0] for k in groups}):
         # Sharded relays (+rK, ddl-torch-compare.sh --relays) compare with gloo's regime.
         base = re.sub(r"\+r\d+$", "", regime)
         gl = [r for r in groups.get((base, ARMS[0][0]), []) if r["t"] is not None]
         gt, ga = mean([r["t"] for r in gl]), mean([r["acc"] for r in gl])
+        if ref:
+            ga = sum(ref) / len(ref)
         for key, label in ARMS:
             runs = groups.get((regime, key))
             if not runs:
@@ -153,11 +174,13 @@ def main():
             miss = (f"{m['miss'] * 100:.1f} ({m['lost'] * 100:.1f})"
                     if m["miss"] is not None else "-")
             stages = "/".join(str(r["stage"]) for r in ok)
+            near = (f"{sum(1 for r in ok if r['acc'] is not None and r['acc'] >= ga - 0.005)}"
+                    f" of {len(ok)}" if ga is not None else "-")
             print(f"| {regime} | {label} | {len(runs)} | {stages} | "
                   f"{spread([r['t'] for r in ok], '.1f')} | "
                   f"{speed} | {spread([r['acc'] for r in ok], '.4f')} | {delta} | {its} | {com} | "
                   f"{miss} | {spread([r['mb'] for r in ok], '.1f')} | {len(runs) - len(ok)} | "
-                  f"{loads} |")
+                  f"{near} | {loads} |")
     return 0
 
 

@@ -69,6 +69,19 @@ def make_model(seed):
         nn.Flatten(), nn.Linear(256, 64), nn.ReLU(), nn.Linear(64, 10))
 
 
+def perturb_model(model, eps, seed):
+    """Multiplies every parameter by 1 + eps * N(0, 1) (a generator of its own, so every rank
+    draws the same): the same job from a start that differs at the level of float rounding
+    (eps 1e-6), to measure how far such a difference carries to the final accuracy
+    (bench/README.md "How much the final accuracy moves"). eps 0 leaves the model as it is."""
+    if not eps:
+        return
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(1 + eps * torch.randn(p.shape, generator=g))
+
+
 DEFAULTS = dict(backend="relay", stages=200, batch=32, lr=0.05, momentum=0.9, seed=1,
                 train_subset=12000, test_subset=2000, probe=128, eval_every=25, out=None,
                 relay=None, key=None, gloo_addr="127.0.0.1", gloo_port=None,
@@ -76,7 +89,7 @@ DEFAULTS = dict(backend="relay", stages=200, batch=32, lr=0.05, momentum=0.9, se
                 join_timeout_ms=10000, print_rows=True, library=None, target_acc=None,
                 feedback=False, average="gradient", save_params=False, final_sync=False,
                 sync_every=0, final_test_subset=0, idle_close_ms=0, timeline=False,
-                on_relay_loss="fail", rejoin_every_s=1.0)
+                on_relay_loss="fail", rejoin_every_s=1.0, perturb=0.0, perturb_seed=1)
 
 
 def run_rank(rank, world, cfg, queue=None, progress=None):
@@ -102,6 +115,7 @@ def run_rank(rank, world, cfg, queue=None, progress=None):
         if c["final_test_subset"] else (tx, ty)
 
     model = make_model(c["seed"])
+    perturb_model(model, c["perturb"], c["perturb_seed"])
     ddp = DDP(model)
     state = None
     if c["backend"] == "relay":
