@@ -2,6 +2,8 @@
 // prefix, one group object per prefix while it has sessions, none for a family left off.
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "predrop/server/coupling_groups.hpp"
 
 namespace predrop::server {
@@ -33,13 +35,16 @@ TEST(CouplingGroups, OneGroupPerPrefixWhileItHasSessions) {
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
   EXPECT_EQ(g.group_for(ip("::1")), nullptr);
-  // Once every session of a prefix has ended, the next one starts a fresh group.
-  const auto* old = a.get();
-  (void)old;
+  // Once every session of a prefix has ended, the registry holds the group no longer (the old
+  // object is gone) and the next session starts a fresh group, without the old one's member.
+  // Comparing addresses would not tell: the fresh group may be allocated where the old one was.
+  const std::weak_ptr<core::SharedBottleneck> old = a;
   const auto member = a->join();
   (void)a->update(member, 1.0);
+  ASSERT_EQ(a->limited(), 1U);
   a.reset();
   b.reset();
+  EXPECT_TRUE(old.expired());
   auto fresh = g.group_for(ip("198.18.1.9"));
   ASSERT_NE(fresh, nullptr);
   EXPECT_EQ(fresh->limited(), 0U);
