@@ -1,9 +1,7 @@
 #include "predrop/client/measuring_client.hpp"
 
 #include <algorithm>
-#include <array>
 #include <charconv>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <deque>
@@ -12,12 +10,12 @@
 #include <random>
 #include <utility>
 
+#include "audio_scoring.hpp"
 #include "feedback_sender.hpp"
-#include "live_latency.hpp"
+#include "live_latency_meter.hpp"
 #include "live_picture_matcher.hpp"
 #include "predrop/chain/stage_receiver.hpp"
 #include "predrop/core/log.hpp"
-#include "predrop/media/audio_scorer.hpp"
 #include "predrop/media/depacketizer.hpp"
 #include "predrop/media/ivf.hpp"
 #include "predrop/media/media_file.hpp"
@@ -136,9 +134,8 @@ struct MeasuringClient::Impl {
   std::vector<Track> tracks;  // every track of the SDP, all set up, in SDP order
   std::size_t video_track = SIZE_MAX;
   media::Codec video_codec = media::Codec::kH264;
-  // An audio-only stream is scored on its audio (media::AudioScorer, audio_scorer); with video, P
-  // is the video's PSNR and the audio is scored beside it (beside_audio) when the reference has
-  // the same audio.
+  // An audio-only stream is scored on its audio alone; with video, P is the video's PSNR and the
+  // audio is scored beside it when the reference has the same audio (audio_scoring.hpp).
   std::size_t audio_track = SIZE_MAX;
   // The track whose packets are scored and whose RTCP carries the feedback.
   std::size_t scored_track = SIZE_MAX;
@@ -152,9 +149,7 @@ struct MeasuringClient::Impl {
   std::unique_ptr<media::ShownFrameScorer> scorer;
   std::unique_ptr<media::VideoDecoder> decoder;
   std::unique_ptr<media::Depacketizer> depacketizer;
-  std::unique_ptr<media::AudioScorer> audio_scorer;
-  std::unique_ptr<media::AudioScorer> beside_audio;
-  double audio_psnr_sum = 0.0;
+  std::unique_ptr<AudioScoring> audio;
   std::unique_ptr<chain::StageReceiver> receiver;
   // PDFB and PDAL to the server (options.feedback), made when the scored track is known.
   std::unique_ptr<FeedbackSender> feedback;
@@ -179,14 +174,10 @@ struct MeasuringClient::Impl {
   // ticks from the video's rtp_base.
   std::unique_ptr<DecodedReference> live_reference;
   std::unique_ptr<LivePictureMatcher> matcher;
-  std::map<std::uint32_t, std::int64_t> stage_start;
-  // --live: the server's capture clock (PDCT in its SRs) and each block's latencies; its SRTCP
-  // comes on the video track's RTCP port.
-  LiveLatency latency;
-  bool draining = false;
-  std::array<std::pair<std::int64_t, std::uint32_t>, 32> decoded_rtp{};
-  std::size_t decoded_next = 0;
-  std::optional<net::SrtpSession> srtcp_in;
+  StageStarts stage_start;
+  // --live: each block's glass-to-glass latency (live_latency_meter.hpp), made with the
+  // receiver.
+  std::unique_ptr<LiveLatencyMeter> latency;
 
   Impl(net::EventLoop& l, const net::Clock& c, ClientOptions o, OnBlock b, OnDone d)
       : loop(l), clock(c), options(std::move(o)), on_block(std::move(b)), on_done(std::move(d)) {}
@@ -203,8 +194,8 @@ struct MeasuringClient::Impl {
                               receiver->stats().srtp_other;
     }
     summary.mean_psnr_db = summary.blocks ? psnr_sum / summary.blocks : 0.0;
-    if (beside_audio && summary.audio_blocks != 0) {
-      summary.mean_audio_psnr_db = audio_psnr_sum / summary.audio_blocks;
+    if (audio && audio->beside() && summary.audio_blocks != 0) {
+      summary.mean_audio_psnr_db = audio->mean_psnr_db();
     }
     if (depacketizer && decoder) {
       const auto& ds = depacketizer->stats();
@@ -219,13 +210,7 @@ struct MeasuringClient::Impl {
           (unsigned long long)vs.corrupt_frames, (unsigned long long)vs.rejected,
           scorer ? scorer->late() : 0);
     }
-    if (audio_scorer || beside_audio) {
-      const auto& as = audio_scorer ? audio_scorer->stats() : beside_audio->stats();
-      core::log(core::LogLevel::kInfo, "client",
-                "audio: %llu packets, %llu unmatched; %llu frames scored, %llu missing",
-                (unsigned long long)as.packets, (unsigned long long)as.unmatched,
-                (unsigned long long)as.frames, (unsigned long long)as.missing_frames);
-    }
+    if (audio) audio->log_stats();
     poll_timer.reset();
     for (auto& t : tracks) {
       if (t.rtp) t.rtp->close();
@@ -359,8 +344,7 @@ struct MeasuringClient::Impl {
             au.data, static_cast<std::uint32_t>(au.rtp_timestamp - tracks[video_track].rtp_base));
       }
       const auto pts = static_cast<std::int64_t>(au.rtp_timestamp - tracks[video_track].rtp_base);
-      // The decoder's pts back to the RTP timestamp (rtp_base moves once PLAY's answer came).
-      decoded_rtp[decoded_next++ % decoded_rtp.size()] = {pts, au.rtp_timestamp};
+      if (latency) latency->on_access_unit(pts, au.rtp_timestamp);
       decoder->decode(au.data, pts);
     });
     if (!options.save_video.empty()) {
@@ -368,9 +352,9 @@ struct MeasuringClient::Impl {
     }
     if (audio_track != SIZE_MAX && reference_media->audio_stream()) {
       // The audio beside the video: scored too, reported beside P (never fed back).
-      auto made = media::AudioScorer::create(reference_media);
+      auto made = AudioScoring::create(reference_media, AudioScoring::Role::kBeside);
       if (made) {
-        beside_audio = std::move(made.value());
+        audio = std::move(made.value());
       } else {
         core::log(core::LogLevel::kWarn, "client", "audio not scored: %s",
                   made.error().message.c_str());
@@ -403,9 +387,9 @@ struct MeasuringClient::Impl {
     if (!reference_media->audio_stream()) {
       return core::make_error("reference: no audio stream to score the audio-only stream with");
     }
-    auto made = media::AudioScorer::create(reference_media);
+    auto made = AudioScoring::create(reference_media, AudioScoring::Role::kAlone);
     if (!made) return core::make_error("reference: " + made.error().message);
-    audio_scorer = std::move(made.value());
+    audio = std::move(made.value());
     return prepare_receiver();
   }
 
@@ -418,12 +402,14 @@ struct MeasuringClient::Impl {
       };
     }
     std::optional<net::SrtpSession> srtp_in;
+    std::optional<net::SrtpSession> srtcp_in;
     std::optional<net::SrtpSession> srtcp_out;
     if (suite) {
       srtp_in.emplace(net::SrtpDirection::Inbound, *suite, key);
       if (options.live) srtcp_in.emplace(net::SrtpDirection::Inbound, *suite, key);
       srtcp_out.emplace(net::SrtpDirection::Outbound, *suite, key);
     }
+    if (options.live) latency = std::make_unique<LiveLatencyMeter>(std::move(srtcp_in));
     if (options.feedback) rc.alert.queue_threshold_us = std::int64_t{options.alert_ms} * 1000;
     receiver = std::make_unique<chain::StageReceiver>(
         rc, std::move(srtp_in), [this](const wire::RtpPacketView& v, std::uint64_t) { on_rtp(v); },
@@ -496,7 +482,8 @@ struct MeasuringClient::Impl {
         t.rtp_base = *negotiated[i].rtp_info_rtptime;
         t.have_base = true;
         base_from_rtp_info = base_from_rtp_info || i == scored_track;
-        audio_base_from_rtp_info = audio_base_from_rtp_info || (beside_audio && i == audio_track);
+        audio_base_from_rtp_info =
+            audio_base_from_rtp_info || (audio && audio->beside() && i == audio_track);
       }
     }
     // RTP-Info's rtptime belongs to the first block's start; media time 0 is earlier by it.
@@ -507,10 +494,10 @@ struct MeasuringClient::Impl {
           static_cast<std::uint64_t>(std::max<std::int64_t>(0, first.start_us)) * rate / 1'000'000);
     };
     if (base_from_rtp_info) {
-      back_to_zero(scored_track, audio_scorer ? *reference_media->audio_stream()
-                                              : *reference_media->video_stream());
+      back_to_zero(scored_track,
+                   audio && audio->alone() ? audio->stream() : *reference_media->video_stream());
     }
-    if (audio_base_from_rtp_info) back_to_zero(audio_track, *reference_media->audio_stream());
+    if (audio_base_from_rtp_info) back_to_zero(audio_track, audio->stream());
     playing = true;
     last_media_us = clock.now_us();
     poll_timer = std::make_unique<net::Timer>(loop, [this] { poll(); });
@@ -540,91 +527,53 @@ struct MeasuringClient::Impl {
     }
   }
 
-  // The audio beside the video (beside_audio): anchored and pushed as an audio-only stream's.
-  void on_beside_audio(const wire::RtpPacketView& v) {
-    Track& track = tracks[audio_track];
-    if (!track.have_base) {
-      const std::uint8_t stream = *reference_media->audio_stream();
-      for (const auto& p : reference_media->packets()) {
-        if (p.stream == stream) {
-          track.rtp_base = v.header.timestamp - p.rtp_timestamp;
-          break;
-        }
+  // Media may overtake the PLAY response. The first packet of the stream the server sends is
+  // never discarded (video: the SPS of the first keyframe; audio: every packet), so its
+  // timestamp anchors the track's media time unless RTP-Info did.
+  void anchor(Track& track, std::uint8_t stream, std::uint32_t timestamp) {
+    if (track.have_base) return;
+    for (const auto& p : reference_media->packets()) {
+      if (p.stream == stream) {
+        track.rtp_base = timestamp - p.rtp_timestamp;
+        break;
       }
-      track.have_base = true;
     }
-    beside_audio->push(v.header.timestamp - track.rtp_base, v.payload);
+    track.have_base = true;
+  }
+
+  // The audio track's packets, alone or beside the video.
+  void on_audio_rtp(const wire::RtpPacketView& v) {
+    Track& track = tracks[audio_track];
+    anchor(track, audio->stream(), v.header.timestamp);
+    audio->push(v.header.timestamp - track.rtp_base, v.payload);
   }
 
   void on_rtp(const wire::RtpPacketView& v) {
-    Track& track = tracks[scored_track];
-    if (beside_audio && v.header.payload_type == session->tracks()[audio_track].payload_type) {
-      return on_beside_audio(v);
+    if (audio && v.header.payload_type == session->tracks()[audio_track].payload_type) {
+      return on_audio_rtp(v);
     }
-    if (v.header.payload_type != session->tracks()[scored_track].payload_type) return;
-    const std::uint8_t stream =
-        audio_scorer ? *reference_media->audio_stream() : *reference_media->video_stream();
-    if (options.live && !audio_scorer && track.have_base && v.stage) {
+    if (video_track == SIZE_MAX ||
+        v.header.payload_type != session->tracks()[video_track].payload_type) {
+      return;
+    }
+    Track& track = tracks[video_track];
+    if (options.live && track.have_base && v.stage) {
       const std::int64_t t = static_cast<std::int32_t>(v.header.timestamp - track.rtp_base);
       auto [it, fresh] = stage_start.try_emplace(v.stage->stage_id, t);
       if (!fresh) it->second = std::min(it->second, t);
     }
-    if (!track.have_base) {
-      // Media may overtake the PLAY response. The first packet of the stream the server sends
-      // is never discarded (video: the SPS of the first keyframe; audio: every packet), so its
-      // timestamp anchors media time.
-      for (const auto& p : reference_media->packets()) {
-        if (p.stream == stream) {
-          track.rtp_base = v.header.timestamp - p.rtp_timestamp;
-          break;
-        }
-      }
-      track.have_base = true;
-    }
-    if (audio_scorer) {
-      audio_scorer->push(v.header.timestamp - track.rtp_base, v.payload);
-      return;
-    }
+    anchor(track, *reference_media->video_stream(), v.header.timestamp);
     depacketizer->push(v.header.sequence, v.header.timestamp, v.header.marker, v.payload);
   }
 
   // --live: the server's SRs (SRTCP when the session is keyed); their PDCT dates pictures.
   void on_server_rtcp(std::span<const std::uint8_t> d) {
-    if (!options.live || d.size() > 1500) return;
-    std::array<std::uint8_t, 1500> buf{};
-    std::copy(d.begin(), d.end(), buf.begin());
-    std::size_t len = d.size();
-    if (srtcp_in) {
-      const net::SrtpResult r = srtcp_in->unprotect_rtcp(buf, len);
-      if (!r) return;
-      len = r.length;
-    }
-    (void)latency.on_rtcp(std::span<const std::uint8_t>(buf.data(), len));
-  }
-
-  // --live: the picture's latency into its block's (the stage whose start is the latest at or
-  // before its timestamp).
-  void note_latency(const media::FrameView& f) {
-    if (draining || !latency.clock() || stage_start.empty()) return;
-    auto it = stage_start.end();
-    for (auto s = stage_start.begin(); s != stage_start.end(); ++s) {
-      if (s->second <= f.pts && (it == stage_start.end() || s->second >= it->second)) it = s;
-    }
-    if (it == stage_start.end()) return;
-    const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
-    for (const auto& [pts, rtp] : decoded_rtp) {
-      if (pts == f.pts) {
-        latency.on_picture(it->first, rtp, now);
-        return;
-      }
-    }
+    if (latency) latency->on_server_rtcp(d);
   }
 
   void on_frame(const media::FrameView& f) {
     ++summary.frames_decoded;
-    if (options.live) note_latency(f);
+    if (latency) latency->on_picture(f.pts, stage_start);
     if (matcher) {
       const bool anchored = matcher->anchored();
       const auto index = matcher->match(f);
@@ -646,11 +595,11 @@ struct MeasuringClient::Impl {
   }
 
   void on_stage(const core::StageMeasurement& m) {
-    if (audio_scorer) {
+    if (audio && audio->alone()) {
       // Audio is scored as soon as its stage closes: every packet of it arrived or never will.
       const auto blocks = reference_media->blocks();
       if (m.stage >= blocks.size()) return;  // beyond the reference (a looping server)
-      const auto psnr = audio_scorer->psnr(m.stage, options.psnr_cap_db);
+      const auto psnr = audio->psnr(m.stage, options.psnr_cap_db);
       report(m, blocks[m.stage], psnr ? *psnr : std::nan(""));
       if (options.max_blocks != 0 && summary.blocks >= options.max_blocks) finish(core::Ok{});
       return;
@@ -749,9 +698,9 @@ struct MeasuringClient::Impl {
       if (scorer->scored_until() < end && now < p.deadline_us) return;
       (void)scorer->fill_until(end);
       auto psnr = scorer->psnr(b.first_display, b.display_count, options.psnr_cap_db);
-      std::optional<double> audio;
-      if (beside_audio) audio = beside_audio->psnr(p.m.stage, options.psnr_cap_db);
-      report(p.m, b, psnr ? *psnr : std::nan(""), audio);
+      std::optional<double> audio_psnr;
+      if (audio && audio->beside()) audio_psnr = audio->psnr(p.m.stage, options.psnr_cap_db);
+      report(p.m, b, psnr ? *psnr : std::nan(""), audio_psnr);
       pending.pop_front();
       if (options.max_blocks != 0 && summary.blocks >= options.max_blocks) {
         finish(core::Ok{});
@@ -790,7 +739,7 @@ struct MeasuringClient::Impl {
     r.frames = b.display_count;
     if (options.live) {
       r.first_reference_picture = b.first_display;
-      if (const auto l = latency.take(m.stage)) {
+      if (const auto l = latency ? latency->take(m.stage) : std::nullopt) {
         r.latency_ms = l->mean_ms;
         r.latency_max_ms = l->max_ms;
       }
@@ -800,7 +749,6 @@ struct MeasuringClient::Impl {
     if (audio_psnr) {
       r.audio_psnr_db = *audio_psnr;
       ++summary.audio_blocks;
-      audio_psnr_sum += *audio_psnr;
     }
     if (on_block) on_block(r);
   }
@@ -815,7 +763,7 @@ struct MeasuringClient::Impl {
     if (!session->playing()) return;  // paused (or pausing, resuming): no media is expected
     if (now > last_media_us + options.end_after_idle_ms * 1000ull) {
       // The stream is over: close the last stage, drain the decoder, score what is left.
-      draining = true;  // pictures drained now were held, not late: no latency of theirs
+      if (latency) latency->drain();  // pictures drained now were held, not late
       if (depacketizer) depacketizer->flush();
       if (decoder) decoder->flush();
       receiver->flush();

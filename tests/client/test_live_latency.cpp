@@ -1,6 +1,8 @@
 // The measuring client's glass-to-glass latency per block (client/src/live_latency.hpp): the
 // server's PDCT in an SR compound sets the capture clock; pictures are dated by their RTP
-// timestamps from it; a block's mean and largest latency; nothing before the first clock.
+// timestamps from it; a block's mean and largest latency; nothing before the first clock. And
+// the client's glue around it (client/src/live_latency_meter.hpp): pictures back to their RTP
+// timestamps, into the block whose start is the latest at or before them, on a fake wall clock.
 #include "live_latency.hpp"
 
 #include <gtest/gtest.h>
@@ -8,6 +10,7 @@
 #include <array>
 #include <vector>
 
+#include "live_latency_meter.hpp"
 #include "predrop/wire/rtcp.hpp"
 
 namespace predrop::client {
@@ -54,6 +57,43 @@ TEST(LiveLatency, DatesPicturesByTheServersCaptureClockPerBlock) {
   const auto b3 = l.take(3);
   ASSERT_TRUE(b3);
   EXPECT_DOUBLE_EQ(b3->mean_ms, 800.0);
+}
+
+std::int64_t g_wall_us = 0;
+std::int64_t fake_wall() {
+  return g_wall_us;
+}
+
+TEST(LiveLatencyMeter, DatesEachPictureIntoTheBlockThatStartedLatestBeforeIt) {
+  LiveLatencyMeter m(std::nullopt, &fake_wall);
+  // Pictures at pts 0 and 3600 (40 ms) are RTP 90000 and 93600; block 1 starts at 0, block 2
+  // at 3600.
+  m.on_access_unit(0, 90000);
+  m.on_access_unit(3600, 93600);
+  const StageStarts starts = {{1, 0}, {2, 3600}};
+  g_wall_us = kCaptured + 900'000;
+  m.on_picture(0, starts);
+  EXPECT_FALSE(m.take(1)) << "no clock yet: nothing dated";
+  m.on_server_rtcp(std::vector<std::uint8_t>(1501, 0));  // too long for an SR: ignored
+  m.on_server_rtcp(sr_with_pdct());
+  m.on_picture(0, starts);
+  g_wall_us = kCaptured + 40'000 + 1'000'000;
+  m.on_picture(3600, starts);
+  m.on_picture(7200, starts);      // never handed to the decoder: no RTP timestamp
+  m.on_picture(-3600, starts);     // before every block's start
+  m.on_picture(0, StageStarts{});  // no block known yet
+  const auto b1 = m.take(1);
+  ASSERT_TRUE(b1);
+  EXPECT_DOUBLE_EQ(b1->mean_ms, 900.0);
+  EXPECT_EQ(b1->pictures, 1u);
+  const auto b2 = m.take(2);
+  ASSERT_TRUE(b2);
+  EXPECT_DOUBLE_EQ(b2->mean_ms, 1000.0);
+  EXPECT_EQ(b2->pictures, 1u);
+  // Once the stream is over, the pictures drained from the decoder were held, not late.
+  m.drain();
+  m.on_picture(3600, starts);
+  EXPECT_FALSE(m.take(2));
 }
 
 }  // namespace
