@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <deque>
 #include <map>
 #include <optional>
@@ -17,7 +16,6 @@
 #include "predrop/chain/stage_receiver.hpp"
 #include "predrop/core/log.hpp"
 #include "predrop/media/depacketizer.hpp"
-#include "predrop/media/ivf.hpp"
 #include "predrop/media/media_file.hpp"
 #include "predrop/media/psnr.hpp"
 #include "predrop/media/video_decoder.hpp"
@@ -26,43 +24,10 @@
 #include "predrop/net/udp_endpoint.hpp"
 #include "predrop/rtsp/client_session.hpp"
 #include "predrop/wire/sdes_key.hpp"
+#include "receive_impairment.hpp"
+#include "saved_video.hpp"
 
 namespace predrop::client {
-
-core::Result<Impairment> parse_impairment(std::string_view text) {
-  Impairment imp;
-  const auto colon = text.find(':');
-  auto bad = [&] {
-    return core::make_error("impairment '" + std::string(text) +
-                            "': want STAGE:drop=F[,stretch=MS]");
-  };
-  if (colon == std::string_view::npos) return bad();
-  auto [p, ec] = std::from_chars(text.data(), text.data() + colon, imp.stage);
-  if (ec != std::errc() || p != text.data() + colon) return bad();
-  std::string_view rest = text.substr(colon + 1);
-  while (!rest.empty()) {
-    const auto comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-    const auto eq = item.find('=');
-    if (eq == std::string_view::npos) return bad();
-    const std::string_view key = item.substr(0, eq);
-    const std::string value(item.substr(eq + 1));
-    try {
-      if (key == "drop") {
-        imp.drop_fraction = std::stod(value);
-        if (!(imp.drop_fraction >= 0 && imp.drop_fraction <= 1)) return bad();
-      } else if (key == "stretch") {
-        imp.stretch_ms = static_cast<std::uint32_t>(std::stoul(value));
-      } else {
-        return bad();
-      }
-    } catch (const std::exception&) {
-      return bad();
-    }
-  }
-  return imp;
-}
 
 core::Result<PausePlan> parse_pause(std::string_view text) {
   auto bad = [&] {
@@ -153,9 +118,7 @@ struct MeasuringClient::Impl {
   std::unique_ptr<chain::StageReceiver> receiver;
   // PDFB and PDAL to the server (options.feedback), made when the scored track is known.
   std::unique_ptr<FeedbackSender> feedback;
-  // --save: H.264/H.265 access units as Annex B (save), VP8/VP9/AV1 ones in IVF (save_ivf).
-  std::FILE* save = nullptr;
-  std::unique_ptr<media::IvfWriter> save_ivf;
+  std::unique_ptr<SavedVideo> save;  // --save (saved_video.hpp)
 
   std::unique_ptr<net::Timer> poll_timer;
   // --pause: PAUSE at pause_due_us, then the PLAY that resumes at resume_due_us (the poll's
@@ -168,7 +131,7 @@ struct MeasuringClient::Impl {
   bool done = false;
   ClientSummary summary;
   double psnr_sum = 0.0;
-  std::uint64_t impair_counter = 0;
+  std::unique_ptr<ReceiveImpairment> impairment;  // --impair (options.impairments)
   // --live: decoded pictures to reference pictures (live_picture_matcher.hpp), and each
   // stage's earliest video time (its key picture: a block's first in display order), in 90 kHz
   // ticks from the video's rtp_base.
@@ -181,10 +144,6 @@ struct MeasuringClient::Impl {
 
   Impl(net::EventLoop& l, const net::Clock& c, ClientOptions o, OnBlock b, OnDone d)
       : loop(l), clock(c), options(std::move(o)), on_block(std::move(b)), on_done(std::move(d)) {}
-
-  ~Impl() {
-    if (save != nullptr) std::fclose(save);
-  }
 
   void finish(const core::Status& st) {
     if (done) return;
@@ -338,17 +297,18 @@ struct MeasuringClient::Impl {
     if (!dec) return core::make_error(dec.error().message);
     decoder = std::move(dec.value());
     depacketizer = media::make_depacketizer(video_codec, [this](const media::AccessUnit& au) {
-      if (save != nullptr) std::fwrite(au.data.data(), 1, au.data.size(), save);
-      if (save_ivf) {
-        save_ivf->write(
-            au.data, static_cast<std::uint32_t>(au.rtp_timestamp - tracks[video_track].rtp_base));
+      if (save) {
+        save->write(au.data,
+                    static_cast<std::uint32_t>(au.rtp_timestamp - tracks[video_track].rtp_base));
       }
       const auto pts = static_cast<std::int64_t>(au.rtp_timestamp - tracks[video_track].rtp_base);
       if (latency) latency->on_access_unit(pts, au.rtp_timestamp);
       decoder->decode(au.data, pts);
     });
     if (!options.save_video.empty()) {
-      if (auto st = open_save(); !st) return st;
+      auto saved = SavedVideo::create(options.save_video, video_codec, *reference_media);
+      if (!saved) return saved.error();
+      save = std::move(saved.value());
     }
     if (audio_track != SIZE_MAX && reference_media->audio_stream()) {
       // The audio beside the video: scored too, reported beside P (never fed back).
@@ -361,26 +321,6 @@ struct MeasuringClient::Impl {
       }
     }
     return prepare_receiver();
-  }
-
-  // --save's file: IVF for the codecs it carries (time base 1/90000, the picture size of the
-  // reference's video), Annex B otherwise.
-  core::Status open_save() {
-    if (const auto fourcc = media::ivf_fourcc(video_codec)) {
-      media::IvfHeader header;
-      header.fourcc = *fourcc;
-      if (const auto v = reference_media->video_stream()) {
-        header.width = static_cast<std::uint16_t>(reference_media->streams()[*v].width);
-        header.height = static_cast<std::uint16_t>(reference_media->streams()[*v].height);
-      }
-      auto writer = media::IvfWriter::create(options.save_video, header);
-      if (!writer) return writer.error();
-      save_ivf = std::move(writer.value());
-      return core::Ok{};
-    }
-    save = std::fopen(options.save_video.c_str(), "wb");
-    if (save == nullptr) return core::make_error("cannot write " + options.save_video);
-    return core::Ok{};
   }
 
   core::Status prepare_audio() {
@@ -397,8 +337,9 @@ struct MeasuringClient::Impl {
     chain::ReceiverConfig rc;
     rc.extension_ids = ext_ids;
     if (!options.impairments.empty()) {
+      impairment = std::make_unique<ReceiveImpairment>(options.impairments);
       rc.impairment = [this](const wire::RtpPacketView& v, std::uint64_t& arrival) {
-        return impair(v, arrival);
+        return impairment->apply(v, arrival);
       };
     }
     std::optional<net::SrtpSession> srtp_in;
@@ -420,24 +361,6 @@ struct MeasuringClient::Impl {
                                                   net::random_u32());
     }
     return core::Ok{};
-  }
-
-  bool impair(const wire::RtpPacketView& v, std::uint64_t& arrival) {
-    if (!v.stage) return true;
-    for (const auto& imp : options.impairments) {
-      if (imp.stage != v.stage->stage_id) continue;
-      if (imp.drop_fraction > 0) {
-        // Deterministic: drop packet i when floor((i+1)f) > floor(i f).
-        const std::uint64_t i = impair_counter++;
-        if (std::floor((i + 1) * imp.drop_fraction) > std::floor(i * imp.drop_fraction)) {
-          return false;
-        }
-      }
-      if (imp.stretch_ms > 0 && v.stage->index >= v.stage->count / 2) {
-        arrival += static_cast<std::uint64_t>(imp.stretch_ms) * 1000;
-      }
-    }
-    return true;
   }
 
   core::Result<rtsp::PortPair> open_ports(Track& t) {
