@@ -102,6 +102,7 @@ core::Result<core::PolicyConfig> make_policy_config(const ControlConfig& control
   p.capacity.increase_step = ct.increase_step;
   p.capacity.probe_gain = ct.probe_gain;
   p.capacity.pacing_gain = ct.pacing_gain;
+  p.capacity.repaid_burst_bytes = ct.repaid_burst_bytes;
   p.capacity.quality_floor = ct.quality_floor;
   p.capacity.loss_threshold = ct.loss_threshold;
   p.capacity.decrease_factor = ct.decrease_factor;

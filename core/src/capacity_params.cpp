@@ -79,6 +79,10 @@ Status validate(const CapacityParams& p) {
         p.pacing_burst_bytes <= 1e6)) {
     return bad("pacing_burst_bytes", p.pacing_burst_bytes, "in [0, 1e6]");
   }
+  if (!(std::isfinite(p.repaid_burst_bytes) && p.repaid_burst_bytes >= 0.0 &&
+        p.repaid_burst_bytes <= 1e6)) {
+    return bad("repaid_burst_bytes", p.repaid_burst_bytes, "0 (off) or in (0, 1e6]");
+  }
   if (!finite_in(p.alone_share, 0.0, 1.0)) return bad("alone_share", p.alone_share, "in [0, 1]");
   if (!finite_in(p.busy_queue_us, 0.0, p.queue_low_us)) {
     return bad("busy_queue_us", p.busy_queue_us, "in [0, queue_low_us]");

@@ -199,8 +199,11 @@ void CapacityPolicy::on_resume(double idle_us) {
 
 std::optional<PacingLimit> CapacityPolicy::pacing() const {
   if (mode_ == Mode::kOpen || capacity_ <= 0.0 || params_.pacing_gain <= 0.0) return std::nullopt;
+  // In compete mode the standing queue is another flow's: a pause after the burst would only
+  // hand it the slot, and a larger burst into its full queue loses the key frame's packets.
+  const bool repay = mode_ == Mode::kDelay && params_.repaid_burst_bytes > 0.0;
   return PacingLimit{params_.pacing_gain * std::fmax(capacity_, block_floor_rate_),
-                     params_.pacing_burst_bytes};
+                     repay ? params_.repaid_burst_bytes : params_.pacing_burst_bytes, repay};
 }
 
 void CapacityPolicy::raise_to(double estimate) {

@@ -269,9 +269,11 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
   next.removable = discard_curve(0);
   const double rate = controller_->rate_for_next(next);
   const auto plan = transmitter_->begin_stage(stage_, rate, block_importance());
-  // Every block starts with the pacer's full burst (core::PacingLimit): its leading packets go
-  // back to back and their dispersion reads the bottleneck's rate, block after block.
-  pace_free_us_ = 0;
+  // Every block starts with the pacer's burst (core::PacingLimit): its leading packets go back
+  // to back and their dispersion reads the bottleneck's rate, block after block. The bucket
+  // starts full, or empty when the burst is to be paid back (repay_burst).
+  const auto pacing = paced_ ? controller_->pacing() : std::nullopt;
+  pace_free_us_ = pacing && pacing->repay_burst ? std::max(pace_free_us_, now_us) : 0;
   lead_bytes_ = 0.0;
   const std::uint64_t end_us =
       play_start_us_ + block_start_us_ + static_cast<std::uint64_t>(block_.duration_us);

@@ -154,7 +154,10 @@ void MediaFlow::begin_stage() {
   records_.push_back(r);
   current_ = stage;
   stage_open_ = true;
-  next_free_us_ = 0;  // the block's leading burst (as the server's session does)
+  // The block's leading burst (as the server's session does): the pacer's bucket starts full,
+  // or empty when the burst is to be paid back (core::PacingLimit::repay_burst).
+  const auto pacing = controller_->pacing();
+  next_free_us_ = pacing && pacing->repay_burst ? std::max(next_free_us_, now) : 0;
   lead_bytes_ = 0.0;
   pump();
   next_start_us_ = s.end_us;

@@ -19,7 +19,7 @@ TEST(CapacityConfig, SelectableByNameWithItsParameters) {
                                           "[control.capacity]\n"
                                           "margin = 0.98\nqueue_target_ms = 15\n"
                                           "increase_step = 0.05\nprobe_gain = 2\n"
-                                          "pacing_gain = 1.2\n"
+                                          "pacing_gain = 1.2\nrepaid_burst_bytes = 8000\n"
                                           "quality_floor = 25.0\n"
                                           "loss_threshold = 0.03\ndecrease_factor = 0.8\n"
                                           "compete_blocks = 5\ncompete_loss_high = 0.2\n"
@@ -37,6 +37,7 @@ TEST(CapacityConfig, SelectableByNameWithItsParameters) {
   EXPECT_DOUBLE_EQ(p->capacity.increase_step, 0.05);
   EXPECT_DOUBLE_EQ(p->capacity.probe_gain, 2.0);
   EXPECT_DOUBLE_EQ(p->capacity.pacing_gain, 1.2);
+  EXPECT_DOUBLE_EQ(p->capacity.repaid_burst_bytes, 8'000);
   EXPECT_DOUBLE_EQ(p->capacity.quality_floor, 25.0);
   EXPECT_DOUBLE_EQ(p->capacity.loss_threshold, 0.03);
   EXPECT_DOUBLE_EQ(p->capacity.decrease_factor, 0.8);
@@ -58,6 +59,7 @@ TEST(CapacityConfig, DefaultsBuild) {
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_DOUBLE_EQ(p->capacity.queue_ref_us, 0.0);
   EXPECT_DOUBLE_EQ(p->capacity.margin, 0.97);
+  EXPECT_DOUBLE_EQ(p->capacity.repaid_burst_bytes, 0.0);  // off
 }
 
 TEST(CapacityConfig, BadValuesAreNamed) {
@@ -70,6 +72,7 @@ TEST(CapacityConfig, BadValuesAreNamed) {
   expect_error(cap("increase_step = 0\n"), {"control.capacity.increase_step"});
   expect_error(cap("probe_gain = 1\n"), {"control.capacity.probe_gain"});
   expect_error(cap("pacing_gain = 0.5\n"), {"control.capacity.pacing_gain"});
+  expect_error(cap("repaid_burst_bytes = -1\n"), {"control.capacity.repaid_burst_bytes"});
   expect_error(cap("decrease_factor = 0.2\n"), {"control.capacity.decrease_factor"});
   expect_error(cap("compete_blocks = 0\n"), {"control.capacity.compete_blocks"});
   expect_error(cap("compete_loss_low = 0.5\n"), {"control.capacity.compete_loss_low"});

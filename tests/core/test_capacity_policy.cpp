@@ -189,6 +189,31 @@ TEST(CapacityPolicy, AQueueThatStandsThroughDrainBlocksIsAnotherFlowsAndIsNotCed
   EXPECT_EQ(f.policy.mode(), CapacityPolicy::Mode::kDelay);
 }
 
+TEST(CapacityPolicy, TheLeadingBurstIsPaidBackOnlyWhenTheQueueIsThisSessionsOwn) {
+  CapacityParams p;
+  p.repaid_burst_bytes = 8'000;
+  Feed f(p);
+  (void)f.report(per_us(0.8e6), 0.2, 0.0, 0.0, 0.0);  // onset: delay mode
+  ASSERT_EQ(f.policy.mode(), CapacityPolicy::Mode::kDelay);
+  ASSERT_TRUE(f.policy.pacing().has_value());
+  EXPECT_TRUE(f.policy.pacing()->repay_burst);
+  EXPECT_EQ(f.policy.pacing()->burst_bytes, 8'000.0);
+  // Another flow's queue stands: a pause would only hand it the slot, so the burst is free
+  // again and of the usual size.
+  for (int i = 0; i < 6 && f.policy.mode() != CapacityPolicy::Mode::kCompete; ++i) {
+    (void)f.report(per_us(0.5e6), 0.0, 250'000, 260'000, 0.0);
+  }
+  ASSERT_EQ(f.policy.mode(), CapacityPolicy::Mode::kCompete);
+  ASSERT_TRUE(f.policy.pacing().has_value());
+  EXPECT_FALSE(f.policy.pacing()->repay_burst);
+  EXPECT_EQ(f.policy.pacing()->burst_bytes, p.pacing_burst_bytes);
+  // Off by default.
+  Feed g;
+  (void)g.report(per_us(0.8e6), 0.2, 0.0, 0.0, 0.0);
+  ASSERT_TRUE(g.policy.pacing().has_value());
+  EXPECT_FALSE(g.policy.pacing()->repay_burst);
+}
+
 TEST(CapacityPolicy, SessionsDrainingTheirOwnQueueDoNotMistakeItForAnotherFlows) {
   Feed f;
   (void)f.report(per_us(0.8e6), 0.2, 0.0, 0.0, 0.0);

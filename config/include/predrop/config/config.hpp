@@ -150,6 +150,7 @@ struct CapacityTuning {
   double increase_step = 0.03;   ///< Additive increase near the last overuse, of the stream rate.
   double probe_gain = 1.5;       ///< Multiplicative increase away from it, (1, 4].
   double pacing_gain = 1.0;      ///< Pace a limited session at this x its estimate; 0 = off.
+  double repaid_burst_bytes = 0.0;  ///< Delay mode: leading burst paid back; 0 = off.
   double quality_floor = -std::numeric_limits<double>::infinity();  ///< P below it: probe.
   double loss_threshold = 0.01;      ///< Network loss above this is overuse.
   double decrease_factor = 0.9;      ///< On overuse: this x the received rate, [0.5, 1].

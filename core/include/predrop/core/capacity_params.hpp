@@ -48,6 +48,13 @@ struct CapacityParams {
   /// share of it, whatever else crosses the bottleneck; larger than the token bucket of a
   /// shaper, which lets 1-3 packets through at line rate: the bed's tbf holds 3-4 kB).
   double pacing_burst_bytes = 6'000;
+  /// In delay mode (the queue is this session's own), the leading burst is this many bytes and
+  /// is paid back: the pace resumes only when the burst's bytes have had their time at the
+  /// estimate, so the queue the burst builds at the bottleneck drains behind it instead of
+  /// standing under a pace at the bottleneck's own rate (bench/README.md "Where the steady
+  /// queue comes from"). Larger than pacing_burst_bytes, so that after a shaper's bucket
+  /// (3-4 kB on the bed) a few packets still queue and read its rate. 0: off (the default).
+  double repaid_burst_bytes = 0.0;
   /// Dispersion resting on fewer link bytes than this is ignored (about three full packets).
   double min_dispersion_bytes = 1'000;
   /// A burst of at least this many link bytes that crossed without dispersion proves its rate

@@ -127,6 +127,10 @@ struct StageAlert {
 struct PacingLimit {
   double rate = 0.0;
   double burst_bytes = 0.0;
+  /// The block's leading burst is paid back before the pace resumes (the bucket starts each
+  /// block empty, not full): the queue the burst builds at the bottleneck drains behind it
+  /// instead of standing under a pace at the bottleneck's own rate.
+  bool repay_burst = false;
 };
 
 /// Earliest time a packet may go after one of `bytes` sent at `now_us`, given the previous
