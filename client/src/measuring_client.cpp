@@ -1,3 +1,16 @@
+// The measuring client (measuring_client.hpp): MeasuringClient::Impl owns the RTSP session, the
+// tracks' UDP sockets, the poll timer and the reference, routes each packet, picture and stage to
+// the unit that owns it and reports the blocks:
+//   chain::StageReceiver     SRTP, stage accounting (L, queueing delay), interim alerts
+//   media::Depacketizer, VideoDecoder, ShownFrameScorer   pictures and their block PSNR
+//   audio_scoring.hpp        the audio score: alone (audio-only stream) or beside the video's
+//   live_picture_matcher.hpp --live: decoded pictures to reference pictures
+//   live_latency_meter.hpp   --live: glass-to-glass latency per block (over live_latency.hpp)
+//   feedback_sender.hpp      RR + PDFB per block and RR + PDAL alerts to the server
+//   receive_impairment.hpp   --impair: drops and stretched arrivals for tests
+//   saved_video.hpp          --save: the received access units in a file
+// The SDP's tracks, media time's anchor (RTP-Info or the first packet), when a block is
+// reported (its pictures scored or its wait over), --pause, and the end of the stream are here.
 #include "predrop/client/measuring_client.hpp"
 
 #include <algorithm>
