@@ -6,6 +6,7 @@
 # rank behind the bottleneck); the runs stay in OUT.
 #
 #   ddl-torch-compare.sh [--out DIR] [--rate RATE] [--stages S] [--target-acc A] [--deadline D]
+#                        [--perturb EPS]
 #   DDL_TORCH_RUNS="4mbit gloo - -,4mbit relay history feedback" ddl-torch-compare.sh  (a subset)
 #
 # The relay's stage deadline is --deadline (ms, default 400, or adaptive); the final accuracy is
@@ -30,10 +31,18 @@
 # relay runs over K relay processes; the regime's name then ends in +wN resp. +rK (e.g.
 # 4mbit+bursts+w4+r2-relay-capacity-model-1).
 #
+# --perturb EPS starts repeat k of every arm from the model multiplied by 1 + EPS * N(0, 1) drawn
+# with seed k (fmnist_job --perturb EPS --perturb-seed k; the same for every rank and arm of a
+# repeat): gloo's repeats are otherwise bit-identical, so its row would hide how far a
+# difference at the level of float rounding (EPS 1e-6) carries to the final accuracy, which the
+# relay arms' repeats sample through their timing (bench/README.md "How much the final accuracy
+# moves").
+#
 # Needs PREDROP_BIN and PREDROP_DDL_CAPI (see run-ddl-torch.sh).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out=build/ddl-torch-bed rate=4mbit stages=150 target=0.65 deadline=400 owd=0 seed=1 world=2 relays=1
+perturb=0
 export DDL_TORCH_RANK_ARGS="${DDL_TORCH_RANK_ARGS---final-sync 1 --final-test-subset 10000 --idle-close-ms 30 --eval-every 10}"
 while (($#)); do
   case "$1" in
@@ -46,6 +55,7 @@ while (($#)); do
     --seed) seed="$2"; shift 2 ;;
     --world) world="$2"; shift 2 ;;
     --relays) relays="$2"; shift 2 ;;
+    --perturb) perturb="$2"; shift 2 ;;
     *) echo "ddl-torch-compare: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -82,9 +92,11 @@ for run in "${runs[@]}"; do
   load="$(cut -d' ' -f1 /proc/loadavg)"
   rank_args="$DDL_TORCH_RANK_ARGS"
   [[ "$backend" == gloo ]] && rank_args+=" --timeline 1"
+  [[ "$perturb" != 0 ]] && rank_args+=" --perturb $perturb --perturb-seed $rep"
   DDL_TORCH_RANK_ARGS="$rank_args" "$here/run-ddl-torch.sh" "${args[@]}" >"$dir.log" 2>&1
   load="$load-$(cut -d' ' -f1 /proc/loadavg)"
   echo "$load" >"$dir/load.txt"
+  echo "$perturb" >"$dir/perturb.txt"
   /usr/bin/python3 - "$dir" "$r" "$backend" "$policy" "$fill" "$rep" "$load" "$profile" <<'PY'
 import csv, json, os, re, sys
 d, rate, backend, policy, fill, rep, load, profile = sys.argv[1:]
