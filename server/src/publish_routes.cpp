@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "predrop/wire/rtcp.hpp"
+
 namespace predrop::server::detail {
 
 void PublishRoutes::apply(MethodOutcome& o, RtspConnection& c, std::uint64_t now_us) {
@@ -50,11 +52,14 @@ PublishVerdict PublishRoutes::on_datagram(RtspConnection* c, const net::SocketAd
 }
 
 bool PublishRoutes::on_rtcp_datagram(RtspConnections& connections, const net::SocketAddress& from,
-                                     std::span<const std::uint8_t> data) {
+                                     std::span<const std::uint8_t> data, std::uint64_t now_us) {
   if (from.port() == 0) return false;
   const auto id = connection_for(from.with_port(static_cast<std::uint16_t>(from.port() - 1)));
   RtspConnection* c = id ? connections.find(*id) : nullptr;
   if (c == nullptr || !c->publisher) return false;
+  // Any RTCP compound (receiver reports too: GStreamer's rtpbin goes on reporting after its end
+  // of stream), not only the sender reports the source reads.
+  if (wire::parse_rtcp_compound(data)) c->last_activity_us = now_us;
   (void)c->publisher->on_rtcp_datagram(from, data);
   return true;
 }

@@ -43,10 +43,13 @@ class PublishRoutes {
   PublishVerdict on_datagram(RtspConnection* c, const net::SocketAddress& from,
                              std::span<const std::uint8_t> data, std::uint64_t now_us);
   /// A datagram on the RTCP port from `from` that no viewer's session sent: a UDP publisher's
-  /// RTCP (from its client_port + 1; its sender reports go to its source). False if no publisher
-  /// sends from there.
+  /// RTCP (from its client_port + 1; its sender reports go to its source). An RTCP compound from
+  /// there is, like its RTP, the connection's sign of life at `now_us` (RFC 3550 §6.3.5, RFC 7826
+  /// §10.5: a session is kept alive by its RTCP): a publisher that stopped sending media (at its
+  /// end of stream, or paused) but still reports is alive. False if no publisher sends from
+  /// there.
   bool on_rtcp_datagram(RtspConnections& connections, const net::SocketAddress& from,
-                        std::span<const std::uint8_t> data);
+                        std::span<const std::uint8_t> data, std::uint64_t now_us);
   /// A "$" frame on publishing connection `c` (c.publisher set). kClose: replaced; close `c`.
   PublishVerdict on_frame(RtspConnection& c, std::uint8_t channel,
                           std::span<const std::uint8_t> payload, std::uint64_t now_us);

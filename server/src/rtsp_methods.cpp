@@ -34,6 +34,14 @@ MethodOutcome reply(rtsp::RtspResponse response, std::uint32_t cseq) {
 MethodOutcome refuse(int status, std::uint32_t cseq, std::string_view why) {
   return reply(error_response(status, cseq, why), cseq);
 }
+
+// The timeout a publisher's Session header announces (RFC 2326 §12.37): the idle limit its
+// connection is held to (rtsp_connections.hpp), not the longer one of a player's session, so a
+// publisher that keeps alive by the header (GStreamer's rtspclientsink: GET_PARAMETER 5 s before
+// it) is never closed first. Its media and its RTCP keep it alive too (publish_routes.hpp).
+std::uint32_t publisher_timeout_s(const StreamServerOptions& o) {
+  return o.rtsp_idle_timeout_s;
+}
 }  // namespace
 
 rtsp::RtspResponse error_response(int status, std::uint32_t cseq, std::string_view why) {
@@ -130,7 +138,7 @@ MethodOutcome RtspMethods::dispatch(Request& q) {
         // §10.6: recording stops). Its media stops coming; the stream stays published until the
         // TEARDOWN or the connection's end (or the idle timeout).
         MethodOutcome o = ok(q);
-        o.response.set_session(q.c.publisher->session_id, options_.session_timeout_s);
+        o.response.set_session(q.c.publisher->session_id, publisher_timeout_s(options_));
         return o;
       }
       return pause(q);
@@ -565,7 +573,7 @@ MethodOutcome RtspMethods::setup_publish(Request& q) {
     track.udp_from = *from;
   }
   MethodOutcome o = ok(q);
-  o.response.set_session(p.session_id, options_.session_timeout_s);
+  o.response.set_session(p.session_id, publisher_timeout_s(options_));
   o.response.headers.set("Transport", rtsp::format_transport(reply));
   o.publish_track = track;
   return o;
@@ -582,7 +590,7 @@ MethodOutcome RtspMethods::record(Request& q) {
     return refuse(455, cseq, "SETUP the H.264 track first");
   }
   MethodOutcome o = ok(q);
-  o.response.set_session(q.c.publisher->session_id, options_.session_timeout_s);
+  o.response.set_session(q.c.publisher->session_id, publisher_timeout_s(options_));
   o.publish = MethodOutcome::Publish::kRecord;
   return o;
 }

@@ -244,7 +244,9 @@ class StreamServer::Impl final : public detail::RtspConnectionListener, public d
   void on_rtcp_guarded(std::span<const std::uint8_t> data, const net::SocketAddress& from) {
     ++stats_.rtcp_datagrams;
     SessionEntry* e = sessions_.by_address(from);
-    if (e == nullptr && publishing_.on_rtcp_datagram(connections_, from, data)) return;
+    if (e == nullptr && publishing_.on_rtcp_datagram(connections_, from, data, clock_.now_us())) {
+      return;
+    }
     if (e == nullptr || !e->session || data.size() > kRtcpBuffer - net::kSrtpMaxTrailer) {
       ++stats_.rtcp_unknown_source;
       return;

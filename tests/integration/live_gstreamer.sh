@@ -7,7 +7,10 @@
 # server's count; ffmpeg's own audio timestamps are not always on the SRs' clock, docs/live.md),
 # the publisher ends cleanly (its PAUSE and TEARDOWN answered 200), the viewer ends by itself, and
 # the server logs the publication's end; the measuring client watches the TCP run (per-block PSNR
-# against the clip). Loopback only; nothing is timed but the hang guards.
+# against the clip). A run in which gst-launch hangs at its end of stream in GStreamer's own
+# BYE/EOS race (gst_bye_race below, diagnosed from its rtpsession log) is inconclusive and tried
+# again (stopped 2 s after the race shows), at most eight times; any other hang or error fails. Loopback only; nothing is timed but
+# the hang guards.
 #   live_gstreamer.sh SERVER_BINARY CLIENT_BINARY WORKDIR
 set -euo pipefail
 server="$1"
@@ -15,7 +18,7 @@ client="$2"
 work="$3"
 mkdir -p "$work"
 cd "$work"
-rm -f ./*.log ./*.md5 ./*.hashes live.toml
+rm -f ./*.log ./*.debug ./*.md5 ./*.hashes live.toml
 
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -38,24 +41,52 @@ start_publish_server 1
 # interleaves the file's tracks in chunks can fill one queue while the syncing sink waits for the
 # other track, and the pipeline stalls (seen once on a loaded machine).
 # gst_publish PROTOCOLS LOG: rtspclientsink publishes clip.mp4 (in real time: the sink syncs on
-# the pipeline clock) over PROTOCOLS; 40 s at most.
+# the pipeline clock) over PROTOCOLS; 15 s at most (the clip is 6 s). GStreamer's RTP session
+# log (rtpsession:6) goes to LOG.debug, for gst_bye_race. Run it in the background: the
+# subshell becomes the timeout process (exec), so that its pid can be signalled.
 gst_publish() {
-  timeout -s INT -k 5 40 gst-launch-1.0 -e rtspclientsink name=s protocols="$1" \
+  GST_DEBUG_NO_COLOR=1 GST_DEBUG=rtpsession:6 GST_DEBUG_FILE="$2.debug" \
+    exec timeout -s INT -k 5 15 gst-launch-1.0 -e rtspclientsink name=s protocols="$1" \
     location="$base?secret=$secret" \
     filesrc location=clip.mp4 ! qtdemux name=d \
     d.video_0 ! queue max-size-time=0 max-size-buffers=0 max-size-bytes=0 ! h264parse ! s.sink_0 \
     d.audio_0 ! queue max-size-time=0 max-size-buffers=0 max-size-bytes=0 ! opusparse ! s.sink_1 >"$2" 2>&1
 }
 
+# gst_bye_race DEBUG_LOG: true if one of rtspclientsink's RTP sessions sent its BYE at the end
+# of stream without forwarding the EOS after it ("scheduling BYE message", no "sending EOS").
+# That is a race in GStreamer 1.22's rtpsession, not the server's doing: the EOS on its RTP sink
+# pad schedules the BYE and wakes its RTCP thread from inside the pad's event handler, and the
+# RTCP thread forwards the EOS after the BYE only if that pad is already flagged EOS, which
+# happens once the handler returns. When the RTCP thread wins (a loaded machine), the RTCP sink
+# never gets EOS, the bin never posts it and gst-launch waits for ever ("Waiting for EOS" once
+# interrupted). Reproduced with six publishers pinned to one core: 7 of 18 hung, each with this
+# signature, while the server still had their connections open.
+gst_bye_race() {
+  local session
+  for session in $(grep -o "<rtpsession[0-9]*> scheduling BYE message" "$1" 2>/dev/null |
+    grep -o "rtpsession[0-9]*" | sort -u); do
+    grep -q "<$session> sending EOS" "$1" || return 0
+  done
+  return 1
+}
+
 fail=0
 run=0
 # one_run PROTOCOLS FFMPEG_TRANSPORT: a publication, an ffmpeg viewer; checks and prints.
+# Returns 0 when every check passed, 2 when gst-launch hung in GStreamer's BYE/EOS race
+# (gst_bye_race: inconclusive, the caller tries again), 1 otherwise.
 one_run() {
-  local protocols="$1" transport="$2" pub_rc=0 view_rc=0 frames foreign audio
+  local protocols="$1" transport="$2" pub_rc=0 view_rc=0 frames foreign audio ok=0
   run=$((run + 1))
+  if [[ -n "${client_pid:-}" ]]; then
+    wait "$client_pid" || true  # the measuring client of an attempt tried again
+    client_pid=""
+  fi
+  rm -f "gst-$protocols.log" "gst-$protocols.log.debug" "viewer-$protocols".*
   gst_publish "$protocols" "gst-$protocols.log" &
   pub_pid=$!
-  await server.log "'live' published" "$run" || fail=1
+  await server.log "'live' published" "$run" || ok=1
   timeout -s INT 40 ffmpeg -nostdin -v info -rtsp_transport "$transport" -i "$base" \
     -map 0:v -f framemd5 "viewer-$protocols.md5" >"viewer-$protocols.log" 2>&1 &
   view_pid=$!
@@ -63,6 +94,18 @@ one_run() {
     timeout -s INT 40 "$client" "$base" --reference clip.mp4 --log-level info >client.log 2>&1 &
     client_pid=$!
   fi
+  # A BYE without its EOS for 2 s is the race (the two are microseconds apart otherwise): stop
+  # gst-launch then rather than at its hang guard (timeout passes SIGTERM on to it).
+  local raced=0
+  while kill -0 "$pub_pid" 2>/dev/null; do
+    if gst_bye_race "gst-$protocols.log.debug"; then
+      raced=$((raced + 1))
+      ((raced < 4)) || kill -TERM "$pub_pid" 2>/dev/null || true
+    else
+      raced=0
+    fi
+    sleep 0.5
+  done
   wait "$pub_pid" || pub_rc=$?
   wait "$view_pid" || view_rc=$?
   pub_pid=""
@@ -70,7 +113,7 @@ one_run() {
   md5_hashes "viewer-$protocols.md5" >"viewer-$protocols.hashes"
   frames=$(wc -l <"viewer-$protocols.hashes")
   foreign=$(sort "viewer-$protocols.hashes" | comm -23 - clip.hashes | wc -l)
-  await server.log "'live' ended" "$run" || fail=1
+  await server.log "'live' ended" "$run" || ok=1
   # Audio served: what came minus what could not be placed (before both tracks' first sender
   # reports, which rtspclientsink sends only after a second or two).
   audio=$(grep "'live' ended" server.log | tail -1 |
@@ -78,27 +121,41 @@ one_run() {
   echo "GStreamer over $protocols: publisher rc=$pub_rc; ffmpeg viewer ($transport) rc=$view_rc:" \
     "$frames pictures, $foreign not the clip's; audio packets served ${audio:-?};" \
     "$(grep "'live' ended" server.log | tail -1 | sed 's/.*ended: //')"
-  if [[ "$pub_rc" -eq 137 || "$pub_rc" -eq 124 ]] && grep -q "Waiting for EOS" "gst-$protocols.log"; then
-    # gst-launch sometimes never finishes its EOS after the clip (seen over UDP on a loaded
-    # machine: the server closed the publisher's idle RTSP connection after 30 s while
-    # rtspclientsink still waited); the server's side is checked below either way.
-    echo "WARN: gst-launch over $protocols did not finish at EOS (killed); not the server's"
-  elif [[ "$pub_rc" -ne 0 ]]; then
-    echo "FAIL: gst-launch over $protocols failed"; tail -8 "gst-$protocols.log"; fail=1
+  if [[ "$pub_rc" -ne 0 ]] && gst_bye_race "gst-$protocols.log.debug"; then
+    echo "gst-launch over $protocols hung at its end of stream in GStreamer's BYE/EOS race" \
+      "(an RTP session sent its BYE but never its EOS: gst-$protocols.log.debug); inconclusive"
+    return 2
+  fi
+  if [[ "$pub_rc" -ne 0 ]]; then
+    echo "FAIL: gst-launch over $protocols failed (rc $pub_rc)"; tail -8 "gst-$protocols.log"; ok=1
   fi
   if grep -q "ERROR" "gst-$protocols.log"; then
-    echo "FAIL: rtspclientsink reported an error"; grep -A3 ERROR "gst-$protocols.log" | head -12; fail=1
+    echo "FAIL: rtspclientsink reported an error"; grep -A3 ERROR "gst-$protocols.log" | head -12; ok=1
   fi
-  [[ "$view_rc" -eq 0 ]] || { echo "FAIL: the viewer did not end cleanly"; tail -5 "viewer-$protocols.log"; fail=1; }
+  [[ "$view_rc" -eq 0 ]] || { echo "FAIL: the viewer did not end cleanly"; tail -5 "viewer-$protocols.log"; ok=1; }
   if [[ "$frames" -lt 75 || "$foreign" -ne 0 ]]; then
-    echo "FAIL: over $protocols fewer than 75 pictures or pictures not bit-exact"; fail=1
+    echo "FAIL: over $protocols fewer than 75 pictures or pictures not bit-exact"; ok=1
   fi
   if [[ "${audio:-0}" -lt 100 ]]; then
-    echo "FAIL: over $protocols fewer than 100 of the 300 Opus packets were served"; fail=1
+    echo "FAIL: over $protocols fewer than 100 of the 300 Opus packets were served"; ok=1
   fi
+  return "$ok"
 }
 
-one_run tcp tcp
+# retry_gst_race NAME COMMAND...: COMMAND up to eight times while it returns 2 (gst_bye_race: on
+# a loaded machine one run in two can hang so; such a run is stopped 2 s after the race shows).
+retry_gst_race() {
+  local name="$1" attempt result=0
+  shift
+  for attempt in 1 2 3 4 5 6 7 8; do
+    "$@" && result=0 || result=$?
+    ((result == 2)) || break
+    echo "$name: attempt $attempt hung in GStreamer's BYE/EOS race; again"
+  done
+  return "$result"
+}
+
+retry_gst_race "GStreamer over tcp" one_run tcp tcp || fail=1
 client_rc=0
 wait "$client_pid" || client_rc=$?
 client_pid=""
@@ -111,7 +168,7 @@ if [[ "${blocks:-0}" -lt 2 ]] || ! awk -v p="${psnr:-0}" 'BEGIN { exit !(p >= 35
   tail -15 client.log; fail=1
 fi
 
-one_run udp udp
+retry_gst_race "GStreamer over udp" one_run udp udp || fail=1
 
 if ! kill -0 "$server_pid" 2>/dev/null; then
   echo "FAIL: the server died"; tail -20 server.log; fail=1

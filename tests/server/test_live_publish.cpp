@@ -189,6 +189,9 @@ struct Bed {
     EXPECT_NE(setup.headers.get("Transport")->find("interleaved=0-1"), std::string::npos);
     const std::string session = test::session_of(setup);
     ASSERT_FALSE(session.empty());
+    // The timeout its connection is held to (server.rtsp_idle_timeout_s, 30 s by default), not
+    // a player's session timeout (60 s): a publisher keeping alive by it is never closed first.
+    EXPECT_NE(setup.headers.get("Session")->find(";timeout=30"), std::string::npos);
     ASSERT_EQ(ask(id, test::request_text("RECORD", url("?secret=" + std::string(kSecret)), 4,
                                          "Session: " + session + "\r\n"))
                   .status,
@@ -370,6 +373,7 @@ TEST(LivePublish, GStreamersPublisherRecordsPausesAndTearsDown) {
       b.ask(pub, test::request_text("PAUSE", Bed::url(query), 6, "Session: " + session + "\r\n"));
   EXPECT_EQ(pause.status, 200);
   EXPECT_EQ(test::session_of(pause), session);
+  EXPECT_NE(pause.headers.get("Session")->find(";timeout=30"), std::string::npos);
   EXPECT_EQ(b.ask(viewer, test::request_text("DESCRIBE", Bed::url(), 2)).status, 200)
       << "still published while paused";
   EXPECT_EQ(

@@ -79,6 +79,44 @@ TEST_F(Publishing, TakesThePublishersRtpAsItsSignOfLife) {
   EXPECT_EQ(c.last_activity_us, 1234u);
 }
 
+// An RTCP receiver report (RFC 3550 §6.4.2) with no report blocks, as GStreamer's rtpbin goes on
+// sending after its end of stream.
+constexpr std::array<std::uint8_t, 8> kReceiverReport = {0x80, 0xc9, 0x00, 0x01, 1, 2, 3, 4};
+
+TEST_F(Publishing, TakesThePublishersRtcpAsItsSignOfLife) {
+  // The connection in a table with the default limits (30 s idle); the clock is the test's.
+  constexpr std::uint64_t kS = 1'000'000;
+  server::detail::RtspConnections table({}, stats);
+  RtspConnection* p = table.admit(std::make_unique<RtspConnection>(), 0);
+  ASSERT_NE(p, nullptr);
+  MethodOutcome announce;
+  announce.publisher = publisher();
+  routes.apply(announce, *p, 0);
+  MethodOutcome setup;
+  setup.publish_track = MethodOutcome::PublishTrack{0, std::nullopt, address(5000)};
+  routes.apply(setup, *p, 0);
+  // Its media stops at 1 s (its end of stream, or a PAUSE); its RTCP (from client_port + 1)
+  // goes on every 5 s until 56 s.
+  EXPECT_EQ(routes.on_datagram(p, address(5000), kRtp, kS), PublishVerdict::kKeep);
+  for (std::uint64_t t = 6; t <= 56; t += 5) {
+    EXPECT_TRUE(routes.on_rtcp_datagram(table, address(5001), kReceiverReport, t * kS));
+    table.close_overdue(t * kS);
+  }
+  EXPECT_EQ(p->last_activity_us, 56 * kS);
+  table.close_overdue(31 * kS + 1);  // 30 s after its last RTP: alive, it reports
+  EXPECT_TRUE(p->is_open());
+  // A datagram from there that is no RTCP is not a sign of life; nor is RTCP from elsewhere.
+  EXPECT_TRUE(routes.on_rtcp_datagram(table, address(5001), kRtp, 80 * kS));
+  EXPECT_FALSE(routes.on_rtcp_datagram(table, address(6001), kReceiverReport, 80 * kS));
+  EXPECT_EQ(p->last_activity_us, 56 * kS);
+  table.close_overdue(86 * kS);
+  EXPECT_TRUE(p->is_open());
+  table.close_overdue(86 * kS + 1);  // 30 s after its last RTCP
+  EXPECT_FALSE(p->is_open());
+  EXPECT_EQ(stats.connections_timed_out, 1u);
+  routes.forget(*p, 86 * kS + 1);
+}
+
 TEST_F(Publishing, CountsADatagramOfNoPublisherAsAStray) {
   EXPECT_EQ(routes.on_datagram(nullptr, address(9), kRtp, 0), PublishVerdict::kKeep);
   EXPECT_EQ(stats.rtp_port_datagrams, 1u);
