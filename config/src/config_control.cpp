@@ -110,6 +110,20 @@ void read_control(Reader& r, const toml::table& table, ControlConfig& c) {
          }
          c.player_adaptation = *s;
        }},
+      {"browser_policy",
+       [&](const toml::node& n) {
+         const auto s = r.string(n);
+         if (!s) {
+           return;
+         }
+         if (std::find(kBrowserPolicies.begin(), kBrowserPolicies.end(), *s) ==
+             kBrowserPolicies.end()) {
+           return r.fail(
+               n.source(), "control.browser_policy",
+               "must be " + one_of(kBrowserPolicies) + ", got " + core::text::quote_for_error(*s));
+         }
+         c.browser_policy = *s;
+       }},
       {"t1", threshold_key(c.t1, false)},
       {"t2", threshold_key(c.t2, true)},
       {"adaptive",
@@ -250,6 +264,12 @@ void check_control(const ControlConfig& k, Problems& problems) {
     problems.add(
         Problem{"control.player_adaptation", "must be " + one_of(kPlayerAdaptations) + ", got " +
                                                  core::text::quote_for_error(k.player_adaptation)});
+  }
+  if (std::find(kBrowserPolicies.begin(), kBrowserPolicies.end(), k.browser_policy) ==
+      kBrowserPolicies.end()) {
+    problems.add(
+        Problem{"control.browser_policy", "must be " + one_of(kBrowserPolicies) + ", got " +
+                                              core::text::quote_for_error(k.browser_policy)});
   }
   if (!problems.any() && k.rmax < k.rp) {
     problems.add(Problem{"control.rmax", "must be >= control.rp (" + format_number(k.rmax) + " < " +

@@ -54,6 +54,7 @@ inline constexpr std::array<std::string_view, 5> kControlPolicies = {"basic", "h
                                                                      "adaptive", "capacity"};
 // How sessions without PDFB are controlled (docs/rtsp.md "Adaptation from Receiver Reports").
 inline constexpr std::array<std::string_view, 2> kPlayerAdaptations = {"rr", "fixed"};
+inline constexpr std::array<std::string_view, 2> kBrowserPolicies = {"player", "client"};
 inline constexpr std::array<std::string_view, 7> kLogLevels = {"trace", "debug",    "info", "warn",
                                                                "error", "critical", "off"};
 

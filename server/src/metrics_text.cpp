@@ -93,6 +93,7 @@ void add_stats(ServerStats& a, const ServerStats& b) {
   a.webrtc_rtx_capped += b.webrtc_rtx_capped;
   a.webrtc_key_frame_requests += b.webrtc_key_frame_requests;
   a.webrtc_page_reports += b.webrtc_page_reports;
+  a.webrtc_page_quality_blocks += b.webrtc_page_quality_blocks;
   a.redirects += b.redirects;
 }
 
@@ -187,6 +188,10 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
   counter("predrop_webrtc_page_reports_total",
           "Quality reports (one per second of play) from WHEP player pages (docs/webrtc.md).",
           s.webrtc_page_reports);
+  counter("predrop_webrtc_page_quality_blocks_total",
+          "Browser block reports that reached the controller with the player page's P for the "
+          "block (docs/webrtc.md \"Quality in the page\").",
+          s.webrtc_page_quality_blocks);
   counter("predrop_redirects_total", "DESCRIBEs answered 302 to an edge (docs/edge.md).",
           s.redirects);
   counter("predrop_rtsp_foreign_session_requests_total",

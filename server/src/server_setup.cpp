@@ -110,6 +110,7 @@ core::Result<SessionControl> make_session_control(const config::ServerConfig& c,
     player.capacity.quality_floor = -std::numeric_limits<double>::infinity();
     o.player_policy = player;
   }
+  o.browser_client_policy = c.control.browser_policy == "client";
   o.discard = c.discard.policy;
   o.discard_seed = c.discard.seed;
   return o;
@@ -172,6 +173,7 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
   o.player_rate = control->player_rate;
   o.player_adaptation = control->player_adaptation;
   o.player_policy = control->player_policy;
+  o.browser_client_policy = control->browser_client_policy;
   o.discard = control->discard;
   o.discard_seed = control->discard_seed;
   if (c.control.couple_prefix_v4 != 0 || c.control.couple_prefix_v6 != 0) {

@@ -26,6 +26,7 @@ StreamSessionConfig session_config(const SessionEntry& entry, const StreamServer
     cfg.retransmission = rtx;
   }
   cfg.rtcp_fb = entry.webrtc && entry.rtcp_fb;
+  cfg.page_quality = entry.webrtc;
   // A WHEP session's keys come from its DTLS handshake, in the one profile it negotiates.
   cfg.srtp_suite =
       entry.webrtc ? std::optional(wire::SrtpSuite::AesCm128HmacSha1_80) : options.srtp;
@@ -63,7 +64,10 @@ std::unique_ptr<SessionTransport> session_transport(const SessionEntry& entry,
 
 core::PolicyConfig session_policy(const SessionEntry& entry, const StreamServerOptions& options) {
   core::PolicyConfig policy = options.policy;
-  if (!entry.feedback) {
+  // A browser with transport-cc and its player page has L and P like a PDFB client.
+  const bool browser_client =
+      entry.webrtc && entry.transport_cc_id != 0 && options.browser_client_policy;
+  if (!entry.feedback && !browser_client) {
     if (options.player_adaptation == PlayerAdaptation::kReceiverReports) {
       policy = options.player_policy;
     } else {

@@ -284,6 +284,7 @@ class StreamServer::Impl final : public detail::RtspConnectionListener, public d
     if (e.webrtc) {
       stats_.webrtc_twcc_feedback += counts.twcc_feedback;
       stats_.webrtc_twcc_reports += counts.twcc_reports;
+      stats_.webrtc_page_quality_blocks += counts.page_quality_blocks;
       stats_.webrtc_nacks += counts.nacks;
       stats_.webrtc_nacked_packets += counts.nacked_packets;
       stats_.webrtc_rtx_packets += counts.rtx_packets;
@@ -617,6 +618,7 @@ void StreamServer::set_session_control(const SessionControl& control) {
   o.player_rate = control.player_rate;
   o.player_adaptation = control.player_adaptation;
   o.player_policy = control.player_policy;
+  o.browser_client_policy = control.browser_client_policy;
   o.discard = control.discard;
   o.discard_seed = control.discard_seed;
 }

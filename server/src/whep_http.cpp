@@ -61,12 +61,21 @@ std::optional<PageQuality> parse_page_quality(std::string_view body) {
   PageQuality q;
   bool have_p = false;
   bool ok = true;
+  int rtp_keys = 0;
   for_each_pair(body, [&](std::string_view key, std::string_view value) {
     const char* end = value.data() + value.size();
     if (key == "p") {
       const auto r = std::from_chars(value.data(), end, q.p);
       have_p = r.ec == std::errc{} && r.ptr == end && std::isfinite(q.p) && q.p >= 0 && q.p <= 1;
       ok = ok && have_p;
+      return;
+    }
+    if (key == "rtp_from" || key == "rtp_to") {
+      // RTP timestamps: any 32-bit value, each key once.
+      std::uint32_t& field = key == "rtp_from" ? q.rtp_from : q.rtp_to;
+      const auto r = std::from_chars(value.data(), end, field);
+      ok = ok && r.ec == std::errc{} && r.ptr == end && !value.empty();
+      rtp_keys |= key == "rtp_from" ? 1 : 2;
       return;
     }
     std::uint32_t* field = key == "decoded"     ? &q.frames_decoded
@@ -78,7 +87,9 @@ std::optional<PageQuality> parse_page_quality(std::string_view body) {
     const auto r = std::from_chars(value.data(), end, *field);
     ok = ok && r.ec == std::errc{} && r.ptr == end && *field < 1'000'000;
   });
-  if (!ok || !have_p) return std::nullopt;
+  // The RTP span names the media played: both ends or neither.
+  if (!ok || !have_p || rtp_keys == 1 || rtp_keys == 2) return std::nullopt;
+  q.has_rtp = rtp_keys == 3;
   return q;
 }
 
@@ -118,7 +129,9 @@ HttpReply handle_whep(const HttpRequest& q, const WhepBackend& b) {
       return r;
     }
     const auto report = parse_page_quality(q.body);
-    if (!report) return text(400, "want p=<0..1>[&decoded=N&dropped=N&freezes=N&freeze_ms=N]");
+    if (!report)
+      return text(
+          400, "want p=<0..1>[&decoded=N&dropped=N&freezes=N&freeze_ms=N][&rtp_from=T&rtp_to=T]");
     const std::string_view session = rest.substr(5, rest.size() - 5 - kQuality.size());
     if (!b.quality || !b.quality(session, *report)) return text(404, "no such session");
     return text(204, {});

@@ -32,10 +32,20 @@ inline constexpr std::string_view kWhepPlayerJs = R"js('use strict';
   pc.addTransceiver('video', { direction: 'recvonly' });
   pc.addTransceiver('audio', { direction: 'recvonly' });
   const shown = new MediaStream();
+  // The RTP timestamp of the last video frame presented (requestVideoFrameCallback): what
+  // names the blocks each second of quality was about (docs/webrtc.md "Quality in the page").
+  me.rtp = null;
+  const presented = (now, m) => {
+    if (typeof m.rtpTimestamp === 'number') me.rtp = m.rtpTimestamp;
+    video.requestVideoFrameCallback(presented);
+  };
   pc.ontrack = (e) => {
     shown.addTrack(e.track);
     if (video.srcObject !== shown) video.srcObject = shown;
     video.play().catch(() => {});
+    if (e.track.kind === 'video' && video.requestVideoFrameCallback) {
+      video.requestVideoFrameCallback(presented);
+    }
   };
   pc.oniceconnectionstatechange = () => me.events.push('ice:' + pc.iceConnectionState);
   pc.onconnectionstatechange = () => me.events.push('pc:' + pc.connectionState);
@@ -87,12 +97,14 @@ inline constexpr std::string_view kWhepPlayerJs = R"js('use strict';
   // decoded (against the answer's a=framerate) times the share of the second not frozen
   // (Chromium counts a freeze when a frame comes later than max(3 x the mean frame interval,
   // mean + 150 ms)). The last 600 seconds are kept, and each is posted to the session
-  // (./whep/<session>/quality), which shows it in /metrics.
+  // (./whep/<session>/quality) with the RTP timestamps of the last frame presented at its start
+  // and at its end: the server gives each block the P of the seconds that played it.
   me.quality = [];
   let last = null;
   setInterval(async () => {
     const s = await me.stats();
     s.at = performance.now();
+    s.rtp = me.rtp;
     if (last && s.connection === 'connected' && me.frameRate > 0) {
       const ms = s.at - last.at;
       const freezeMs = 1000 * (s.totalFreezesDuration - last.totalFreezesDuration);
@@ -105,13 +117,16 @@ inline constexpr std::string_view kWhepPlayerJs = R"js('use strict';
         p: Math.max(0, Math.min(1, (s.framesDecoded - last.framesDecoded) /
                                       (me.frameRate * ms / 1000)) * (1 - freezeMs / ms)),
         audio_concealed: a > 0 ? (s.audio.concealedSamples - last.audio.concealedSamples) / a : null,
+        rtp_from: last.rtp, rtp_to: s.rtp,
       });
       if (me.quality.length > 600) me.quality.shift();
       const q = me.quality[me.quality.length - 1];
       if (me.session) {
         fetch(me.session + '/quality', { method: 'POST', headers: { 'Content-Type': 'text/plain' },
           body: `p=${q.p.toFixed(4)}&decoded=${q.frames_decoded}&dropped=${q.frames_dropped}` +
-                `&freezes=${q.freezes}&freeze_ms=${q.freeze_ms}` }).catch(() => {});
+                `&freezes=${q.freezes}&freeze_ms=${q.freeze_ms}` +
+                (q.rtp_from !== null && q.rtp_to !== null
+                  ? `&rtp_from=${q.rtp_from}&rtp_to=${q.rtp_to}` : '') }).catch(() => {});
       }
     }
     last = s;

@@ -70,7 +70,9 @@ bool WhepSessions::quality(const std::string& id, const PageQuality& report) {
   SessionEntry* e = sessions_.find(id);
   if (e == nullptr || !e->webrtc) return false;
   ++stats_.webrtc_page_reports;
-  if (e->session) e->session->note_page_quality(report);
+  if (e->session) {
+    stats_.webrtc_page_quality_blocks += e->session->note_page_quality(report, clock_.now_us());
+  }
   return true;
 }
 

@@ -37,6 +37,15 @@ TEST(PlayerConfig, BadSwitchIsNamed) {
   expect_error(stream_with("[control]\nplayer_adaptation = 1\n"), {"control.player_adaptation"});
 }
 
+TEST(PlayerConfig, BrowserPolicy) {
+  EXPECT_EQ(parse_config(stream_with(""), "test.toml")->control.browser_policy, "player");
+  const auto r = parse_config(stream_with("[control]\nbrowser_policy = \"client\"\n"), "test.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->control.browser_policy, "client");
+  expect_error(stream_with("[control]\nbrowser_policy = \"page\"\n"),
+               {"control.browser_policy", "player", "client", "page", "test.toml"});
+}
+
 TEST(PlayerConfig, InterleavedQueueBytes) {
   const auto r = parse_config(stream_with("", "interleaved_queue_bytes = 65536\n"), "test.toml");
   ASSERT_TRUE(r.ok()) << r.error().message;

@@ -8,7 +8,10 @@
 # it does not play). Transport-cc (docs/webrtc.md "Adaptation from transport-cc"): for every
 # clip that plays, /metrics must count the browser's transport-cc feedback and the block reports
 # made from it, and the block trace must hold reported blocks (L > 0) on which the capacity policy
-# decided (its estimate set). Audio (docs/webrtc.md "Audio"): the VP8 clip carries Opus, which
+# decided (its estimate set). The H.264 baseline clip runs with control.browser_policy = "client"
+# (the exact rule, which reads P): at least 2 of its block reports must reach the controller
+# with the page's P for the block (predrop_webrtc_page_quality_blocks_total, and P > 0 in the
+# trace). Audio (docs/webrtc.md "Audio"): the VP8 clip carries Opus, which
 # must play beside the video (>= MIN_AUDIO packets in PLAY_S, < 20 % of its samples concealed);
 # the H.264 baseline clip carries AAC, whose audio section the answer rejects (no audio packet
 # arrives) and the server log says why, once. Each figures line carries the page's quality per
@@ -36,12 +39,13 @@ mkdir -p "$work"
 cd "$work"
 rm -f ./*.log ./*.toml figures.jsonl
 
-# name|file|ffmpeg encoding arguments|required|audio (opus, aac or none)
+# name|file|ffmpeg encoding arguments|required|audio (opus, aac or none)|control.browser_policy
+# ("client": the exact rule, fed with transport-cc's L and the page's P per block)
 clips=(
-  "vp8|vp8.webm|-c:v libvpx -b:v 800k -g 30 -deadline realtime -cpu-used 8|yes|opus"
-  "h264_baseline|h264b.mp4|-c:v libx264 -profile:v baseline -bf 0 -g 30 -b:v 800k|yes|aac"
-  "vp9|vp9.webm|-c:v libvpx-vp9 -b:v 800k -g 30 -deadline realtime -cpu-used 8|yes|none"
-  "h264_high_bframes|h264h.mp4|-c:v libx264 -profile:v high -bf 3 -g 30 -b:v 800k|no|none"
+  "vp8|vp8.webm|-c:v libvpx -b:v 800k -g 30 -deadline realtime -cpu-used 8|yes|opus|player"
+  "h264_baseline|h264b.mp4|-c:v libx264 -profile:v baseline -bf 0 -g 30 -b:v 800k|yes|aac|client"
+  "vp9|vp9.webm|-c:v libvpx-vp9 -b:v 800k -g 30 -deadline realtime -cpu-used 8|yes|none|player"
+  "h264_high_bframes|h264h.mp4|-c:v libx264 -profile:v high -bf 3 -g 30 -b:v 800k|no|none|player"
 )
 
 # shellcheck source=lib.sh
@@ -50,23 +54,26 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 metric() {
   curl -fsS "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { v = $2 } END { print v + 0 }'
 }
-# Blocks of the trace that a report reached and the capacity policy decided on, with the last
-# one's L, loss, queueing delay and estimate.
+# Blocks of the trace that a report reached and the policy decided on (the capacity policy
+# unless $2 is "client"), those of them with a P above 0 (the page's), and the last one's L, P,
+# loss, queueing delay and estimate.
 reported_blocks() {
-  python3 - "$1" <<'PY'
+  python3 - "$1" "$2" <<'PY'
 import csv, sys
 rows = [r for r in csv.DictReader(open(sys.argv[1]))
-        if r["reported"] == "1" and float(r["reception_period_us"]) > 0 and r["capacity_kbps"]]
+        if r["reported"] == "1" and float(r["reception_period_us"]) > 0
+        and (r["capacity_kbps"] or sys.argv[2] == "client")]
+with_p = [r for r in rows if float(r["performance"]) > 0]
 last = rows[-1] if rows else {}
-print(len(rows), " ".join(f"{k}={last.get(k, '')}" for k in
-      ("stage", "rate", "reception_period_us", "received", "announced", "queue_delay_us",
-       "capacity_kbps", "reason")))
+print(len(rows), len(with_p), " ".join(f"{k}={last.get(k, '')}" for k in
+      ("stage", "rate", "reception_period_us", "performance", "received", "announced",
+       "queue_delay_us", "capacity_kbps", "reason")))
 PY
 }
 trap stop_server EXIT
 failed=0
 for c in "${clips[@]}"; do
-  IFS='|' read -r name file args required audio <<<"$c"
+  IFS='|' read -r name file args required audio browser <<<"$c"
   sound=()
   want_audio=0
   case "$audio" in
@@ -87,6 +94,8 @@ metrics_listen = "127.0.0.1:$metrics_port"
 trace_csv = "$work/$name.trace.csv"
 [server.streams]
 $name = "$work/$file"
+[control]
+browser_policy = "$browser"
 TOML
   start_server "$name.server.log" -c "$name.toml" --listen 127.0.0.1:"$rtsp_port" --loop \
     --log-level info
@@ -120,6 +129,14 @@ TOML
     echo "$name: FAILED: the page's quality reports did not reach the server"
     failed=1
   fi
+  # Block reports that reached the controller with the page's P for the block (docs/webrtc.md
+  # "Quality in the page"): the exact rule waits for it; capacity takes a report at once.
+  quality_blocks=$(metric "$metrics_port" predrop_webrtc_page_quality_blocks_total)
+  echo "$name: $quality_blocks block reports with the page's P ($browser policy)"
+  if [[ "$required" == yes && "$browser" == client ]] && ((quality_blocks < 2)); then
+    echo "$name: FAILED: the controller got the page's P for fewer than 2 blocks"
+    failed=1
+  fi
   if [[ "$audio" == aac ]]; then
     said=$(grep -c "its audio is not sent to browsers" "$name.server.log" || true)
     echo "$name: AAC audio refused, said $said time(s) in the log"
@@ -132,10 +149,14 @@ TOML
     python3 "$here/webrtc_forged.py" "$metrics_port" "$name" || failed=1
   fi
   stop_server
-  read -r blocks last < <(reported_blocks "$name.trace.csv")
-  echo "$name: $blocks blocks reported to the capacity policy; last: $last"
+  read -r blocks blocks_p last < <(reported_blocks "$name.trace.csv" "$browser")
+  echo "$name: $blocks blocks reported to the $browser policy ($blocks_p with P > 0); last: $last"
   if [[ "$required" == yes ]] && ((blocks == 0)); then
     echo "$name: FAILED: no block measurement reached the controller"
+    failed=1
+  fi
+  if [[ "$required" == yes && "$browser" == client ]] && ((blocks_p < 2)); then
+    echo "$name: FAILED: the trace shows the page's P on fewer than 2 blocks"
     failed=1
   fi
 done

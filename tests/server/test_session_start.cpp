@@ -38,6 +38,22 @@ TEST(SessionStart, APlayerIsAdaptedFromItsReceiverReports) {
   EXPECT_TRUE(server::detail::session_config(e, options).rr_adaptation);
 }
 
+TEST(SessionStart, ABrowserGetsTheClientPolicyWithBrowserPolicyClient) {
+  // control.browser_policy = "client": a browser with transport-cc has L and its page's P
+  // (docs/webrtc.md "Quality in the page"); without transport-cc it stays a player.
+  auto options = test::loopback_options();
+  SessionEntry e;
+  e.id = "w";
+  e.webrtc = true;
+  e.transport_cc_id = 3;
+  EXPECT_EQ(server::detail::session_controller(e, options)->name(), "capacity");
+  EXPECT_TRUE(server::detail::session_config(e, options).page_quality);
+  options.browser_client_policy = true;
+  EXPECT_EQ(server::detail::session_controller(e, options)->name(), "basic");
+  e.transport_cc_id = 0;
+  EXPECT_EQ(server::detail::session_controller(e, options)->name(), "capacity");
+}
+
 TEST(SessionStart, OrServedAtTheFixedPlayerRate) {
   auto options = test::loopback_options();
   options.player_adaptation = server::PlayerAdaptation::kFixed;

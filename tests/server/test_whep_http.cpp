@@ -98,8 +98,10 @@ TEST(WhepHttp, TakesThePagesQualityReportForItsSession) {
   EXPECT_EQ(handle_whep(request("GET", "/clip/whep/S1/quality"), f.backend()).status, 405);
   // "quality" alone is a session's name (DELETE), not a report without a session.
   EXPECT_EQ(handle_whep(request("POST", "/clip/whep/quality", "p=1"), f.backend()).status, 405);
-  for (const char* bad : {"", "decoded=30", "p=1.5", "p=-0.1", "p=nan", "p=0.5&decoded=-1",
-                          "p=0.5&freeze_ms=1000000", "p=0.5x"}) {
+  for (const char* bad :
+       {"", "decoded=30", "p=1.5", "p=-0.1", "p=nan", "p=0.5&decoded=-1", "p=0.5&freeze_ms=1000000",
+        "p=0.5x", "p=0.5&rtp_from=1", "p=0.5&rtp_to=1", "p=0.5&rtp_from=1&rtp_to=4294967296",
+        "p=0.5&rtp_from=-1&rtp_to=2", "p=0.5&rtp_from=&rtp_to=2", "p=0.5&rtp_from=0x10&rtp_to=2"}) {
     EXPECT_EQ(handle_whep(request("POST", "/clip/whep/S1/quality", bad), f.backend()).status, 400)
         << bad;
   }
@@ -108,6 +110,21 @@ TEST(WhepHttp, TakesThePagesQualityReportForItsSession) {
   EXPECT_EQ(q->freezes, 2U);
   EXPECT_EQ(q->freeze_ms, 480U);
   EXPECT_DOUBLE_EQ(q->p, 0.25);
+  EXPECT_FALSE(q->has_rtp);
+  // The media the second played, by the RTP timestamps of the frames presented at its ends.
+  const auto span = parse_page_quality("p=0.9&rtp_to=4294967295&rtp_from=4294000000");
+  ASSERT_TRUE(span.has_value());
+  EXPECT_TRUE(span->has_rtp);
+  EXPECT_EQ(span->rtp_from, 4294000000U);
+  EXPECT_EQ(span->rtp_to, 4294967295U);
+  EXPECT_EQ(handle_whep(request("POST", "/clip/whep/S1/quality", "p=0.5&rtp_from=1&rtp_to=9"),
+                        f.backend())
+                .status,
+            204);
+  EXPECT_TRUE(f.report.has_rtp);
+  EXPECT_EQ(f.report.rtp_to, 9U);
+  // Bodies over 256 bytes are refused whatever they hold.
+  EXPECT_FALSE(parse_page_quality("p=0.5&x=" + std::string(250, '1')).has_value());
 }
 
 TEST(WhepHttp, ServesThePlayerForKnownStreamsAndRefusesOtherMethods) {

@@ -178,6 +178,10 @@ struct ControlConfig {
   /// How R is set for clients without PDFB: "rr" (the capacity policy fed from their RTCP
   /// Receiver Reports) or "fixed" (player_rate).
   std::string player_adaptation = "rr";
+  /// Which policy a browser with transport-cc gets: "player" (player_adaptation's, as any
+  /// player) or "client" (`policy`, as a PDFB client: L from transport-cc, P from its player
+  /// page; docs/webrtc.md "Quality in the page").
+  std::string browser_policy = "player";
   core::MissingReportAction missing_report = core::MissingReportAction::kHold;
   std::uint32_t report_timeout_stages = 2;  ///< A report is missing this many stages later.
   /// Sessions whose clients' IPv4 addresses share this many leading bits are coupled (one

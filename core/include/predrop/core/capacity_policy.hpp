@@ -87,6 +87,8 @@ class CapacityPolicy final : public RateController {
   CapacityPolicy& operator=(const CapacityPolicy&) = delete;
 
   std::string_view name() const override { return "capacity"; }
+  /// P is a guard only (quality_floor): a report is not held back for it.
+  bool reads_performance() const override { return false; }
   double rate() const override { return rate_; }
   double rate_for_next(const StageStart& next) override;
   std::optional<double> rate_for_rest(const StageProgress& progress) override;

@@ -12,6 +12,7 @@ class FixedRate final : public RateController {
   explicit FixedRate(double rate) : rate_(rate) {}
 
   std::string_view name() const override { return "fixed"; }
+  bool reads_performance() const override { return false; }
   double rate() const override { return rate_; }
 
  protected:

@@ -194,6 +194,11 @@ class RateController {
   /// for no limit. A policy that knows the path's rate paces a key frame out over time instead
   /// of queueing it at the bottleneck.
   virtual std::optional<PacingLimit> pacing() const { return std::nullopt; }
+  /// True when the policy's decisions turn on P: a sender whose P comes later than the rest of
+  /// a report (a browser's player page, docs/webrtc.md "Quality in the page") holds the report
+  /// for it a while. False for policies that decide on the path alone and should get the
+  /// report at once.
+  virtual bool reads_performance() const { return true; }
   /// Feeds the report of one stage. Invalid reports are rejected and change nothing.
   Result<Decision> on_report(const StageReport& report);
   /// Tells the controller that `stage`'s report will never come (its deadline passed).

@@ -91,6 +91,9 @@ struct SessionControl {
   double player_rate = 0.0;
   PlayerAdaptation player_adaptation = PlayerAdaptation::kReceiverReports;
   core::PolicyConfig player_policy = default_player_policy();
+  /// A browser with transport-cc gets `policy` (as a PDFB client), not player_policy
+  /// (control.browser_policy = "client"; docs/webrtc.md "Quality in the page").
+  bool browser_client_policy = false;
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
   std::uint64_t discard_seed = 1;
 };
@@ -109,6 +112,9 @@ struct StreamServerOptions {
   PlayerAdaptation player_adaptation = PlayerAdaptation::kReceiverReports;
   /// Policy of those clients with kReceiverReports; its `policy` should be "capacity".
   core::PolicyConfig player_policy = default_player_policy();
+  /// A browser with transport-cc gets `policy` (as a PDFB client), not player_policy
+  /// (control.browser_policy = "client"; docs/webrtc.md "Quality in the page").
+  bool browser_client_policy = false;
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
   std::uint64_t discard_seed = 1;
   /// Sessions whose clients share an address prefix are coupled (coupling_groups.hpp); null: no
@@ -229,6 +235,7 @@ struct ServerStats {
   std::uint64_t webrtc_rtx_capped = 0;          ///< NACKed numbers over the retransmission cap.
   std::uint64_t webrtc_key_frame_requests = 0;  ///< PLIs and FIRs read.
   std::uint64_t webrtc_page_reports = 0;        ///< Player pages' quality reports (docs/webrtc.md).
+  std::uint64_t webrtc_page_quality_blocks = 0;  ///< Block reports handed on with the page's P.
 };
 
 }  // namespace predrop::server

@@ -44,7 +44,8 @@ namespace predrop::server {
 
 namespace detail {
 class SenderReports;
-}
+class PageQualityJoin;
+}  // namespace detail
 
 /// One RTP stream the client set up.
 struct SessionTrack {
@@ -90,6 +91,9 @@ struct StreamSessionConfig {
   std::optional<chain::RetransmitConfig> retransmission;
   /// A WebRTC peer that negotiated NACK, PLI or FIR: its RTCP feedback messages are read.
   bool rtcp_fb = false;
+  /// A WebRTC peer whose player page may report P: its transport-cc block reports take the
+  /// page's P per block (docs/webrtc.md "Quality in the page").
+  bool page_quality = false;
 };
 
 /// One block as sent and, later, as reported: a row of the per-block trace.
@@ -164,6 +168,10 @@ struct SessionStats {
   double last_page_quality = -1;
   std::uint64_t page_frames_decoded = 0;
   std::uint64_t page_freeze_ms = 0;
+  /// Page reports that named no block remembered (no RTP span, or outside), and block reports
+  /// that reached the controller with the page's P.
+  std::uint64_t page_reports_unattributed = 0;
+  std::uint64_t page_quality_blocks = 0;
   /// Times the next block was not there yet when due (a live source behind or stalled).
   std::uint64_t source_waits = 0;
   /// Times the session fell behind its source's ring and rejoined at a key frame.
@@ -185,6 +193,7 @@ struct RtcpCounts {
   std::uint64_t rtx_unknown = 0;
   std::uint64_t rtx_refused = 0;  ///< rtx_capped + rtx_repeated
   std::uint64_t key_frame_requests = 0;
+  std::uint64_t page_quality_blocks = 0;  ///< Block reports handed on with the page's P.
 };
 
 /// A streaming session. Created at SETUP, started at PLAY.
@@ -253,9 +262,13 @@ class StreamSession {
   std::uint64_t bytes_sent() const { return link_bytes_sent(); }
   /// Its counters (with what its transport dropped).
   SessionStats stats() const;
-  /// A WebRTC player page's report of one second of play: counted and shown in /metrics (the
-  /// controller does not use it yet: docs/webrtc.md "Quality in the page").
-  void note_page_quality(const PageQuality& report);
+  /// A WebRTC player page's report of one second of play, at `now_us`: counted and shown in
+  /// /metrics, and attributed to the blocks it played; block reports waiting for their P go to
+  /// the controller (docs/webrtc.md "Quality in the page"). Returns how many took the page's P.
+  std::size_t note_page_quality(const PageQuality& report, std::uint64_t now_us);
+  /// How long a browser's block report waits for the page's P when the policy reads P: the
+  /// page reports once a second, after the block's end has played.
+  static constexpr std::uint64_t kPageQualityWaitUs = 1'500'000;
   /// Monotonic time of the last sign of life from the client (RTCP); 0 if none yet.
   std::uint64_t last_heard_us() const { return last_heard_us_; }
   /// The stage being sent (or next to be sent).
@@ -283,6 +296,9 @@ class StreamSession {
   // One report from the intake: to the controller; settles its stage if the controller took a
   // PDFB. Returns true if the controller took it.
   bool apply_report(const core::StageReport& report, bool from_rr);
+  // Hands on the held browser reports whose P is in or whose wait ended; true if the
+  // controller took one. Adds those that took the page's P to `with_page_p`.
+  bool release_page_reports(std::uint64_t now_us, std::uint64_t& with_page_p);
   /// An interim alert to the controller; true when it changed the plan of the stage in flight.
   bool apply_alert(const core::StageAlert& alert);
   /// After an accepted report: lets the controller plan the rest of the block in flight anew.
@@ -349,6 +365,9 @@ class StreamSession {
   std::optional<chain::FeedbackIntake> intake_;
   // Its own RTCP out: SRs and the BYE (server/src/sender_reports.hpp).
   std::unique_ptr<detail::SenderReports> sender_reports_;
+  // The page's P per block and the block reports waiting for it (config_.page_quality only).
+  std::unique_ptr<detail::PageQualityJoin> page_;
+  std::size_t page_track_ = 0;        // the video track the page's RTP timestamps are of
   std::vector<int> track_of_stream_;  // source stream -> track index, -1 = not set up
   // When the client set up only some streams: per block, the indices of the packets it sends
   // and their importance (sized once for the source's largest block).

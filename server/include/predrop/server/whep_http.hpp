@@ -39,8 +39,10 @@ struct WhepBackend {
   std::vector<std::string> streams;
 };
 
-/// Reads a page's report, "p=0.97&decoded=30&dropped=0&freezes=0&freeze_ms=0" (any order; p
-/// required, in [0, 1]; the counts optional, each below 10^6); nullopt when malformed.
+/// Reads a page's report, "p=0.97&decoded=30&dropped=0&freezes=0&freeze_ms=0&rtp_from=T&rtp_to=T"
+/// (any order; at most 256 bytes; p required, in [0, 1]; the counts optional, each below 10^6;
+/// rtp_from and rtp_to 32-bit RTP timestamps, both or neither; unknown keys ignored); nullopt
+/// when malformed.
 std::optional<PageQuality> parse_page_quality(std::string_view body);
 
 /// Answers one request for a WHEP path (is_whep_target()).

@@ -22,6 +22,12 @@ struct PageQuality {
   std::uint32_t frames_dropped = 0;
   std::uint32_t freezes = 0;
   std::uint32_t freeze_ms = 0;
+  /// The media the second played (docs/webrtc.md "Quality in the page"): the RTP timestamps of
+  /// the last video frame presented when it began and when it ended. Both or neither; without
+  /// them the report is shown but names no block.
+  bool has_rtp = false;
+  std::uint32_t rtp_from = 0;
+  std::uint32_t rtp_to = 0;
 };
 
 }  // namespace predrop::server
