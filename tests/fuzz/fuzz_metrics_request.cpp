@@ -7,7 +7,9 @@
 //      read; the renderer throws when the input says so; /api/ paths go to the control API
 //      (handle_control() over a backend with one session, whose functions throw when the
 //      renderer does), WHEP paths to handle_whep() over a fake backend (a page's quality report
-//      parsed by parse_page_quality() on the way). Checked: the connection cap
+//      parsed by parse_page_quality() on the way, and its RTP span attributed to blocks around
+//      it by the session's detail::PageQualityJoin: every block's P stays in [0, 1]). Checked:
+//      the connection cap
 //      holds; a connection gets at most one reply, a well-formed HTTP/1.0 status line with a
 //      Content-Length matching the body, and is closed after it; nothing escapes a callback.
 #include <cstddef>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
+#include "page_quality.hpp"
 #include "predrop/core/log.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/server/control_api.hpp"
@@ -145,6 +148,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // arrives, and its P is in [0, 1].
     whep.quality = [](std::string_view s, const server::PageQuality& q) {
       PREDROP_FUZZ_CHECK(q.p >= 0 && q.p <= 1 && q.freeze_ms < 1'000'000);
+      PREDROP_FUZZ_CHECK(q.has_rtp || (q.rtp_from == 0 && q.rtp_to == 0));
+      if (q.has_rtp) {
+        // Blocks of 1 s at 90 kHz around rtp_from, and one report twice (a resent POST).
+        server::detail::PageQualityJoin join;
+        for (std::uint32_t b = 0; b < 20; ++b) {
+          join.begin_block(b, q.rtp_from - 270'000 + b * 90'000 + (q.rtp_to & 0xFFu));
+        }
+        (void)join.add({q.p, q.rtp_from, q.rtp_to});
+        (void)join.add({q.p, q.rtp_from, q.rtp_to});
+        for (std::uint32_t b = 0; b < 20; ++b) {
+          const auto p = join.quality(b);
+          PREDROP_FUZZ_CHECK(!p || (*p >= 0 && *p <= 1.0 + 1e-9));
+        }
+      }
       return s == "S1";
     };
     endpoint.set_whep(

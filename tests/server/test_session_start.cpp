@@ -47,9 +47,12 @@ TEST(SessionStart, ABrowserGetsTheClientPolicyWithBrowserPolicyClient) {
   e.webrtc = true;
   e.transport_cc_id = 3;
   EXPECT_EQ(server::detail::session_controller(e, options)->name(), "capacity");
+  EXPECT_FALSE(server::detail::session_controller(e, options)->reads_performance());
   EXPECT_TRUE(server::detail::session_config(e, options).page_quality);
   options.browser_client_policy = true;
   EXPECT_EQ(server::detail::session_controller(e, options)->name(), "basic");
+  // The exact rule decides on P first: its reports wait for the page's P.
+  EXPECT_TRUE(server::detail::session_controller(e, options)->reads_performance());
   e.transport_cc_id = 0;
   EXPECT_EQ(server::detail::session_controller(e, options)->name(), "capacity");
 }

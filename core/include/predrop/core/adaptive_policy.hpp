@@ -83,6 +83,8 @@ class AdaptivePolicy final : public RateController {
   AdaptivePolicy(const AdaptiveParams& params, double initial_rate);
 
   std::string_view name() const override { return "adaptive"; }
+  /// P counts only through quality_floor (off by default): without it a report is not held.
+  bool reads_performance() const override { return std::isfinite(params_.quality_floor); }
   double rate() const override { return rate_; }
   /// The base (uncongested) reception period in µs, 0 before the first clean stage.
   double base_reception_period_us() const;
