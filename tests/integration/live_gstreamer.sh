@@ -126,6 +126,16 @@ one_run() {
       "(an RTP session sent its BYE but never its EOS: gst-$protocols.log.debug); inconclusive"
     return 2
   fi
+  # Seen in 2 of 38 runs under a heavy parallel build, over TCP, not reproduced with debug logs:
+  # after its end of stream, rtspclientsink's next request found the connection closed. Not
+  # diagnosed (docs/live.md "Known problems"); tried again like the race above.
+  if [[ "$pub_rc" -ne 0 ]] && grep -q "EOS received" "gst-$protocols.log" &&
+    grep -q "Could not send message. (Received end-of-file)" "gst-$protocols.log"; then
+    echo "gst-launch over $protocols: its request after the end of stream found the connection" \
+      "closed (Received end-of-file; undiagnosed, docs/live.md); inconclusive"
+    grep "'live' ended" server.log | tail -1
+    return 2
+  fi
   if [[ "$pub_rc" -ne 0 ]]; then
     echo "FAIL: gst-launch over $protocols failed (rc $pub_rc)"; tail -8 "gst-$protocols.log"; ok=1
   fi
@@ -150,7 +160,7 @@ retry_gst_race() {
   for attempt in 1 2 3 4 5 6 7 8; do
     "$@" && result=0 || result=$?
     ((result == 2)) || break
-    echo "$name: attempt $attempt hung in GStreamer's BYE/EOS race; again"
+    echo "$name: attempt $attempt inconclusive (GStreamer's BYE/EOS race or the end-of-file above); again"
   done
   return "$result"
 }
