@@ -27,7 +27,7 @@ layers=(
   "ddl/capi    predrop/ddl/capi/   core wire net chain config ddl"
   "server      predrop/server/     core wire net chain config rtsp media webrtc ddl"
   "client      predrop/client/     core wire net chain rtsp media"
-  "load        predrop/load/       core wire net chain rtsp media client"
+  "load        predrop/load/       core wire net chain rtsp media client webrtc"
   "sim         predrop/sim/        core"
 )
 # CMake target of a folder: predrop::<folder with / as _>.

@@ -12,6 +12,7 @@
 #include "predrop/load/runner.hpp"
 #include "predrop/load/scenario.hpp"
 #include "predrop/load/shards.hpp"
+#include "predrop/load/whep_run.hpp"
 #include "predrop/net/clock.hpp"
 #include "predrop/net/event_loop.hpp"
 #include "predrop/net/srtp_session.hpp"
@@ -28,7 +29,23 @@ int run(int argc, char** argv) {
   std::optional<int> pid;
   std::optional<std::uint32_t> verify_every, threads;
   bool quiet = false;
-  app.add_option("scenario", path, "Scenario TOML file")->required()->check(CLI::ExistingFile);
+  app.add_option("scenario", path, "Scenario TOML file (not with the whep subcommand)")
+      ->check(CLI::ExistingFile);
+  // `predrop-load whep`: scripted WebRTC viewers instead of RTSP clients (whep_run.hpp).
+  load::WhepRunConfig whep;
+  std::string whep_http = "127.0.0.1:9464", whep_csv, whep_label;
+  CLI::App* whep_cmd = app.add_subcommand(
+      "whep", "N scripted WHEP viewers (POST, ICE, DTLS, SRTP, transport-cc) against a server");
+  whep_cmd->add_option("--http", whep_http, "The server's HTTP listener host:port");
+  whep_cmd->add_option("--stream", whep.stream, "Stream name (POST /<stream>/whep)")->required();
+  whep_cmd->add_option("--clients", whep.clients, "Viewers");
+  whep_cmd->add_option("--ramp", whep.ramp_s, "Seconds over which they start");
+  whep_cmd->add_option("--settle", whep.settle_s, "Seconds after the ramp before the window");
+  whep_cmd->add_option("--hold", whep.hold_s, "The measured window, seconds");
+  whep_cmd->add_option("--server-pid", whep.server_pid, "Server pid (default: by the HTTP port)");
+  whep_cmd->add_option("--verify-every", whep.srtp_verify_every, "Authenticate every N-th packet");
+  whep_cmd->add_option("--csv", whep_csv, "Append a summary row to this CSV");
+  whep_cmd->add_option("--label", whep_label, "The CSV row's label");
   app.add_option("--url", url, "Override server.url");
   app.add_option("--server-pid", pid, "Override server.pid (CPU figures)");
   app.add_option("--metrics", metrics, "Override server.metrics (host:port, or none)");
@@ -52,6 +69,38 @@ int run(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   core::LogLevel level;
   if (core::parse_log_level(log_level, level)) core::set_log_level(level);
+
+  if (whep_cmd->parsed()) {
+    const auto colon = whep_http.rfind(':');
+    auto address = net::SocketAddress::from_ip(
+        whep_http.substr(0, colon),
+        static_cast<std::uint16_t>(std::stoul(whep_http.substr(colon + 1))));
+    if (colon == std::string::npos || !address) {
+      std::fprintf(stderr, "predrop-load: --http wants host:port\n");
+      return 2;
+    }
+    whep.http = *address;
+    net::SrtpLibraryGuard srtp_library;
+    net::EventLoop loop;
+    const net::MonotonicClock clock;
+    auto result = load::run_whep(loop, clock, whep, quiet ? nullptr : stderr);
+    if (!result) {
+      std::fprintf(stderr, "predrop-load: %s\n", result.error().message.c_str());
+      return 2;
+    }
+    load::print_whep_summary(stdout, whep, *result);
+    if (!whep_csv.empty()) {
+      if (auto st = load::append_whep_csv(whep_csv, whep_label, *result); !st) {
+        std::fprintf(stderr, "predrop-load: %s\n", st.error().message.c_str());
+        return 2;
+      }
+    }
+    return result->playing_at_close == result->clients ? 0 : 1;
+  }
+  if (path.empty()) {
+    std::fprintf(stderr, "predrop-load: a scenario file or the whep subcommand is needed\n");
+    return 2;
+  }
 
   auto loaded = load::load_scenario_file(path);
   if (!loaded) {
