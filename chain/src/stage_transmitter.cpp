@@ -214,6 +214,7 @@ std::size_t StageTransmitter::retransmit(std::span<const std::uint16_t> sequence
     ++e->resent;
     ++r.stats.sent;
     r.stats.bytes += len;
+    r.stats.octets += 2 + payload.size();
     ++sent;
     batch_tracks_[batch_.size()] = static_cast<std::uint8_t>(track);
     batch_.push_back(net::OutDatagram{slot, len, &tcfg.destination});

@@ -37,8 +37,9 @@ std::size_t SenderReports::send(std::uint64_t now_us, std::int64_t media_now_us,
   std::array<std::uint8_t, 512> buf{};
   const std::span<std::uint8_t> room(buf.data(), buf.size() - net::kSrtpMaxTrailer);
   for (std::size_t t = 0; t < tracks.size(); ++t) {
-    if (!transport.has_rtcp(t)) continue;
     const Track& track = tracks[t];
+    const std::size_t via = track.transport_track.value_or(t);
+    if (!transport.has_rtcp(via)) continue;
     wire::SenderReport sr;
     sr.ssrc = track.ssrc;
     sr.ntp_timestamp = ntp;
@@ -67,7 +68,7 @@ std::size_t SenderReports::send(std::uint64_t now_us, std::int64_t media_now_us,
       }
       len = r.length;
     }
-    if (transport.send_rtcp(t, std::span<const std::uint8_t>(buf.data(), len))) ++sent;
+    if (transport.send_rtcp(via, std::span<const std::uint8_t>(buf.data(), len))) ++sent;
   }
   return sent;
 }

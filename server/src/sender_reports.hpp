@@ -1,5 +1,6 @@
 #pragma once
-// A stream session's own RTCP out: per track an SR (RFC 3550 §6.4.1) with SDES CNAME, and BYE
+// A stream session's own RTCP out: per sending SSRC (each track, and a WebRTC session's RTX
+// stream once it sent a retransmission) an SR (RFC 3550 §6.4.1) with SDES CNAME, and BYE
 // (§6.6) appended when the session ends, protected with the session's SRTCP sender and sent
 // through its transport (predrop/server/session_transport.hpp). The transmitter's SRTP session
 // protects RTP only: SRTCP has an index space of its own, so this second outbound session with
@@ -31,6 +32,9 @@ class SenderReports {
     std::uint32_t clock_rate = 90000;
     std::uint64_t packets = 0;  ///< Sent so far.
     std::uint64_t octets = 0;   ///< Payload octets sent so far.
+    /// The transport track whose RTCP way carries this SSRC's SR; none: its own index. An RTX
+    /// stream (RFC 4588) has no track of its own: its SR goes the way of the track it repairs.
+    std::optional<std::size_t> transport_track;
   };
 
   /// `suite` empty: plain RTCP. `now_us` is the session clock now. Throws std::runtime_error
@@ -40,12 +44,11 @@ class SenderReports {
 
   /// The NTP time (64-bit, RFC 3550 §4) at session clock time `now_us`.
   std::uint64_t ntp_at(std::uint64_t now_us) const;
-  /// One compound per track the transport has RTCP for: SR at `now_us` with the RTP timestamp
-  /// of media time `media_now_us` (µs on the media's clock), SDES CNAME, and BYE if `bye`.
-  /// Returns the compounds sent.
-  /// `capture`: an RTP timestamp of track `capture_track` (the video's) and when the publisher
-  /// captured it (a live source, media::BlockSource::capture_ntp); it goes as a PDCT APP
-  /// (predrop/wire/pdct.hpp) into that track's compound.
+  /// One compound per entry of `tracks` whose transport track has RTCP: SR at `now_us` with the RTP
+  /// timestamp of media time `media_now_us` (µs on the media's clock), SDES CNAME, and BYE if
+  /// `bye`. Returns the compounds sent. `capture`: an RTP timestamp of track `capture_track` (the
+  /// video's) and when the publisher captured it (a live source, media::BlockSource::capture_ntp);
+  /// it goes as a PDCT APP (predrop/wire/pdct.hpp) into that track's compound.
   std::size_t send(std::uint64_t now_us, std::int64_t media_now_us, std::span<const Track> tracks,
                    bool bye, SessionTransport& transport,
                    std::optional<wire::PdctClock> capture = std::nullopt,

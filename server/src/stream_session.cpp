@@ -532,8 +532,9 @@ std::size_t StreamSession::send_bye(std::uint64_t now_us) {
 std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
   // Each SR's time is what a later RR's LSR names (RTT, forged-LSR check).
   intake_->note_sender_report(wire::ntp_compact(sender_reports_->ntp_at(now_us)));
-  std::array<detail::SenderReports::Track, media::kMaxSourceStreams> tracks{};
-  const std::size_t n = std::min(tracks.size(), config_.tracks.size());
+  // One entry per track, and one more for the RTX stream (below).
+  std::array<detail::SenderReports::Track, media::kMaxSourceStreams + 1> tracks{};
+  const std::size_t n = std::min(media::kMaxSourceStreams, config_.tracks.size());
   std::size_t video = n;
   for (std::size_t t = 0; t < n; ++t) {
     const SessionTrack& track = config_.tracks[t];
@@ -558,7 +559,24 @@ std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
       capture = wire::PdctClock{rtp_timestamp_at_start(video), *ntp};
     }
   }
-  const std::size_t sent = sender_reports_->send(now_us, media_now, std::span(tracks.data(), n),
+  // The RTX stream (RFC 4588) is an RTP stream of its own SSRC: once it sent a retransmission
+  // it is a sender, and its SR (RFC 3550 §6.4.1) carries its own counts; its timestamps are
+  // the repaired track's (an RTX packet keeps the original's), so the same clock and offset.
+  // It goes the way of that track's RTCP (rtcp-mux: the same 5-tuple); BYE names it too.
+  std::size_t count = n;
+  if (config_.retransmission && config_.retransmission->track < n) {
+    const chain::RetransmitStats& rtx = transmitter_->retransmit_stats();
+    if (rtx.sent > 0) {
+      const std::size_t repaired = config_.retransmission->track;
+      tracks[count++] = {config_.retransmission->ssrc,
+                         tracks[repaired].timestamp_offset,
+                         tracks[repaired].clock_rate,
+                         rtx.sent,
+                         rtx.octets,
+                         repaired};
+    }
+  }
+  const std::size_t sent = sender_reports_->send(now_us, media_now, std::span(tracks.data(), count),
                                                  bye, *transport_, capture, video);
   stats_.rtcp_protect_errors = sender_reports_->protect_errors();
   return sent;

@@ -99,6 +99,9 @@ struct RetransmitStats {
   std::uint64_t requested = 0;  ///< Sequence numbers NACKed.
   std::uint64_t sent = 0;       ///< RTX packets protected and handed to the batch.
   std::uint64_t bytes = 0;      ///< Their bytes on the wire (SRTP included).
+  /// Their RTP payload octets (OSN + original payload): what the RTX stream's SR counts (RFC
+  /// 3550 §6.4.1).
+  std::uint64_t octets = 0;
   std::uint64_t unknown = 0;   ///< Not in the history: never sent (pre-discarded), too old, forged.
   std::uint64_t capped = 0;    ///< Refused by the byte credit.
   std::uint64_t repeated = 0;  ///< Refused: already resent max_per_packet times.
