@@ -21,6 +21,11 @@
 # one block) the stream's rate jumps by 1.8-3.2x. 7 s does not divide the cases' event times, so
 # cuts fall both on and between capacity changes.
 #
+# For browsers (issue 22, webrtc-peer/whep-viewer.sh): CLIP_BFRAMES=0 encodes no B-frames (Chromium's
+# WebRTC receiver renders in RTP-timestamp order without a reorder buffer and stalls on them,
+# docs/webrtc.md "In Chromium"); CLIP_AUDIO=opus puts the sine in Opus at the same 96 kbit/s
+# (browsers decode no AAC). Everything else (source, VBV, GOP, rate cap) stays the same.
+#
 #   bench/testbed/make-clip.sh OUT [SECONDS] [testsrc2|scenes|vbr]   (idempotent: an existing OUT is kept)
 set -euo pipefail
 out="${1:?usage: $0 OUT [SECONDS] [testsrc2|scenes|vbr]}"
@@ -35,12 +40,12 @@ case "$kind" in
   scenes)
     d=$((seconds / 6))
     norm="fps=30,format=yuv420p,setsar=1"
-    g="smptebars=size=640x360:rate=30:duration=$d,$norm[s0];"
-    g+="mandelbrot=size=640x360:rate=30,trim=duration=$d,$norm[s1];"
-    g+="testsrc2=size=640x360:rate=30:duration=$d,$norm[s2];"
-    g+="life=size=640x360:rate=30:mold=10:ratio=0.1:death_color=#C83232:life_color=#00ff00,trim=duration=$d,$norm[s3];"
-    g+="testsrc2=size=640x360:rate=30:duration=$d,noise=alls=40:allf=t,$norm[s4];"
-    g+="color=c=gray:size=640x360:rate=30:duration=$d,$norm[s5];"
+    g="smptebars=size=640x360:rate=30:duration=$d,${norm}[s0];"
+    g+="mandelbrot=size=640x360:rate=30,trim=duration=$d,${norm}[s1];"
+    g+="testsrc2=size=640x360:rate=30:duration=$d,${norm}[s2];"
+    g+="life=size=640x360:rate=30:mold=10:ratio=0.1:death_color=#C83232:life_color=#00ff00,trim=duration=$d,${norm}[s3];"
+    g+="testsrc2=size=640x360:rate=30:duration=$d,noise=alls=40:allf=t,${norm}[s4];"
+    g+="color=c=gray:size=640x360:rate=30:duration=$d,${norm}[s5];"
     g+="[s0][s1][s2][s3][s4][s5]concat=n=6:v=1:a=0"
     video=(-f lavfi -i "$g")
     ;;
@@ -55,7 +60,7 @@ case "$kind" in
     n=$(((seconds + 6) / 7))
     g="" inputs=""
     for ((i = 0; i < n; i++)); do
-      g+="${scene[$((i % 4))]},$norm[s$i];"
+      g+="${scene[$((i % 4))]},${norm}[s$i];"
       inputs+="[s$i]"
     done
     g+="${inputs}concat=n=$n:v=1:a=0,trim=duration=$seconds"
@@ -63,13 +68,15 @@ case "$kind" in
     ;;
   *) echo "make-clip: unknown kind $kind" >&2; exit 2 ;;
 esac
+audio=(-c:a aac)
+[[ "${CLIP_AUDIO:-aac}" == opus ]] && audio=(-c:a libopus)
 ffmpeg -nostdin -hide_banner -loglevel error -y \
   "${video[@]}" \
   -f lavfi -i "sine=frequency=440:sample_rate=48000:duration=${seconds}" \
   -map 0:v -map 1:a \
   -c:v libx264 -preset veryfast -profile:v high -pix_fmt yuv420p \
   -b:v 1500k -maxrate 1500k -bufsize 100k \
-  -x264-params "keyint=30:min-keyint=30:scenecut=0:bframes=2:b-pyramid=none:b-adapt=0" \
-  -c:a aac -b:a 96k -ac 2 -ar 48000 -f mp4 \
+  -x264-params "keyint=30:min-keyint=30:scenecut=0:bframes=${CLIP_BFRAMES:-2}:b-pyramid=none:b-adapt=0" \
+  "${audio[@]}" -b:a 96k -ac 2 -ar 48000 -f mp4 \
   "$tmp"
 mv -f "$tmp" "$out"
