@@ -107,6 +107,9 @@ struct LiveSource::Writer {
   // The audio track, if the stream has one (live_audio.hpp): its timeline and its share of
   // the block in progress.
   std::optional<detail::LiveAudioTrack> audio;
+  // A LATM publisher's audio is repacked into AAC-hbr first (predrop/media/latm.hpp).
+  std::optional<LatmDepacketizer> latm;
+  std::uint64_t latm_malformed = 0;  // its stats().malformed already counted as audio_dropped
   // Counters the writer keeps (copied into stats_ at each publication).
   std::uint64_t packets = 0, access_units = 0, damaged = 0, malformed = 0, waiting = 0,
                 oversized = 0, resets = 0, forced = 0, restarts = 0, audio_packets = 0,
@@ -409,6 +412,7 @@ LiveSource::LiveSource(const LiveVideoSpec& video, const LiveSourceOptions& opti
     a.fmtp = audio->fmtp;
     streams_.push_back(std::move(a));
     writer_->audio.emplace(*audio, options_.max_payload, options_.max_block_packets);
+    if (audio->latm) writer_->latm.emplace(*audio->latm);
   }
 }
 
@@ -424,12 +428,26 @@ void LiveSource::push_video(std::uint16_t sequence, std::uint32_t timestamp, boo
                  [&w](const detail::ReorderWindow::Packet& p) { w.depacketize(p); });
 }
 
-void LiveSource::push_audio(std::uint16_t /*sequence*/, std::uint32_t timestamp, bool marker,
+void LiveSource::push_audio(std::uint16_t sequence, std::uint32_t timestamp, bool marker,
                             std::span<const std::uint8_t> payload, std::uint64_t arrival_us) {
   std::lock_guard write(write_mutex_);
   Writer& w = *writer_;
   if (w.ended) return;
   w.arrival_us = arrival_us;
+  if (w.latm) {
+    // One AAC-hbr payload per completed LATM element; a fragment waits, a bad packet is dropped.
+    const auto aac = w.latm->push(sequence, timestamp, marker, payload);
+    // Counted per element (a packet, unless fragmented) and per drop.
+    if (aac.empty()) {
+      const std::uint64_t bad = w.latm->stats().malformed - w.latm_malformed;
+      w.latm_malformed = w.latm->stats().malformed;
+      w.audio_packets += bad;
+      w.audio_dropped += bad;
+      return;
+    }
+    w.on_audio(timestamp, true, aac);
+    return;
+  }
   w.on_audio(timestamp, marker, payload);
 }
 
@@ -489,6 +507,7 @@ void LiveSource::restart(std::uint64_t now_us) {
   w.cut(w.pending.max_pts_us + 1, true);
   if (w.audio) w.audio->forget_reports();  // the new RTP stream has its own timestamps and reports
   w.forget_audio_timeline();
+  if (w.latm) w.latm->reset();
   w.have_timestamp = false;
   w.have_origin = false;
   w.early_report.reset();

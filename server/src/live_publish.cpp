@@ -28,13 +28,14 @@ std::string_view fmtp_param(std::string_view fmtp, std::string_view name) {
   return {};
 }
 
-// The first audio section predrop can pass through: AAC as mpeg4-generic (RFC 3640 AAC-hbr or
-// AAC-lbr, the modes players read) or Opus (RFC 7587); nullopt for anything else (dropped).
-std::optional<media::LiveAudioSpec> audio_spec(const rtsp::SdpMedia& m) {
-  if (m.kind != "audio" || m.payload_type < 0) return std::nullopt;
+// An audio section predrop can serve: AAC as mpeg4-generic (RFC 3640 AAC-hbr or AAC-lbr, the
+// modes players read) or as MP4A-LATM (RFC 6416, cpresent=0: repacked into AAC-hbr), or Opus
+// (RFC 7587); an error says why not (the track is then set up and dropped).
+core::Result<media::LiveAudioSpec> audio_spec(const rtsp::SdpMedia& m) {
+  if (m.payload_type < 0) return core::make_error("no dynamic payload type");
   const std::string_view rtpmap = m.rtpmap;
   const auto slash = rtpmap.find('/');
-  if (slash == std::string_view::npos) return std::nullopt;
+  if (slash == std::string_view::npos) return core::make_error("no rtpmap");
   const std::string_view encoding = rtpmap.substr(0, slash);
   const std::string_view rest = rtpmap.substr(slash + 1);
   const auto slash2 = rest.find('/');
@@ -42,18 +43,20 @@ std::optional<media::LiveAudioSpec> audio_spec(const rtsp::SdpMedia& m) {
   std::uint16_t channels = 1;
   if (slash2 != std::string_view::npos) {
     const auto c = core::text::parse_uint<std::uint16_t>(rest.substr(slash2 + 1));
-    if (!c || *c == 0 || *c > 8) return std::nullopt;
+    if (!c || *c == 0 || *c > 8) return core::make_error("a channel count other than 1-8");
     channels = *c;
   }
-  if (!rate || *rate < 8000 || *rate > 192000) return std::nullopt;
+  if (!rate || *rate < 8000 || *rate > 192000) {
+    return core::make_error("a clock rate outside 8000-192000");
+  }
   media::LiveAudioSpec a;
   if (core::text::iequals(encoding, "MPEG4-GENERIC")) {
     const std::string_view mode = fmtp_param(m.fmtp, "mode");
     if (!core::text::iequals(mode, "AAC-hbr") && !core::text::iequals(mode, "AAC-lbr")) {
-      return std::nullopt;
+      return core::make_error("mode '" + std::string(mode) + "' (only AAC-hbr and AAC-lbr)");
     }
     if (fmtp_param(m.fmtp, "config").empty() || fmtp_param(m.fmtp, "sizelength").empty()) {
-      return std::nullopt;
+      return core::make_error("no config or sizelength in its fmtp");
     }
     a.codec = media::Codec::kAac;
     const auto width = [&](std::string_view name, int fallback) {
@@ -65,12 +68,42 @@ std::optional<media::LiveAudioSpec> audio_spec(const rtsp::SdpMedia& m) {
     a.size_length = width("sizelength", 0);
     a.index_length = width("indexlength", 0);
     a.index_delta_length = width("indexdeltalength", 0);
-    if (a.size_length <= 0 || a.index_length < 0 || a.index_delta_length < 0) return std::nullopt;
+    if (a.size_length <= 0 || a.index_length < 0 || a.index_delta_length < 0) {
+      return core::make_error("malformed AU-header lengths");
+    }
+  } else if (core::text::iequals(encoding, "MP4A-LATM")) {
+    // RFC 6416 §7.1: cpresent defaults to 1 (the StreamMuxConfig in every element), which the
+    // repacking does not read; GStreamer and FFmpeg send 0 with the config in the fmtp.
+    if (fmtp_param(m.fmtp, "cpresent") != "0") {
+      return core::make_error(
+          "cpresent=1 (the StreamMuxConfig in band) is not supported: "
+          "cpresent=0 with config= in the fmtp is");
+    }
+    auto latm = media::parse_latm_config_hex(fmtp_param(m.fmtp, "config"));
+    if (!latm) return core::make_error("its StreamMuxConfig: " + latm.error().message);
+    a.codec = media::Codec::kAac;
+    a.clock_rate = *rate;
+    a.channels = static_cast<std::uint16_t>(latm->channels);
+    // What viewers get: AAC-hbr, as a file's AAC (media_file.cpp), at the publisher's RTP clock.
+    a.encoding = "MPEG4-GENERIC/" + std::to_string(*rate) + "/" + std::to_string(latm->channels);
+    a.fmtp =
+        "streamtype=5;profile-level-id=1;mode=AAC-hbr;sizelength=13;indexlength=3;"
+        "indexdeltalength=3;config=";
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    for (const std::uint8_t byte : latm->audio_specific_config) {
+      a.fmtp += kHex[byte >> 4];
+      a.fmtp += kHex[byte & 0xf];
+    }
+    a.size_length = 13;
+    a.index_length = 3;
+    a.index_delta_length = 3;
+    a.latm = std::move(*latm);
+    return a;
   } else if (core::text::iequals(encoding, "opus")) {
-    if (*rate != 48000) return std::nullopt;  // RFC 7587 §7: always 48000/2
+    if (*rate != 48000) return core::make_error("a clock rate other than 48000");  // RFC 7587 §7
     a.codec = media::Codec::kOpus;
   } else {
-    return std::nullopt;
+    return core::make_error("not AAC (MPEG4-GENERIC, MP4A-LATM) or Opus");
   }
   a.clock_rate = *rate;
   a.channels = channels;
@@ -84,7 +117,7 @@ std::optional<media::LiveAudioSpec> audio_spec(const rtsp::SdpMedia& m) {
       !std::all_of(a.encoding.begin(), a.encoding.end(), [](char c) {
         return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
       })) {
-    return std::nullopt;
+    return core::make_error("unprintable characters in its rtpmap or fmtp");
   }
   a.fmtp = m.fmtp;
   return a;
@@ -136,9 +169,23 @@ core::Result<Announced> read_live_sdp(const rtsp::SdpSession& sdp) {
       }
       t.video = true;
       have_video = true;
-    } else if (!out.audio) {
-      out.audio = audio_spec(m);
-      t.audio = out.audio.has_value();
+    } else if (!out.audio && m.kind == "audio") {
+      auto a = audio_spec(m);
+      if (a) {
+        out.audio = std::move(*a);
+        t.audio = true;
+        out.audio_unserved.clear();
+      } else if (out.audio_unserved.empty()) {
+        // Printable in a log line: the rtpmap as announced, cut short.
+        std::string name = m.rtpmap.substr(0, 40);
+        std::replace_if(
+            name.begin(), name.end(),
+            [](char c) {
+              return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f;
+            },
+            '?');
+        out.audio_unserved = "'" + name + "': " + a.error().message;
+      }
     }
     out.tracks.push_back(std::move(t));
   }

@@ -46,8 +46,12 @@ struct PublishedTrack {
 struct Announced {
   std::vector<PublishedTrack> tracks;
   media::LiveVideoSpec video;
-  /// The first AAC (mpeg4-generic, AAC-hbr or AAC-lbr) or Opus audio section, if any.
+  /// The first AAC (mpeg4-generic, AAC-hbr or AAC-lbr; MP4A-LATM with cpresent=0, repacked
+  /// into AAC-hbr) or Opus audio section, if any.
   std::optional<media::LiveAudioSpec> audio;
+  /// Without `audio`: the first audio section's rtpmap and why it is not served (for the log),
+  /// "" if there was no audio section.
+  std::string audio_unserved;
 };
 
 /// Reads an ANNOUNCE body: every m= section becomes a track; the first H.264 video section

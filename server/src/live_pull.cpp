@@ -143,6 +143,10 @@ bool LivePull::on_described(const rtsp::SessionDescription& d, std::vector<std::
                 "old one get a BYE)",
                 status_.stream.c_str());
     }
+    if (!announced->audio_unserved.empty()) {
+      core::log(core::LogLevel::kWarn, "pull", "'%s': audio %s; not served (video only)",
+                status_.stream.c_str(), announced->audio_unserved.c_str());
+    }
     spec_ = announced->video;
     audio_spec_ = announced->audio;
     source_ = std::make_shared<media::LiveSource>(spec_, point_->settings().source, audio_spec_);

@@ -497,6 +497,10 @@ MethodOutcome RtspMethods::announce(Request& q) {
                 q.c.peer.ip_string().c_str());
       break;
   }
+  if (!announced->audio_unserved.empty()) {
+    core::log(core::LogLevel::kWarn, "live", "'%s': audio %s; not served (video only)",
+              stream.name.c_str(), announced->audio_unserved.c_str());
+  }
   ++stats_.publishes;
   MethodOutcome o = ok(q);
   o.publisher = std::move(publisher);

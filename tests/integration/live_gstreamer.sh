@@ -7,7 +7,9 @@
 # server's count; ffmpeg's own audio timestamps are not always on the SRs' clock, docs/live.md),
 # the publisher ends cleanly (its PAUSE and TEARDOWN answered 200), the viewer ends by itself, and
 # the server logs the publication's end; the measuring client watches the TCP run (per-block PSNR
-# against the clip). A run in which gst-launch hangs at its end of stream in GStreamer's own
+# against the clip). A third run publishes the same video with AAC through aacparse, which
+# rtspclientsink payloads as MP4A-LATM (RFC 6416): the server repacks it into AAC-hbr, and every
+# AAC frame the ffmpeg viewer gets must be one of the clip's byte for byte (framemd5). A run in which gst-launch hangs at its end of stream in GStreamer's own
 # BYE/EOS race (gst_bye_race below, diagnosed from its rtpsession log) is inconclusive and tried
 # again (stopped 2 s after the race shows), at most eight times; any other hang or error fails. Loopback only; nothing is timed but
 # the hang guards.
@@ -34,23 +36,30 @@ ffmpeg -nostdin -v error -f lavfi -i testsrc=size=320x240:rate=25 \
   -y clip.mp4
 ffmpeg -nostdin -v error -i clip.mp4 -map 0:v -f framemd5 clip.md5
 md5_hashes clip.md5 | sort -u >clip.hashes
+# The same pictures with AAC (no PNS, as live_audio.sh), and the clip's AAC frames' hashes.
+ffmpeg -nostdin -v error -i clip.mp4 -f lavfi -i sine=frequency=440:sample_rate=48000 -t 6 \
+  -map 0:v -map 1:a -c:v copy -c:a aac -b:a 96k -aac_pns 0 -y clip-aac.mp4
+ffmpeg -nostdin -v error -i clip-aac.mp4 -map 0:a -c copy -f framemd5 clip-aac.md5
+md5_hashes clip-aac.md5 | sort -u >clip-aac.hashes
 
 start_publish_server 1
 
 # Queues without limits (the clip is small): with the default 1 s limit, a demuxer that
 # interleaves the file's tracks in chunks can fill one queue while the syncing sink waits for the
 # other track, and the pipeline stalls (seen once on a loaded machine).
-# gst_publish PROTOCOLS LOG: rtspclientsink publishes clip.mp4 (in real time: the sink syncs on
-# the pipeline clock) over PROTOCOLS; 15 s at most (the clip is 6 s). GStreamer's RTP session
+# gst_publish PROTOCOLS LOG [CLIP PARSER]: rtspclientsink publishes CLIP (clip.mp4, its audio
+# through PARSER, opusparse) in real time (the sink syncs on the pipeline clock) over PROTOCOLS;
+# 15 s at most (the clip is 6 s). GStreamer's RTP session
 # log (rtpsession:6) goes to LOG.debug, for gst_bye_race. Run it in the background: the
 # subshell becomes the timeout process (exec), so that its pid can be signalled.
 gst_publish() {
   GST_DEBUG_NO_COLOR=1 GST_DEBUG=rtpsession:6 GST_DEBUG_FILE="$2.debug" \
     exec timeout -s INT -k 5 15 gst-launch-1.0 -e rtspclientsink name=s protocols="$1" \
     location="$base?secret=$secret" \
-    filesrc location=clip.mp4 ! qtdemux name=d \
+    filesrc location="${3:-clip.mp4}" ! qtdemux name=d \
     d.video_0 ! queue max-size-time=0 max-size-buffers=0 max-size-bytes=0 ! h264parse ! s.sink_0 \
-    d.audio_0 ! queue max-size-time=0 max-size-buffers=0 max-size-bytes=0 ! opusparse ! s.sink_1 >"$2" 2>&1
+    d.audio_0 ! queue max-size-time=0 max-size-buffers=0 max-size-bytes=0 ! "${4:-opusparse}" ! \
+    s.sink_1 >"$2" 2>&1
 }
 
 # gst_bye_race DEBUG_LOG: true if one of rtspclientsink's RTP sessions sent its BYE at the end
@@ -73,24 +82,31 @@ gst_bye_race() {
 
 fail=0
 run=0
-# one_run PROTOCOLS FFMPEG_TRANSPORT: a publication, an ffmpeg viewer; checks and prints.
+# one_run PROTOCOLS FFMPEG_TRANSPORT [aac]: a publication, an ffmpeg viewer; checks and prints.
+# With aac: clip-aac.mp4 through aacparse (MP4A-LATM), and the viewer's AAC frames checked too.
 # Returns 0 when every check passed, 2 when gst-launch hung in GStreamer's BYE/EOS race
 # (gst_bye_race: inconclusive, the caller tries again), 1 otherwise.
 one_run() {
-  local protocols="$1" transport="$2" pub_rc=0 view_rc=0 frames foreign audio ok=0
+  local protocols="$1" transport="$2" codec="${3:-opus}" pub_rc=0 view_rc=0 frames foreign audio ok=0
+  local clip=clip.mp4 parser=opusparse audio_out=() aac_frames=0 aac_foreign=0
+  if [[ "$codec" == aac ]]; then
+    clip="clip-aac.mp4"
+    parser=aacparse
+    audio_out=(-map 0:a -c:a copy -f framemd5 "viewer-$protocols-aac.md5")
+  fi
   run=$((run + 1))
   if [[ -n "${client_pid:-}" ]]; then
     wait "$client_pid" || true  # the measuring client of an attempt tried again
     client_pid=""
   fi
-  rm -f "gst-$protocols.log" "gst-$protocols.log.debug" "viewer-$protocols".*
-  gst_publish "$protocols" "gst-$protocols.log" &
+  rm -f "gst-$protocols.log" "gst-$protocols.log.debug" "viewer-$protocols".* "viewer-$protocols"-aac.*
+  gst_publish "$protocols" "gst-$protocols.log" "$clip" "$parser" &
   pub_pid=$!
   await server.log "'live' published" "$run" || ok=1
   timeout -s INT 40 ffmpeg -nostdin -v info -rtsp_transport "$transport" -i "$base" \
-    -map 0:v -f framemd5 "viewer-$protocols.md5" >"viewer-$protocols.log" 2>&1 &
+    -map 0:v -f framemd5 "viewer-$protocols.md5" "${audio_out[@]}" >"viewer-$protocols.log" 2>&1 &
   view_pid=$!
-  if [[ "$protocols" == tcp ]]; then
+  if [[ "$protocols" == tcp && "$codec" == opus ]]; then
     timeout -s INT 40 "$client" "$base" --reference clip.mp4 --log-level info >client.log 2>&1 &
     client_pid=$!
   fi
@@ -113,13 +129,19 @@ one_run() {
   md5_hashes "viewer-$protocols.md5" >"viewer-$protocols.hashes"
   frames=$(wc -l <"viewer-$protocols.hashes")
   foreign=$(sort "viewer-$protocols.hashes" | comm -23 - clip.hashes | wc -l)
+  if [[ "$codec" == aac ]]; then
+    md5_hashes "viewer-$protocols-aac.md5" >"viewer-$protocols-aac.hashes" 2>/dev/null || true
+    aac_frames=$(wc -l <"viewer-$protocols-aac.hashes")
+    aac_foreign=$(sort "viewer-$protocols-aac.hashes" | comm -23 - clip-aac.hashes | wc -l)
+  fi
   await server.log "'live' ended" "$run" || ok=1
   # Audio served: what came minus what could not be placed (before both tracks' first sender
   # reports, which rtspclientsink sends only after a second or two).
   audio=$(grep "'live' ended" server.log | tail -1 |
     sed -n 's/.*audio \([0-9]*\) packets (\([0-9]*\) not used).*/\1 \2/p' | awk '{ print $1 - $2 }')
-  echo "GStreamer over $protocols: publisher rc=$pub_rc; ffmpeg viewer ($transport) rc=$view_rc:" \
-    "$frames pictures, $foreign not the clip's; audio packets served ${audio:-?};" \
+  echo "GStreamer over $protocols ($codec): publisher rc=$pub_rc; ffmpeg viewer ($transport)" \
+    "rc=$view_rc: $frames pictures, $foreign not the clip's; audio packets served ${audio:-?};" \
+    "$([[ "$codec" == aac ]] && echo "AAC frames received $aac_frames, $aac_foreign not the clip's;")" \
     "$(grep "'live' ended" server.log | tail -1 | sed 's/.*ended: //')"
   if [[ "$pub_rc" -ne 0 ]] && gst_bye_race "gst-$protocols.log.debug"; then
     echo "gst-launch over $protocols hung at its end of stream in GStreamer's BYE/EOS race" \
@@ -147,7 +169,11 @@ one_run() {
     echo "FAIL: over $protocols fewer than 75 pictures or pictures not bit-exact"; ok=1
   fi
   if [[ "${audio:-0}" -lt 100 ]]; then
-    echo "FAIL: over $protocols fewer than 100 of the 300 Opus packets were served"; ok=1
+    echo "FAIL: over $protocols fewer than 100 of the ~300 $codec packets were served"; ok=1
+  fi
+  if [[ "$codec" == aac ]] && ((aac_frames < 100 || aac_foreign != 0)); then
+    echo "FAIL: the viewer got fewer than 100 AAC frames or frames not the clip's (MP4A-LATM)"
+    grep -i "audio\|aac\|latm" server.log | tail -5; ok=1
   fi
   return "$ok"
 }
@@ -179,6 +205,7 @@ if [[ "${blocks:-0}" -lt 2 ]] || ! awk -v p="${psnr:-0}" 'BEGIN { exit !(p >= 35
 fi
 
 retry_gst_race "GStreamer over udp" one_run udp udp || fail=1
+retry_gst_race "GStreamer over tcp, AAC as MP4A-LATM" one_run tcp tcp aac || fail=1
 
 if ! kill -0 "$server_pid" 2>/dev/null; then
   echo "FAIL: the server died"; tail -20 server.log; fail=1

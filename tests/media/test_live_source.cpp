@@ -598,5 +598,57 @@ TEST(LiveSource, AnAacPacketLargerThanThePayloadSizeIsSplitBetweenItsAccessUnits
   EXPECT_EQ(payloads[1][4], 0xC0);
 }
 
+TEST(LiveSource, Mp4aLatmIsRepackedIntoAacHbrBeforeItIsPlaced) {
+  // GStreamer's rtpmp4apay: one AudioMuxElement per packet, a long one in two fragments.
+  media::LiveSourceOptions o;
+  o.max_payload = 1200;
+  auto latm = media::parse_latm_config_hex("40002410");
+  ASSERT_TRUE(latm.ok()) << latm.error().message;
+  media::LiveAudioSpec aac;
+  aac.codec = media::Codec::kAac;
+  aac.clock_rate = 48000;
+  aac.channels = 1;
+  aac.encoding = "MPEG4-GENERIC/48000/1";
+  aac.fmtp =
+      "streamtype=5;profile-level-id=1;mode=AAC-hbr;sizelength=13;indexlength=3;"
+      "indexdeltalength=3;config=1208";
+  aac.latm = *latm;
+  media::LiveSource src(spec(), o, aac);
+  src.sender_report(0, kNtp, first_video_rtp());
+  src.sender_report(1, kNtp, kAudioBase);
+  Publisher pub{src};
+  pub.until(sample()->blocks()[0].packet_count / 2);
+  src.push_audio(10, kAudioBase + 1024, true, std::vector<std::uint8_t>{3, 'a', 'b', 'c'}, 0);
+  // 600 bytes of 0x5A: its length 255 + 255 + 90, cut after 100 bytes.
+  std::vector<std::uint8_t> element = {255, 255, 90};
+  element.insert(element.end(), 600, 0x5A);
+  src.push_audio(11, kAudioBase + 2048, false, std::span(element).first(100), 0);
+  src.push_audio(12, kAudioBase + 2048, true, std::span(element).subspan(100), 0);
+  // A length past the end: dropped, counted.
+  src.push_audio(13, kAudioBase + 3072, true, std::vector<std::uint8_t>{9, 'x'}, 0);
+  src.end(10'000'000);
+  EXPECT_EQ(src.stats().audio_dropped, 1u);
+  std::vector<media::RtpPacket> audio;
+  std::vector<std::vector<std::uint8_t>> payloads;
+  for (std::uint64_t s = 0; s < src.stats().blocks; ++s) {
+    media::SourceBlock b;
+    ASSERT_EQ(src.read(s, b), media::BlockState::kReady);
+    for (const auto& p : b.packets) {
+      if (p.stream != 1) continue;
+      audio.push_back(p);
+      const auto bytes = b.payload(p);
+      payloads.emplace_back(bytes.begin(), bytes.end());
+    }
+  }
+  ASSERT_EQ(audio.size(), 2u);
+  EXPECT_EQ(audio[1].rtp_timestamp - audio[0].rtp_timestamp, 1024u);
+  EXPECT_TRUE(audio[0].marker);
+  EXPECT_EQ(payloads[0], (std::vector<std::uint8_t>{0x00, 0x10, 0x00, 0x18, 'a', 'b', 'c'}));
+  ASSERT_EQ(payloads[1].size(), 4u + 600u);
+  EXPECT_EQ(((payloads[1][2] << 5) | (payloads[1][3] >> 3)), 600);
+  EXPECT_EQ(payloads[1][4], 0x5A);
+  EXPECT_EQ(src.streams()[1].encoding, "MPEG4-GENERIC/48000/1");
+}
+
 }  // namespace
 }  // namespace predrop

@@ -86,6 +86,45 @@ TEST(LivePublish, ReadsAnAacOrOpusTrackAndPassesItsSdpOn) {
   }
 }
 
+// GStreamer's rtspclientsink with aacparse or an AAC encoder: rtpmp4apay's MP4A-LATM.
+TEST(LivePublish, ReadsMp4aLatmAsAacHbrForItsViewers) {
+  auto a = read_announce(std::string(kFfmpegSdp) +
+                         "m=audio 0 RTP/AVP 96\r\na=rtpmap:96 MP4A-LATM/48000/2\r\n"
+                         "a=fmtp:96 cpresent=0;config=40002320adca00\r\n"
+                         "a=control:stream=1\r\n");
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  ASSERT_TRUE(a->audio);
+  EXPECT_TRUE(a->tracks[1].audio);
+  EXPECT_EQ(a->audio->codec, media::Codec::kAac);
+  EXPECT_EQ(a->audio->encoding, "MPEG4-GENERIC/48000/2");
+  EXPECT_EQ(a->audio->channels, 2u);
+  EXPECT_NE(a->audio->fmtp.find("mode=AAC-hbr"), std::string::npos);
+  EXPECT_NE(a->audio->fmtp.find("config=119056E500"), std::string::npos) << a->audio->fmtp;
+  ASSERT_TRUE(a->audio->latm);
+  EXPECT_EQ(a->audio->latm->subframes, 1);
+  EXPECT_TRUE(a->audio_unserved.empty());
+  // cpresent=1 (RFC 6416's default) and an unreadable config: video only, and why, naming it.
+  for (const auto& [fmtp, why] :
+       {std::pair<std::string, std::string>{"config=40002320", "cpresent=1"},
+        {"cpresent=1;config=40002320", "cpresent=1"},
+        {"cpresent=0", "StreamMuxConfig"},
+        {"cpresent=0;config=40102320", "more than one program"}}) {
+    auto x = read_announce(std::string(kFfmpegSdp) +
+                           "m=audio 0 RTP/AVP 96\r\na=rtpmap:96 MP4A-LATM/48000/2\r\n"
+                           "a=fmtp:96 " +
+                           fmtp + "\r\na=control:stream=1\r\n");
+    ASSERT_TRUE(x.ok()) << x.error().message;
+    EXPECT_FALSE(x->audio) << fmtp;
+    EXPECT_NE(x->audio_unserved.find("MP4A-LATM/48000/2"), std::string::npos) << x->audio_unserved;
+    EXPECT_NE(x->audio_unserved.find(why), std::string::npos) << x->audio_unserved;
+  }
+  auto pcmu =
+      read_announce(std::string(kFfmpegSdp) + "m=audio 0 RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\n");
+  ASSERT_TRUE(pcmu.ok());
+  EXPECT_NE(pcmu->audio_unserved.find("'PCMU/8000': not AAC"), std::string::npos)
+      << pcmu->audio_unserved;
+}
+
 TEST(LivePublish, RefusesAnnouncesItCannotServe) {
   std::string audio_only(kFfmpegSdp);
   audio_only.replace(audio_only.find("m=video"), 7, "m=audio");

@@ -40,6 +40,7 @@
 
 #include "predrop/core/result.hpp"
 #include "predrop/media/block_source.hpp"
+#include "predrop/media/latm.hpp"
 #include "predrop/media/media_file.hpp"
 
 namespace predrop::media {
@@ -85,6 +86,10 @@ struct LiveAudioSpec {
   int size_length = 13;
   int index_length = 3;
   int index_delta_length = 3;
+  /// The publisher sends MP4A-LATM (RFC 6416, cpresent=0) with this StreamMuxConfig: its
+  /// elements are repacked into AAC-hbr (LatmDepacketizer) before anything else sees them, and
+  /// `encoding`/`fmtp` are the MPEG4-GENERIC ones viewers get.
+  std::optional<LatmConfig> latm;
   friend bool operator==(const LiveAudioSpec&, const LiveAudioSpec&) = default;
 };
 
