@@ -209,9 +209,11 @@ struct WhepClient::Impl {
     Impl* self = this;
     auto c = net::TcpConnection::connect(loop, config.http, [self](const core::Status& st) {
       if (!st) {
-        self->http.reset();  // destroying the connection inside its own callback is allowed
-        return self->state == State::kLeaving ? self->finish_leaving()
-                                              : self->fail("POST", "connect");
+        // Destroying the connection inside its own callback is allowed, but it destroys this
+        // closure too: nothing of it is read after.
+        Impl* const me = self;
+        me->http.reset();
+        return me->state == State::kLeaving ? me->finish_leaving() : me->fail("POST", "connect");
       }
       (void)self->http->start(
           [self](std::span<const std::uint8_t> d) {
@@ -219,7 +221,7 @@ struct WhepClient::Impl {
           },
           [self](const core::Status&) {
             auto finished = std::move(self->http_done);
-            self->http.reset();
+            self->http.reset();  // this closure is gone after it: only locals below
             finished();
           });
       (void)self->http->write(std::move(self->http_request));
