@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# WebRTC egress per core (bench/perf/README.md "WebRTC egress"): predrop-server with one worker
+# on CPU 0 serves N scripted WHEP viewers (`predrop-load whep`: WHEP POST, STUN with
+# USE-CANDIDATE, DTLS, SRTP verified on every 16th packet, transport-cc feedback every 50 ms) on
+# CPU 1; in the same run, for each N, the peers of the same clip: N RTSP light clients (RTSP +
+# SRTP + PDFB, `predrop-load` with configs/load/capacity-1000.toml) against a fresh server, and
+# the machine's packet limit (protect + sendmmsg, `predrop_egress_bench`, when built).
+#
+#   bench/perf/webrtc.sh [N ...]          # default: 10 50 100 200 500 1000
+#   BUILD=build/release HOLD=20 bench/perf/webrtc.sh 100
+#
+# Results: $BUILD/bench-results/webrtc-<time>/ (console logs and whep.csv, load-summary.csv).
+# Loopback only; every process it starts is stopped on exit.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+build="${BUILD:-$root/build/release}"
+[[ "$build" = /* ]] || build="$root/$build"
+out="$build/bench-results/webrtc-$(date +%Y%m%d-%H%M%S)"
+hold="${HOLD:-20}"
+sizes=("$@")
+[[ ${#sizes[@]} -gt 0 ]] || sizes=(10 50 100 200 500 1000)
+mkdir -p "$out"
+# As run.sh: ask for the CPU first (autogroup -20) when allowed.
+if [[ -w /proc/self/autogroup ]]; then
+  echo -20 > /proc/self/autogroup 2>/dev/null || true
+fi
+
+pids=()
+cleanup() {
+  for p in "${pids[@]:-}"; do
+    if [[ -n "$p" ]]; then kill "$p" 2>/dev/null || true; fi
+  done
+}
+trap cleanup EXIT INT TERM
+
+server_bin="$build/server/predrop-server"
+load="$build/load/predrop-load"
+egress="$build/bench/predrop_egress_bench"
+for b in "$server_bin" "$load"; do
+  [[ -x "$b" ]] || { echo "build $b first (cmake --build --preset release --target predrop-server predrop-load)"; exit 2; }
+done
+
+# 1 Mbit/s of video only (what a browser is sent from an AAC file anyway): H.264 constrained
+# baseline, GOP 30, no B-frames (browsers render no B-frames, docs/webrtc.md "In Chromium"),
+# 10 s, looped by the server.
+clip="$out/clip-1mbit-video.mp4"
+ffmpeg -nostdin -hide_banner -loglevel error -y -f lavfi -i "testsrc2=size=640x360:rate=30:duration=10" \
+  -c:v libx264 -preset veryfast -profile:v baseline -pix_fmt yuv420p -b:v 1000k -maxrate 1100k \
+  -bufsize 1000k -x264-params "keyint=30:min-keyint=30:scenecut=0" "$clip"
+
+port=$((20000 + RANDOM % 20000))
+mport=$((port + 1))
+run_server() {
+  cat > "$out/server.toml" <<EOF
+[server]
+mode = "stream"
+rtsp_listen = "127.0.0.1:$port"
+max_sessions = 3000
+max_sessions_per_address = 3000  # every client comes from 127.0.0.1
+max_rtsp_connections = 4000
+metrics_listen = "127.0.0.1:$mport"
+srtp = "AES_CM_128_HMAC_SHA1_80"  # what DTLS-SRTP negotiates with a browser too
+log_level = "warn"
+[server.streams]
+clip = "$clip"
+[blocks]
+duration_ms = 1000
+pacing = "paced"
+rtp_payload_bytes = 1200
+[control]
+policy = "basic"
+EOF
+  taskset -c 0 "$server_bin" -c "$out/server.toml" --loop --workers 1 >> "$out/server.log" 2>&1 &
+  server_pid=$!
+  pids+=("$server_pid")
+  for _ in $(seq 50); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "server did not start" >&2
+  return 1
+}
+stop_server() {
+  kill "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+}
+
+cd "$out"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/run.txt"
+for n in "${sizes[@]}"; do
+  ramp=$(( n / 50 > 2 ? n / 50 : 2 ))
+  echo "== $n sessions (ramp $ramp s, hold $hold s), load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/run.txt"
+  if [[ -x "$egress" ]]; then
+    # The machine's limit for N contexts (the "series" column) beside the sink-socket egress row.
+    taskset -c 0 "$egress" --media "$clip" --suite AES_CM_128_HMAC_SHA1_80 --pacing paced --gso \
+      --sessions "$n" --ramp 2 --warmup 3 --seconds 5 --machine-seconds 1 --skip-ffmpeg \
+      --csv "$out/egress.csv" 2>&1 | tee -a "$out/run.txt"
+  fi
+  run_server
+  taskset -c 1 "$load" -q whep --http "127.0.0.1:$mport" --stream clip --clients "$n" \
+    --ramp "$ramp" --settle 3 --hold "$hold" --server-pid "$server_pid" --csv "$out/whep.csv" \
+    --label "whep-$n" | tee -a "$out/run.txt" || true
+  stop_server
+  run_server
+  taskset -c 1 "$load" "$root/configs/load/capacity-1000.toml" -q --url "rtsp://127.0.0.1:$port/clip" \
+    --metrics "127.0.0.1:$mport" --server-pid "$server_pid" --clients "$n" --threads 1 \
+    --ramp "$ramp" --hold "$hold" --label "rtsp-$n" --summary-csv "$out/load-summary.csv" \
+    | tee -a "$out/run.txt" || true
+  stop_server
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/run.txt"
+echo "results in $out"
