@@ -8,6 +8,7 @@
 #
 #   bench/perf/webrtc.sh [N ...]          # default: 10 50 100 200 500 1000
 #   BUILD=build/release HOLD=20 bench/perf/webrtc.sh 100
+#   PEERS=0 FEEDBACK_MS=100 bench/perf/webrtc.sh 500   # WHEP rows only, feedback every 100 ms
 #
 # Results: $BUILD/bench-results/webrtc-<time>/ (console logs and whep.csv, load-summary.csv).
 # Loopback only; every process it starts is stopped on exit.
@@ -18,6 +19,8 @@ build="${BUILD:-$root/build/release}"
 [[ "$build" = /* ]] || build="$root/$build"
 out="$build/bench-results/webrtc-$(date +%Y%m%d-%H%M%S)"
 hold="${HOLD:-20}"
+feedback_ms="${FEEDBACK_MS:-50}"
+peers="${PEERS:-1}"
 sizes=("$@")
 [[ ${#sizes[@]} -gt 0 ]] || sizes=(10 50 100 200 500 1000)
 mkdir -p "$out"
@@ -91,7 +94,7 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/run.txt"
 for n in "${sizes[@]}"; do
   ramp=$(( n / 50 > 2 ? n / 50 : 2 ))
   echo "== $n sessions (ramp $ramp s, hold $hold s), load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/run.txt"
-  if [[ -x "$egress" ]]; then
+  if [[ "$peers" == 1 && -x "$egress" ]]; then
     # The machine's limit for N contexts (the "series" column) beside the sink-socket egress row.
     taskset -c 0 "$egress" --media "$clip" --suite AES_CM_128_HMAC_SHA1_80 --pacing paced --gso \
       --sessions "$n" --ramp 2 --warmup 3 --seconds 5 --machine-seconds 1 --skip-ffmpeg \
@@ -100,8 +103,9 @@ for n in "${sizes[@]}"; do
   run_server
   taskset -c 1 "$load" -q whep --http "127.0.0.1:$mport" --stream clip --clients "$n" \
     --ramp "$ramp" --settle 3 --hold "$hold" --server-pid "$server_pid" --csv "$out/whep.csv" \
-    --label "whep-$n" | tee -a "$out/run.txt" || true
+    --feedback-ms "$feedback_ms" --label "whep-$n-fb$feedback_ms" | tee -a "$out/run.txt" || true
   stop_server
+  [[ "$peers" == 1 ]] || continue
   run_server
   taskset -c 1 "$load" "$root/configs/load/capacity-1000.toml" -q --url "rtsp://127.0.0.1:$port/clip" \
     --metrics "127.0.0.1:$mport" --server-pid "$server_pid" --clients "$n" --threads 1 \

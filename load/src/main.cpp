@@ -44,6 +44,11 @@ int run(int argc, char** argv) {
   whep_cmd->add_option("--hold", whep.hold_s, "The measured window, seconds");
   whep_cmd->add_option("--server-pid", whep.server_pid, "Server pid (default: by the HTTP port)");
   whep_cmd->add_option("--verify-every", whep.srtp_verify_every, "Authenticate every N-th packet");
+  double whep_feedback_ms = 50;
+  whep_cmd
+      ->add_option("--feedback-ms", whep_feedback_ms,
+                   "transport-cc feedback interval per viewer (Chromium: ~50-100 ms)")
+      ->check(CLI::Range(1.0, 10000.0));
   whep_cmd->add_option("--csv", whep_csv, "Append a summary row to this CSV");
   whep_cmd->add_option("--label", whep_label, "The CSV row's label");
   app.add_option("--url", url, "Override server.url");
@@ -80,6 +85,7 @@ int run(int argc, char** argv) {
       return 2;
     }
     whep.http = *address;
+    whep.feedback_interval_us = static_cast<std::uint64_t>(whep_feedback_ms * 1000);
     net::SrtpLibraryGuard srtp_library;
     net::EventLoop loop;
     const net::MonotonicClock clock;
