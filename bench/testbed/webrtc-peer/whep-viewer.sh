@@ -19,6 +19,7 @@
 # while the flow runs, the last kept), whep-viewer-I[-K].csv and .json (the page: per second
 # decoded, dropped, freezes, P; K counts a flow's segments after the first).
 # Settings (environment): PREDROP_BIN (predrop-server), WHEP_BROWSER_POLICY (player),
+# WHEP_PLAYER_ADAPTATION (rr: transport-cc drives capacity; fixed: R stays WHEP_PLAYER_RATE, 0),
 # WHEP_SERVER_LOG (info), BLOCK_MS (1000), BED_FLOW_NICE (-5, as run-case.sh runs predrop's server).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -73,6 +74,8 @@ pacing = "paced"
 
 [control]
 browser_policy = "${WHEP_BROWSER_POLICY:-player}"
+player_adaptation = "${WHEP_PLAYER_ADAPTATION:-rr}"
+player_rate = ${WHEP_PLAYER_RATE:-0.0}
 TOML
 nice -n "${BED_FLOW_NICE:--5}" "$bin/predrop-server" -c "$out/whep-server-$tag.toml" \
   --listen "$listen:$rtsp_port" --loop >"$out/whep-server-$tag.log" 2>&1 &
