@@ -20,7 +20,10 @@
 # decoded, dropped, freezes, P; K counts a flow's segments after the first).
 # Settings (environment): PREDROP_BIN (predrop-server), WHEP_BROWSER_POLICY (player),
 # WHEP_PLAYER_ADAPTATION (rr: transport-cc drives capacity; fixed: R stays WHEP_PLAYER_RATE, 0),
-# WHEP_SERVER_LOG (info), BLOCK_MS (1000), BED_FLOW_NICE (-5, as run-case.sh runs predrop's server).
+# WHEP_POLICY (a bench/testbed/policies/*.toml: its [control] keys, e.g. rmax, and its other sections
+# join the server's config, as run-case.sh gives predrop's own runs; default none: the server's
+# defaults), WHEP_SERVER_LOG (info), BLOCK_MS (1000), BED_FLOW_NICE (-5, as run-case.sh runs
+# predrop's server).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 role="${1:?usage: $0 sender|receiver --flow I --listen IP --peer IP --out DIR --seconds N | clip OUT [SECONDS]}"
@@ -55,7 +58,8 @@ clip="${PREDROP_CLIP:?whep-viewer: no clip (give run-case.sh --clip; make one wi
 # A flow that pauses and resumes is two segments: the second keeps the first's trace and log.
 tag="$flow"
 [[ -e "$out/whep-server-$flow.log" ]] && tag="$flow-$(date +%s)"
-cat >"$out/whep-server-$tag.toml" <<TOML
+{
+  cat <<TOML
 # Written by bench/testbed/webrtc-peer/whep-viewer.sh (one browser viewer per server).
 [server]
 mode = "stream"
@@ -72,11 +76,18 @@ clip = "$clip"
 duration_ms = ${BLOCK_MS:-1000}
 pacing = "paced"
 
-[control]
-browser_policy = "${WHEP_BROWSER_POLICY:-player}"
-player_adaptation = "${WHEP_PLAYER_ADAPTATION:-rr}"
-player_rate = ${WHEP_PLAYER_RATE:-0.0}
 TOML
+  # The browser's keys go into the policy's [control] table (TOML allows one [control]).
+  control="browser_policy = \"${WHEP_BROWSER_POLICY:-player}\"
+player_adaptation = \"${WHEP_PLAYER_ADAPTATION:-rr}\"
+player_rate = ${WHEP_PLAYER_RATE:-0.0}"
+  if [[ -n "${WHEP_POLICY:-}" ]] && grep -q '^\[control\]' "$WHEP_POLICY"; then
+    awk -v keys="$control" '{ print } /^\[control\]$/ { print keys }' "$WHEP_POLICY"
+  else
+    [[ -n "${WHEP_POLICY:-}" ]] && cat "$WHEP_POLICY"
+    printf '[control]\n%s\n' "$control"
+  fi
+} >"$out/whep-server-$tag.toml"
 nice -n "${BED_FLOW_NICE:--5}" "$bin/predrop-server" -c "$out/whep-server-$tag.toml" \
   --listen "$listen:$rtsp_port" --loop >"$out/whep-server-$tag.log" 2>&1 &
 server=$!
