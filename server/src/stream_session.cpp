@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "page_quality.hpp"
+#include "page_report_hold.hpp"
 #include "predrop/chain/feedback.hpp"
 #include "predrop/core/log.hpp"
 #include "predrop/core/stage_report.hpp"
@@ -52,7 +52,7 @@ StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
   sender_reports_ = std::make_unique<detail::SenderReports>(config_.srtp_suite, config_.key,
                                                             tc.cname, clock.now_us());
   if (config_.tracks.size() > media::kMaxSourceStreams) throw std::runtime_error("too many tracks");
-  if (config_.page_quality) page_ = std::make_unique<detail::PageQualityJoin>();
+  if (config_.page_quality) page_ = std::make_unique<detail::PageReportHold>();
   bool video_seen = false;
   for (std::size_t t = 0; t < config_.tracks.size(); ++t) {
     const SessionTrack& st = config_.tracks[t];
@@ -124,20 +124,24 @@ std::size_t StreamSession::note_page_quality(const PageQuality& report, std::uin
   stats_.page_frames_decoded += report.frames_decoded;
   stats_.page_freeze_ms += report.freeze_ms;
   if (!page_) return 0;
-  if (!report.has_rtp || !page_->add({report.p, report.rtp_from, report.rtp_to})) {
+  if (!report.has_rtp || !page_->join().add({report.p, report.rtp_from, report.rtp_to})) {
     ++stats_.page_reports_unattributed;
   }
   std::uint64_t with_page_p = 0;
-  if (release_page_reports(now_us, with_page_p)) replan_current(now_us);
+  if (apply_page_reports(page_->release(now_us), with_page_p)) replan_current(now_us);
   return with_page_p;
 }
 
-bool StreamSession::release_page_reports(std::uint64_t now_us, std::uint64_t& with_page_p) {
+bool StreamSession::apply_page_reports(std::span<const detail::HandedReport> handed,
+                                       std::uint64_t& with_page_p) {
   bool taken = false;
-  with_page_p += page_->release(now_us, [&](const core::StageReport& r, bool from_page) {
-    taken = apply_report(r, false) || taken;
-    if (from_page) ++stats_.page_quality_blocks;
-  });
+  for (const detail::HandedReport& h : handed) {
+    taken = apply_report(h.report, false) || taken;
+    if (h.from_page) {
+      ++stats_.page_quality_blocks;
+      ++with_page_p;
+    }
+  }
   return taken;
 }
 
@@ -314,7 +318,7 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
     r.first_packet[t] = transmitter_->track(t).packets;
   }
   ledger_.extra(r) = StageExtra{block_.index, next.bytes_before, rate};
-  if (page_) page_->begin_block(stage_, rtp_timestamp_at_start(page_track_));
+  if (page_) page_->join().begin_block(stage_, rtp_timestamp_at_start(page_track_));
   stage_open_ = true;
   cursor_ = 0;
   ++stats_.stages_started;
@@ -397,7 +401,7 @@ std::size_t StreamSession::pump(std::uint64_t now_us, std::uint64_t send_until_u
   if (page_ && page_->held() != 0) {
     // Browser reports whose wait for the page's P ended go on without it.
     std::uint64_t with_page_p = 0;
-    if (release_page_reports(now_us, with_page_p)) replan_current(now_us);
+    if (apply_page_reports(page_->release(now_us), with_page_p)) replan_current(now_us);
   }
   send_until_us = std::max(send_until_us, now_us);
   std::size_t sent = 0;
@@ -658,20 +662,12 @@ RtcpCounts StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t le
   if (page_ && !in.from_rr) {
     // A browser's transport-cc block reports take the page's P per block: each waits for it
     // while the policy reads P, in stage order (docs/webrtc.md "Quality in the page").
-    const std::uint64_t until =
-        now_us + (controller_->reads_performance() ? kPageQualityWaitUs : 0);
-    std::uint64_t with_page_p = 0;
+    const bool reads_p = controller_->reads_performance();
     for (const core::StageReport& report : in.reports) {
-      page_->hold(report, until, [&](const core::StageReport& r, bool from_page) {
-        taken = apply_report(r, false) || taken;
-        if (from_page) {
-          ++stats_.page_quality_blocks;
-          ++with_page_p;
-        }
-      });
+      const auto handed = page_->hold(report, now_us, reads_p);
+      taken = apply_page_reports(handed, counts.page_quality_blocks) || taken;
     }
-    taken = release_page_reports(now_us, with_page_p) || taken;
-    counts.page_quality_blocks = with_page_p;
+    taken = apply_page_reports(page_->release(now_us), counts.page_quality_blocks) || taken;
   } else {
     for (const core::StageReport& report : in.reports) {
       taken = apply_report(report, in.from_rr) || taken;

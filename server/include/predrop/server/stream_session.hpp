@@ -44,7 +44,8 @@ namespace predrop::server {
 
 namespace detail {
 class SenderReports;
-class PageQualityJoin;
+class PageReportHold;
+struct HandedReport;
 }  // namespace detail
 
 /// One RTP stream the client set up.
@@ -266,9 +267,6 @@ class StreamSession {
   /// /metrics, and attributed to the blocks it played; block reports waiting for their P go to
   /// the controller (docs/webrtc.md "Quality in the page"). Returns how many took the page's P.
   std::size_t note_page_quality(const PageQuality& report, std::uint64_t now_us);
-  /// How long a browser's block report waits for the page's P when the policy reads P: the
-  /// page reports once a second, after the block's end has played.
-  static constexpr std::uint64_t kPageQualityWaitUs = 1'500'000;
   /// Monotonic time of the last sign of life from the client (RTCP); 0 if none yet.
   std::uint64_t last_heard_us() const { return last_heard_us_; }
   /// The stage being sent (or next to be sent).
@@ -296,9 +294,9 @@ class StreamSession {
   // One report from the intake: to the controller; settles its stage if the controller took a
   // PDFB. Returns true if the controller took it.
   bool apply_report(const core::StageReport& report, bool from_rr);
-  // Hands on the held browser reports whose P is in or whose wait ended; true if the
-  // controller took one. Adds those that took the page's P to `with_page_p`.
-  bool release_page_reports(std::uint64_t now_us, std::uint64_t& with_page_p);
+  // Browser reports the page's hold handed on (detail::PageReportHold): each to apply_report();
+  // true if the controller took one. Counts those that took the page's P into `with_page_p`.
+  bool apply_page_reports(std::span<const detail::HandedReport> handed, std::uint64_t& with_page_p);
   /// An interim alert to the controller; true when it changed the plan of the stage in flight.
   bool apply_alert(const core::StageAlert& alert);
   /// After an accepted report: lets the controller plan the rest of the block in flight anew.
@@ -366,7 +364,7 @@ class StreamSession {
   // Its own RTCP out: SRs and the BYE (server/src/sender_reports.hpp).
   std::unique_ptr<detail::SenderReports> sender_reports_;
   // The page's P per block and the block reports waiting for it (config_.page_quality only).
-  std::unique_ptr<detail::PageQualityJoin> page_;
+  std::unique_ptr<detail::PageReportHold> page_;
   std::size_t page_track_ = 0;        // the video track the page's RTP timestamps are of
   std::vector<int> track_of_stream_;  // source stream -> track index, -1 = not set up
   // When the client set up only some streams: per block, the indices of the packets it sends
