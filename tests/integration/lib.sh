@@ -92,6 +92,25 @@ md5_hashes() {
   awk -F, '!/^#/ { gsub(/ /, "", $6); print $6 }' "$1" 2>/dev/null || true
 }
 
+# count_foreign_pictures HASHES HASHER ARGS...: waits for the caller's publisher (pub_pid) and
+# viewer (view_pid), sets pub_rc and view_rc to their exit codes if they failed and clears both
+# pids (the trap has nothing left to stop); then writes the hashes of the viewer's pictures
+# (`HASHER ARGS...`, e.g. md5_hashes viewer.md5) to HASHES and sets frames (pictures) and
+# foreign (pictures that are not the clip's, by clip.hashes). The caller declares pub_rc=0,
+# view_rc=0, frames and foreign local: bash's dynamic scope sets those.
+# shellcheck disable=SC2034  # pub_rc, view_rc, frames, foreign: the caller's
+count_foreign_pictures() {
+  local hashes="$1"
+  shift
+  wait "$pub_pid" || pub_rc=$?
+  wait "$view_pid" || view_rc=$?
+  pub_pid=""
+  view_pid=""
+  "$@" >"$hashes"
+  frames=$(wc -l <"$hashes")
+  foreign=$(sort "$hashes" | comm -23 - clip.hashes | wc -l)
+}
+
 # same_prefix REF GOT: how many leading lines of the two files are identical.
 same_prefix() {
   paste -d' ' "$1" "$2" | awk 'NF==2 && $1==$2 {n++} NF==2 && $1!=$2 {exit} END {print n+0}'

@@ -66,13 +66,7 @@ gst_view() {
     ! rtph264depay ! h264parse ! avdec_h264 ! video/x-raw,format=I420 \
     ! filesink location="gst-$protocol.yuv" >"gst-$protocol.log" 2>&1 &
   view_pid=$!
-  wait "$pub_pid" || pub_rc=$?
-  wait "$view_pid" || view_rc=$?
-  pub_pid=""
-  view_pid=""
-  yuv_hashes "gst-$protocol.yuv" >"gst-$protocol.hashes"
-  frames=$(wc -l <"gst-$protocol.hashes")
-  foreign=$(sort "gst-$protocol.hashes" | comm -23 - clip.hashes | wc -l)
+  count_foreign_pictures "gst-$protocol.hashes" yuv_hashes "gst-$protocol.yuv"
   lost=$(grep -cE "Packets? #[0-9]+( -> #[0-9]+)? lost" "gst-$protocol.log" || true)
   echo "GStreamer viewer over $protocol (attempt): publisher rc=$pub_rc, gst-launch rc=$view_rc;" \
     "$frames pictures, $foreign not the clip's; packets reported lost: $lost"

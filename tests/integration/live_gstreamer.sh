@@ -122,13 +122,7 @@ one_run() {
     fi
     sleep 0.5
   done
-  wait "$pub_pid" || pub_rc=$?
-  wait "$view_pid" || view_rc=$?
-  pub_pid=""
-  view_pid=""
-  md5_hashes "viewer-$protocols.md5" >"viewer-$protocols.hashes"
-  frames=$(wc -l <"viewer-$protocols.hashes")
-  foreign=$(sort "viewer-$protocols.hashes" | comm -23 - clip.hashes | wc -l)
+  count_foreign_pictures "viewer-$protocols.hashes" md5_hashes "viewer-$protocols.md5"
   if [[ "$codec" == aac ]]; then
     md5_hashes "viewer-$protocols-aac.md5" >"viewer-$protocols-aac.hashes" 2>/dev/null || true
     aac_frames=$(wc -l <"viewer-$protocols-aac.hashes")
