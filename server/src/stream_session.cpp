@@ -12,6 +12,7 @@
 #include "predrop/core/stage_report.hpp"
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/wire/rtp.hpp"
+#include "rtcp_counts.hpp"
 #include "sender_reports.hpp"
 
 namespace predrop::server {
@@ -612,38 +613,10 @@ RtcpCounts StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t le
   const chain::Intake& in =
       intake_->read(buffer, len, wire::ntp_compact(sender_reports_->ntp_at(now_us)),
                     std::span(packets.data(), tracks), ledger_);
-  stats_.rr_rejected += in.rr_blocks_refused;
-  stats_.rr_reports += in.rr_intervals;
-  if (in.rtt_us) stats_.last_rtt_us = *in.rtt_us;
-  if (in.jitter_us) stats_.last_jitter_us = *in.jitter_us;
-  if (in.unprotected_rr) {
-    ++stats_.receiver_reports;
-    ++stats_.rr_unprotected;
-  } else if (in.error) {
-    ++stats_.rtcp_errors;
-    return counts;
-  } else {
-    last_heard_us_ = now_us;
-    if (in.receiver_report) {
-      ++stats_.receiver_reports;
-      stats_.last_fraction_lost = in.fraction_lost;
-      stats_.last_jitter = in.jitter;
-    }
-  }
-  stats_.reports_rejected += in.unknown_stages;
-  if (in.transport_cc != 0) {
-    counts.twcc_feedback = in.transport_cc;
-    counts.twcc_reports = in.reports.size();
-    stats_.twcc_feedback += counts.twcc_feedback;
-    stats_.twcc_reports += counts.twcc_reports;
-  }
+  if (!detail::count_rtcp(in, stats_, counts)) return counts;
+  if (!in.unprotected_rr) last_heard_us_ = now_us;  // an unprotected RR is no sign of life
   if (in.nacks != 0) {
     // Answered at once, within the transmitter's byte credit (docs/webrtc.md "NACK and RTX").
-    counts.nacks = in.nacks;
-    counts.nacked_packets = in.nacked.size() + in.nacked_truncated;
-    stats_.nacks += counts.nacks;
-    stats_.nacked_packets += counts.nacked_packets;
-    stats_.rtx_repeated += in.nacked_truncated;
     const chain::RetransmitStats before = transmitter_->retransmit_stats();
     (void)transmitter_->retransmit(in.nacked, now_us);
     const chain::RetransmitStats& after = transmitter_->retransmit_stats();
@@ -653,11 +626,7 @@ RtcpCounts StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t le
     counts.rtx_refused =
         in.nacked_truncated + (after.capped - before.capped) + (after.repeated - before.repeated);
   }
-  if (in.plis + in.firs != 0) {
-    counts.key_frame_requests = in.plis + in.firs;
-    stats_.key_frame_requests += counts.key_frame_requests;
-    key_frame_requested_ = true;
-  }
+  if (in.plis + in.firs != 0) key_frame_requested_ = true;
   bool taken = false;
   if (page_ && !in.from_rr) {
     // A browser's transport-cc block reports take the page's P per block: each waits for it
@@ -675,7 +644,6 @@ RtcpCounts StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t le
   }
   // Every stage an RR interval covered is settled, whatever the controller made of its report.
   if (in.covered_through) ledger_.settle_through(*in.covered_through);
-  stats_.alerts_refused += in.alerts_refused;
   if (in.alert) {
     const std::uint64_t alerts = stats_.alerts;
     const std::uint64_t alerts_taken = stats_.alerts_taken;
