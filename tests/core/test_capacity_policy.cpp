@@ -189,6 +189,28 @@ TEST(CapacityPolicy, AQueueThatStandsThroughDrainBlocksIsAnotherFlowsAndIsNotCed
   EXPECT_EQ(f.policy.mode(), CapacityPolicy::Mode::kDelay);
 }
 
+TEST(CapacityPolicy, CompeteModeEndsWhenTheSessionGetsTheWholeBottleneck) {
+  // Compete mode entered on a queue that stood through the drain blocks. A loss-based flow
+  // beside it takes a share: the session's received rate stays well below the bottleneck's
+  // dispersion rate, and compete mode holds.
+  const double d = per_us(0.5e6);
+  Feed f;
+  (void)f.report(per_us(1.6e6), 0.2, 0.0, 0.0, 0.0);  // onset
+  for (int i = 0; i < 6 && f.policy.mode() != CapacityPolicy::Mode::kCompete; ++i) {
+    (void)f.report(per_us(0.25e6), 0.0, 250'000, 260'000, d);
+  }
+  ASSERT_EQ(f.policy.mode(), CapacityPolicy::Mode::kCompete);
+  (void)f.report(0.5 * d, 0.3, 250'000, 260'000, d);
+  EXPECT_EQ(f.policy.mode(), CapacityPolicy::Mode::kCompete);
+  const double floor = f.policy.capacity_estimate();
+  EXPECT_GT(floor, d);
+  // Nobody else is there: the session receives all the bottleneck serves, and loses 40 % of
+  // what the floor makes it send. The queue is its own: delay mode, the estimate below d.
+  (void)f.report(0.97 * d, 0.4, 250'000, 260'000, d);
+  EXPECT_EQ(f.policy.mode(), CapacityPolicy::Mode::kDelay);
+  EXPECT_LT(f.policy.capacity_estimate(), d);
+}
+
 TEST(CapacityPolicy, TheLeadingBurstIsPaidBackOnlyWhenTheQueueIsThisSessionsOwn) {
   CapacityParams p;
   p.repaid_burst_bytes = 8'000;
