@@ -214,11 +214,11 @@ std::string_view CapacityPolicy::in_compete(const Reading& x) {
                                            x.received >= params_.alone_share * d) {
     // Heavy loss while the session receives nearly all the bottleneck serves (its pairs read d
     // this block): no other flow holds the queue, it is this session's own (a loss-based flow
-    // beside it would have a share; one that backed off after its loss leaves loss low). Compete mode was entered on a
-    // queue that outlived the drain blocks (a capacity drop deeper than the cuts: §5.1's step
-    // to 0.6 Mbit/s behind a 300 ms queue), and its floor would hold the estimate above the
-    // bottleneck at any loss (a browser over transport-cc lost 39-58 % per block for 35 s on
-    // the bed). Delay mode again, from the rate the bottleneck gives.
+    // beside it would have a share; one that backed off after its loss leaves loss low). Compete
+    // mode was entered on a queue that outlived the drain blocks (a capacity drop deeper than the
+    // cuts: §5.1's step to 0.6 Mbit/s behind a 300 ms queue), and its floor would hold the estimate
+    // above the bottleneck at any loss (a browser over transport-cc lost 39-58 % per block for 35 s
+    // on the bed). Delay mode again, from the rate the bottleneck gives.
     mode_ = Mode::kDelay;
     capacity_ = params_.decrease_factor * x.received;
     limit_rate_ = x.received;
