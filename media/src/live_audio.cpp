@@ -65,7 +65,11 @@ void LiveAudioTrack::push(std::uint32_t timestamp, bool marker,
     if (step > kMaxJumpUs || step < -kMaxJumpUs) synced_ = false;
   }
   if (!synced_) {
-    const auto t_us = map_to_video(timestamp, video);
+    auto t_us = map_to_video(timestamp, video);
+    by_reports_ = t_us.has_value();
+    // Until both reports came: where the pictures that arrived with it are (a real-time
+    // publisher sends both tracks at their capture times), corrected when the reports come.
+    if (!t_us) t_us = video.arrival_on_timeline_us;
     if (!t_us) {
       ++dropped_;
       return;
@@ -81,7 +85,21 @@ void LiveAudioTrack::push(std::uint32_t timestamp, bool marker,
   } else {
     unwrapped_ += delta;
     last_ = timestamp;
+    if (!by_reports_) {
+      if (const auto t_us = map_to_video(timestamp, video)) {
+        // The reports came: where they put this packet against where its arrival did.
+        const std::int64_t here_us =
+            (unwrapped_ - origin_) * 1'000'000 / static_cast<std::int64_t>(clock_);
+        const std::int64_t off = *t_us - here_us;
+        report_offset_us_ = off;
+        if (off > kKeepWithinUs || off < -kKeepWithinUs) {
+          origin_ -= off * static_cast<std::int64_t>(clock_) / 1'000'000;
+        }
+        by_reports_ = true;
+      }
+    }
   }
+  if (!by_reports_) ++by_arrival_;
   const std::int64_t rel = unwrapped_ - origin_;
   if (payload.size() <= max_payload_) {
     add_sound(rel, marker, payload, {}, video.block_packets);

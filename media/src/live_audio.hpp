@@ -2,10 +2,12 @@
 // Private to media/src: the audio track of a live source (live_source.cpp, docs/live.md
 // "Audio"). A publisher's AAC (RFC 3640) or Opus (RFC 7587) RTP is passed through, never
 // discarded, and put on the video's timeline through both tracks' RTCP sender reports
-// (RFC 3550 §6.4.1: the two RTP clocks against one NTP clock). It keeps the audio of the block
-// in progress: the live source's cut takes what falls before the next block's start, the rest
-// waits for the next block. An AAC packet larger than the server's payload size is split between
-// its access units. Threading: the live source's writer only.
+// (RFC 3550 §6.4.1: the two RTP clocks against one NTP clock); until both came (GStreamer sends
+// its first a second or two into the stream), by its arrival against the pictures' arrivals,
+// then moved to the reports' place if that is more than kKeepWithinUs off. It keeps the audio of
+// the block in progress: the live source's cut takes what falls before the next block's start, the
+// rest waits for the next block. An AAC packet larger than the server's payload size is split
+// between its access units. Threading: the live source's writer only.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +28,10 @@ struct LiveVideoClock {
   std::int64_t block_start_us = 0;    ///< The block in progress: its start,
   std::int64_t block_max_pts_us = 0;  ///< its latest picture,
   std::size_t block_packets = 0;      ///< and its video packets.
+  /// Where the audio packet's arrival falls on the timeline by the pictures' arrivals (the
+  /// arrival plus the least lead of a recent picture's timestamp over its own arrival); nullopt
+  /// before the first picture. Places audio until the sender reports come.
+  std::optional<std::int64_t> arrival_on_timeline_us;
 };
 
 /// A live stream's audio track (see the file comment).
@@ -33,6 +39,10 @@ class LiveAudioTrack {
  public:
   /// Timestamps that jump by more than this (µs) resynchronise the track.
   static constexpr std::int64_t kMaxJumpUs = LiveSource::kMaxJumpUs;
+  /// Audio placed by its arrival is moved onto the sender reports' place when they come only if
+  /// the two differ by more than this (µs): half an AAC frame at 48 kHz; less is kept, so that
+  /// the audio's timestamps run on without a step.
+  static constexpr std::int64_t kKeepWithinUs = 10'000;
 
   /// `max_payload` and `max_block_packets` as the live source's (LiveSourceOptions).
   LiveAudioTrack(const LiveAudioSpec& spec, std::size_t max_payload, std::size_t max_block_packets);
@@ -62,6 +72,11 @@ class LiveAudioTrack {
   std::uint32_t clock_rate() const { return clock_; }
   /// Packets (or parts of them) dropped so far.
   std::uint64_t dropped() const { return dropped_; }
+  /// Packets placed by their arrival, before both sender reports came.
+  std::uint64_t by_arrival() const { return by_arrival_; }
+  /// When the reports came after audio placed by arrival: their place minus the arrival's (µs)
+  /// for the first packet after them (the step applied when larger than kKeepWithinUs).
+  std::optional<std::int64_t> report_offset_us() const { return report_offset_us_; }
 
  private:
   // A packet's payload (in bytes_) and its place on the timeline.
@@ -93,6 +108,7 @@ class LiveAudioTrack {
   std::array<std::optional<Report>, 2> reports_{};
   // RTP timestamps unwrapped, with the tick that is timeline 0 (origin_).
   bool synced_ = false;
+  bool by_reports_ = false;  // synced by the sender reports, not by arrival
   std::uint32_t last_ = 0;
   std::int64_t unwrapped_ = 0;
   std::int64_t origin_ = 0;
@@ -102,6 +118,8 @@ class LiveAudioTrack {
   std::vector<std::span<const std::uint8_t>> aus_;
   std::vector<std::uint8_t> head_, body_;
   std::uint64_t dropped_ = 0;
+  std::uint64_t by_arrival_ = 0;
+  std::optional<std::int64_t> report_offset_us_;
 };
 
 }  // namespace predrop::media::detail

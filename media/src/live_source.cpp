@@ -2,6 +2,7 @@
 #include "predrop/media/live_source.hpp"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 #include "bitstream.hpp"
@@ -109,6 +110,18 @@ struct LiveSource::Writer {
   std::optional<detail::LiveAudioTrack> audio;
   // A LATM publisher's audio is repacked into AAC-hbr first (predrop/media/latm.hpp).
   std::optional<LatmDepacketizer> latm;
+  // The lead of recent pictures' timestamps over their arrivals (µs), to place audio by its
+  // arrival before the sender reports come: the smallest of the last 16. A real-time publisher
+  // sends pictures in decode order at their decode times, pictures shown later (P before its B
+  // pictures) ahead of their display, audio at its time: the picture whose lead is least is the
+  // one sent nearest its display time.
+  std::array<std::int64_t, 16> leads{};
+  std::size_t lead_count = 0, lead_next = 0;
+  std::optional<std::int64_t> arrival_lead() const {
+    if (lead_count == 0) return std::nullopt;
+    return *std::min_element(leads.begin(),
+                             leads.begin() + static_cast<std::ptrdiff_t>(lead_count));
+  }
   std::uint64_t latm_malformed = 0;  // its stats().malformed already counted as audio_dropped
   // Counters the writer keeps (copied into stats_ at each publication).
   std::uint64_t packets = 0, access_units = 0, damaged = 0, malformed = 0, waiting = 0,
@@ -169,6 +182,7 @@ void LiveSource::Writer::on_access_unit(const AccessUnit& au) {
       need_key = true;
       resume_us = last_end_us;
       forget_audio_timeline();
+      lead_count = 0;
       std::lock_guard lock(source.mutex_);
       source.capture_.reset();  // the old clock's SR does not date the new timestamps
     }
@@ -237,6 +251,9 @@ void LiveSource::Writer::on_access_unit(const AccessUnit& au) {
   }
   p.type = pic->type;
   p.reference = pic->reference;
+  leads[lead_next] = pts_us - static_cast<std::int64_t>(arrival_us);
+  lead_next = (lead_next + 1) % leads.size();
+  lead_count = std::min(lead_count + 1, leads.size());
   pending.max_pts_us = std::max(pending.max_pts_us, pts_us);
   pending.pictures.push_back(p);
 }
@@ -257,6 +274,9 @@ void LiveSource::Writer::on_audio(std::uint32_t timestamp, bool marker,
   clock.block_start_us = pending.start_us;
   clock.block_max_pts_us = pending.max_pts_us;
   clock.block_packets = pending.staged.size();
+  if (const auto lead = arrival_lead()) {
+    clock.arrival_on_timeline_us = static_cast<std::int64_t>(arrival_us) + *lead;
+  }
   audio->push(timestamp, marker, payload, clock);
 }
 
@@ -508,6 +528,7 @@ void LiveSource::restart(std::uint64_t now_us) {
   if (w.audio) w.audio->forget_reports();  // the new RTP stream has its own timestamps and reports
   w.forget_audio_timeline();
   if (w.latm) w.latm->reset();
+  w.lead_count = 0;  // the new stream's timeline: its pictures' leads
   w.have_timestamp = false;
   w.have_origin = false;
   w.early_report.reset();
@@ -533,6 +554,9 @@ void LiveSource::sync_counters() {
   stats_.late_packets = w.reorder.stats().late + w.reorder.stats().duplicates;
   stats_.audio_packets = w.audio_packets;
   stats_.audio_dropped = w.audio_dropped + (w.audio ? w.audio->dropped() : 0);
+  stats_.audio_by_arrival = w.audio ? w.audio->by_arrival() : 0;
+  stats_.audio_report_offset_us =
+      w.audio && w.audio->report_offset_us() ? *w.audio->report_offset_us() : 0;
 }
 
 void LiveSource::publish(std::shared_ptr<Entry> entry) {

@@ -340,7 +340,8 @@ void Publisher::release(std::uint64_t now_us) {
       core::LogLevel::kInfo, "live",
       "'%s' ended: %llu packets, %llu pictures (%llu damaged, %llu before a key frame, %llu "
       "too large), %llu blocks (%llu key), hold mean %.0f ms max %.0f ms; audio %llu packets "
-      "(%llu not used)",
+      "(%llu not used, %llu placed by arrival before the sender reports, which put it %+.1f ms "
+      "off)",
       stream.c_str(), static_cast<unsigned long long>(st.packets),
       static_cast<unsigned long long>(st.access_units),
       static_cast<unsigned long long>(st.damaged_units),
@@ -350,7 +351,9 @@ void Publisher::release(std::uint64_t now_us) {
       st.blocks > 0 ? static_cast<double>(st.hold_us_sum) / 1e3 / static_cast<double>(st.blocks)
                     : 0.0,
       static_cast<double>(st.hold_us_max) / 1e3, static_cast<unsigned long long>(st.audio_packets),
-      static_cast<unsigned long long>(st.audio_dropped));
+      static_cast<unsigned long long>(st.audio_dropped),
+      static_cast<unsigned long long>(st.audio_by_arrival),
+      static_cast<double>(st.audio_report_offset_us) / 1e3);
 }
 
 }  // namespace predrop::server::detail

@@ -4,7 +4,8 @@
 # opusparse) into rtspclientsink with the stream's secret in its URL, over interleaved TCP
 # (protocols=tcp) and then over UDP (protocols=udp). Each time an ffmpeg viewer (the same
 # transport) decodes pictures bit-exact with the clip's (framemd5, R = 0), the audio is served (the
-# server's count; ffmpeg's own audio timestamps are not always on the SRs' clock, docs/live.md),
+# server's count, at least 250 of the ~300, those before rtspclientsink's first sender reports
+# too; ffmpeg's own audio timestamps are not always on the SRs' clock, docs/live.md),
 # the publisher ends cleanly (its PAUSE and TEARDOWN answered 200), the viewer ends by itself, and
 # the server logs the publication's end; the measuring client watches the TCP run (per-block PSNR
 # against the clip). A third run publishes the same video with AAC through aacparse, which
@@ -129,10 +130,12 @@ one_run() {
     aac_foreign=$(sort "viewer-$protocols-aac.hashes" | comm -23 - clip-aac.hashes | wc -l)
   fi
   await server.log "'live' ended" "$run" || ok=1
-  # Audio served: what came minus what could not be placed (before both tracks' first sender
-  # reports, which rtspclientsink sends only after a second or two).
+  # Audio served: what came minus what could not be placed (before the first key frame). The
+  # audio before both tracks' first sender reports, which rtspclientsink sends only after a
+  # second or two, is placed by its arrival (docs/live.md "Audio"): the line says how far the
+  # reports then put it.
   audio=$(grep "'live' ended" server.log | tail -1 |
-    sed -n 's/.*audio \([0-9]*\) packets (\([0-9]*\) not used).*/\1 \2/p' | awk '{ print $1 - $2 }')
+    sed -n 's/.*audio \([0-9]*\) packets (\([0-9]*\) not used.*/\1 \2/p' | awk '{ print $1 - $2 }')
   echo "GStreamer over $protocols ($codec): publisher rc=$pub_rc; ffmpeg viewer ($transport)" \
     "rc=$view_rc: $frames pictures, $foreign not the clip's; audio packets served ${audio:-?};" \
     "$([[ "$codec" == aac ]] && echo "AAC frames received $aac_frames, $aac_foreign not the clip's;")" \
@@ -162,8 +165,10 @@ one_run() {
   if [[ "$frames" -lt 75 || "$foreign" -ne 0 ]]; then
     echo "FAIL: over $protocols fewer than 75 pictures or pictures not bit-exact"; ok=1
   fi
-  if [[ "${audio:-0}" -lt 100 ]]; then
-    echo "FAIL: over $protocols fewer than 100 of the ~300 $codec packets were served"; ok=1
+  # All but those before the first key frame (1-3 in 20 runs; 164 of 300 when the audio before
+  # the sender reports was dropped).
+  if [[ "${audio:-0}" -lt 250 ]]; then
+    echo "FAIL: over $protocols fewer than 250 of the ~300 $codec packets were served"; ok=1
   fi
   if [[ "$codec" == aac ]] && ((aac_frames < 100 || aac_foreign != 0)); then
     echo "FAIL: the viewer got fewer than 100 AAC frames or frames not the clip's (MP4A-LATM)"

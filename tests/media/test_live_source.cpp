@@ -518,7 +518,9 @@ TEST(LiveSource, AudioGoesOnTheVideoTimelineByTheSenderReportsAndIsNeverDiscarde
   EXPECT_EQ(got, sent);
 }
 
-TEST(LiveSource, AudioWaitsForBothSenderReportsAndATrackToGoTo) {
+// Audio before both sender reports (GStreamer's first come a second or two into the stream) is
+// placed by its arrival against the pictures'; without an audio track it is dropped.
+TEST(LiveSource, AudioBeforeBothSenderReportsIsPlacedByItsArrival) {
   media::LiveSourceOptions o;
   {
     media::LiveSource src(spec(), o, opus());
@@ -527,11 +529,14 @@ TEST(LiveSource, AudioWaitsForBothSenderReportsAndATrackToGoTo) {
     pub.until(sample()->blocks()[1].first_packet);
     src.sender_report(1, kNtp, kAudioBase);  // the video's report never comes
     for (std::uint32_t k = 0; k < 10; ++k) {
-      src.push_audio(static_cast<std::uint16_t>(k), kAudioBase + 960 * k, false, payload, 0);
+      src.push_audio(static_cast<std::uint16_t>(k), kAudioBase + 960 * k, false, payload,
+                     1'000'000 + 20'000 * k);
     }
     src.end(10'000'000);
     EXPECT_EQ(src.stats().audio_packets, 10u);
-    EXPECT_EQ(src.stats().audio_dropped, 10u);
+    EXPECT_EQ(src.stats().audio_dropped, 0u);
+    EXPECT_EQ(src.stats().audio_by_arrival, 10u);
+    EXPECT_EQ(src.stats().audio_report_offset_us, 0) << "the reports never came";
   }
   {
     media::LiveSource src(spec(), o);  // no audio track announced
@@ -541,6 +546,78 @@ TEST(LiveSource, AudioWaitsForBothSenderReportsAndATrackToGoTo) {
     EXPECT_EQ(src.stats().audio_dropped, 0u) << "counted at the next publication";
     src.end(1);
     EXPECT_EQ(src.stats().audio_dropped, 1u);
+  }
+}
+
+// 150 Opus packets, 20 ms apart, arriving with the pictures from 0.2 s of the stream on (the
+// file's send times are its pictures' arrivals); the sender reports come with packet 50 when
+// `report_at_us` is set, saying that audio timestamp kAudioBase is at `report_at_us` on the
+// video's timeline. Returns each packet's audio RTP timestamp on the source's 48 kHz timeline.
+std::vector<std::uint32_t> audio_by_arrival_then_reports(std::optional<std::int64_t> report_at_us,
+                                                         media::LiveSourceStats& st) {
+  media::LiveSourceOptions o;
+  o.ring_blocks = 64;
+  media::LiveSource src(spec(), o, opus());
+  Publisher pub{src};
+  const auto& file = *sample();
+  const auto packets = file.packets();
+  std::uint32_t k = 0;
+  for (std::size_t i = 0; i < packets.size() && k < 150; ++i) {
+    const auto& p = packets[i];
+    const auto& b = file.blocks()[file.frames()[p.frame].block];
+    const std::int64_t arrival = b.start_us + p.send_offset_us;
+    while (k < 150 && 200'000 + 20'000 * std::int64_t{k} <= arrival) {
+      if (k == 50 && report_at_us) {
+        src.sender_report(0, kNtp, first_video_rtp());
+        src.sender_report(1, kNtp + (static_cast<std::uint64_t>(*report_at_us) << 32) / 1'000'000,
+                          kAudioBase);
+      }
+      const std::vector<std::uint8_t> payload(100, static_cast<std::uint8_t>(k));
+      src.push_audio(static_cast<std::uint16_t>(k), kAudioBase + 960 * k, true, payload,
+                     static_cast<std::uint64_t>(200'000 + 20'000 * std::int64_t{k}));
+      ++k;
+    }
+    pub.until(i + 1);
+  }
+  src.end(60'000'000);
+  st = src.stats();
+  std::vector<std::uint32_t> rtp(150, 0);
+  for (std::uint64_t s = 0; s < st.blocks; ++s) {
+    media::SourceBlock b;
+    EXPECT_EQ(src.read(s, b), media::BlockState::kReady);
+    for (const auto& p : b.packets) {
+      if (p.stream == 1) rtp[b.payload(p)[0]] = p.rtp_timestamp;
+    }
+  }
+  return rtp;
+}
+
+TEST(LiveSource, AudioPlacedByArrivalMovesToTheReportsPlaceOnlyWhenMoreThanTenMsOff) {
+  media::LiveSourceStats st;
+  const auto arrival = audio_by_arrival_then_reports(std::nullopt, st);
+  EXPECT_EQ(st.audio_dropped, 0u);
+  EXPECT_EQ(st.audio_by_arrival, 150u);
+  // Packet 0 arrived at 0.2 s of the file's send schedule: placed there, give or take the lead
+  // of the pictures sent with it (their decode order against their display times).
+  const auto t0_us = static_cast<std::int64_t>(arrival[0]) * 1'000'000 / 48'000;
+  EXPECT_NEAR(t0_us, 200'000, 80'000);
+  for (std::uint32_t k = 1; k < 150; ++k) {
+    EXPECT_EQ(arrival[k] - arrival[0], 960u * k) << "the publisher's own spacing";
+  }
+  // Reports 5 ms from the arrival's place: kept, no step.
+  const std::int64_t at_us = t0_us + 5'000;
+  const auto near = audio_by_arrival_then_reports(at_us, st);
+  EXPECT_EQ(st.audio_by_arrival, 50u);
+  EXPECT_NEAR(st.audio_report_offset_us, 5'000, 50);
+  EXPECT_EQ(near, arrival);
+  // Reports 300 ms later than the arrival's place: packets from 50 on move by 300 ms.
+  const auto far = audio_by_arrival_then_reports(t0_us + 300'000, st);
+  EXPECT_NEAR(st.audio_report_offset_us, 300'000, 50);
+  for (std::uint32_t k = 0; k < 50; ++k) {
+    EXPECT_EQ(far[k], arrival[k]);
+  }
+  for (std::uint32_t k = 50; k < 150; ++k) {
+    EXPECT_NEAR(static_cast<double>(far[k] - arrival[k]), 300 * 48.0, 2.0) << k;
   }
 }
 

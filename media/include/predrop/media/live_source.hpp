@@ -108,9 +108,14 @@ struct LiveSourceStats {
   std::uint64_t reordered = 0;
   std::uint64_t late_packets = 0;   ///< Behind what the window released, or duplicates: dropped.
   std::uint64_t audio_packets = 0;  ///< Audio RTP packets pushed.
-  /// Of them, not used: no audio track, before the first key frame or before both tracks' RTCP
-  /// sender reports (no common timeline yet), a jump, no room in the block.
+  /// Of them, not used: no audio track, before the first key frame, a jump, no room in the
+  /// block, a malformed LATM packet.
   std::uint64_t audio_dropped = 0;
+  /// Audio packets placed by their arrival against the pictures' (before both sender reports).
+  std::uint64_t audio_by_arrival = 0;
+  /// When the reports came after that: their place minus the arrival's for the next packet, µs
+  /// (the audio was moved by it when more than 10 ms); 0 if they never did.
+  std::int64_t audio_report_offset_us = 0;
   std::uint64_t blocks = 0;       ///< Blocks published.
   std::uint64_t key_blocks = 0;   ///< Of them, starting with an IDR (join points).
   std::uint64_t forced_cuts = 0;  ///< Cut without a key frame (long GOP or packet bound).
