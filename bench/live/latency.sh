@@ -14,6 +14,9 @@
 # the session's pacing of the block, the network (loopback: ~0) and the decoder's reorder delay.
 #
 #   bench/live/latency.sh SERVER_BINARY [OUT_DIR] [BLOCK_MS/GOP ...]     (default 1000/25 480/12 240/6)
+# With EDGE=1 the viewer watches a second predrop-server, an edge pulling the stream from the
+# first over RTSP/TCP (docs/edge.md; source = "rtsp://origin/live", on demand, the same
+# blocks.duration_ms): publisher -> origin -> edge -> player; t0 stays the origin's ANNOUNCE.
 # Each run: blocks.duration_ms = BLOCK_MS, the clip's key frames every GOP pictures (blocks are
 # cut at key frames, so a block is never shorter than the GOP). Writes
 # OUT_DIR/<block_ms>-g<gop>/{server.log,publisher.log,viewer.log,stamped.txt,blocks.tsv},
@@ -59,6 +62,7 @@ duration_ms = $block_ms
 EOF
   start_server "$ms/server.log" -c "$ms/live.toml"
   url="rtsp://127.0.0.1:$rtsp_port/live"
+  origin_url="$url"
   timeout -s INT 60 ffmpeg -nostdin -v info -re -i "$clip" -c copy -f rtsp -rtsp_transport tcp \
     "$url?secret=$secret" >"$ms/publisher.log" 2>&1 &
   pub=$!
@@ -66,6 +70,30 @@ EOF
     grep -q "'live' published" "$ms/server.log" && break
     sleep 0.02
   done
+  edge_pid=""
+  if [[ "${EDGE:-0}" == 1 ]]; then
+    edge_port=$(pick_port)
+    cat >"$ms/edge.toml" <<EOF
+[server]
+mode = "stream"
+rtsp_listen = "127.0.0.1:$edge_port"
+workers = 1
+log_level = "info"
+
+[server.streams.live]
+source = "$origin_url"
+
+[blocks]
+duration_ms = $block_ms
+EOF
+    "$server" -c "$ms/edge.toml" 2>"$ms/edge.log" &
+    edge_pid=$!
+    for _ in $(seq 250); do
+      grep -q "'live': described" "$ms/edge.log" && break
+      sleep 0.02
+    done
+    url="rtsp://127.0.0.1:$edge_port/live"
+  fi
   timeout -s INT 60 ffmpeg -nostdin -v info -rtsp_transport tcp -i "$url" -map 0:v \
     -flush_packets 1 -f framemd5 - 2>"$ms/viewer.log" |
     python3 -u -c 'import sys, time
@@ -74,6 +102,10 @@ for line in sys.stdin:
   view=$!
   wait "$pub" || true
   wait "$view" || true
+  if [[ -n "$edge_pid" ]]; then
+    kill "$edge_pid" 2>/dev/null || true
+    wait "$edge_pid" 2>/dev/null || true
+  fi
   stop_server
   t0=$(grep -m1 "'live' published" "$ms/server.log" | cut -d' ' -f1)
   python3 - "$t0" "$ms" "$clip.md5" <<'PY' >>latency.tsv
