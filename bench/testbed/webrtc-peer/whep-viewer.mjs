@@ -61,6 +61,9 @@ const COUNTERS = ['framesDecoded', 'framesDropped', 'freezeCount', 'totalFreezes
   'packetsLost', 'nackCount', 'pliCount', 'retransmittedPacketsReceived'];
 const QUALITY = ['frames_decoded', 'frames_dropped', 'freezes', 'freeze_ms', 'p', 'rtp_from', 'rtp_to'];
 
+// A failed navigation leaves chromium.mjs's wait for its load event behind: log, do not die.
+process.on('unhandledRejection', (err) => log(`ignored: ${err?.message || err}`));
+
 let browser = null;
 async function main() {
   const meta = { flow: o.flow, url: o.url, started: (startedAt - t0) / 1000, timings: {} };
@@ -75,7 +78,19 @@ async function main() {
   mark('page_reachable');
   browser = await until(launchChromium({ logFile: `${base}.chromium.log` }));
   mark('browser');
-  const page = await until(browser.newPage(o.url));
+  // A navigation can fail with ERR_NETWORK_CHANGED while the bed is still changing the
+  // namespace's interfaces at the flow's start: try again (5 times, 0.5 s apart).
+  const page = await until(browser.newPage('about:blank'));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await until(page.goto(o.url));
+      break;
+    } catch (err) {
+      if (stopRequested || attempt >= 5 || Date.now() > deadline) throw err;
+      log(`page load failed (${err.message}), again`);
+      await sleep(500);
+    }
+  }
   page.on('crashed', () => { log('page crashed'); stop('crash'); });
   for (;;) {
     const st = await until(page.evaluate('window.predrop ? [window.predrop.session, window.predrop.error] : [null, null]'));
