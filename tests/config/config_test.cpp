@@ -27,6 +27,7 @@ TEST(Config, ExampleStreamConfigLoads) {
   EXPECT_EQ(c.blocks.duration_ms, 1000u);
   EXPECT_FALSE(c.blocks.bytes);
   EXPECT_EQ(c.control.policy, "capacity") << "the shipped default is the best policy (issue 25)";
+  EXPECT_EQ(c.control.rmax, 0.9) << "the rmax every figure of capacity was measured with";
   EXPECT_EQ(c.control.t1, (ThresholdSetting{0.5, false}));
   EXPECT_EQ(c.control.t2, (ThresholdSetting{0.05, true}));
   EXPECT_EQ(c.discard.policy, core::DiscardPolicy::kPriority);
