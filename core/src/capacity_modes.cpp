@@ -54,6 +54,10 @@ std::string_view CapacityPolicy::on_overuse(const Reading& x) {
     // at a short round-trip time grabs every slot the queue frees, so the loss this session
     // sees grows as its rate falls, and a rule that only cut on it would end at nothing.
     capacity_ = std::max({capacity_, x.received, onset_capacity_});
+    // ... but never above what the bottleneck serves when its rate is known: a rate from before
+    // a capacity drop is one the path has since refused (a browser behind §5.1's 492 kbit/s
+    // phase was given back its open-phase 1.8 Mbit/s here, and its floor with it).
+    if (const double d = dispersion_.rate(); d > 0.0) capacity_ = std::fmin(capacity_, d);
     compete_floor_ = 0.5 * capacity_;
     return "queue stands while the plan drains it: another flow holds it (compete mode)";
   }
