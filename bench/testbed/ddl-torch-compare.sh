@@ -18,7 +18,7 @@
 # model 2".
 #
 # Tail-latency regimes (issue 26; run-ddl-torch.sh --profile): a run's sixth field names its
-# profile (steady, the default, bursts, tcpshort, straggler), e.g. "20mbit relay basic model 2
+# profile (steady, the default, bursts, tcpshort, straggler, cpustraggler: rank 1's CPU), e.g. "20mbit relay basic model 2
 # bursts"; its directory is then RATE+PROFILE-BACKEND-POLICY-FILL-REP. --owd MS adds the delay
 # line's one-way delay to rank 1's path, --seed N fixes the profile's schedule (the same for every
 # arm); DDL_TORCH_PROFILE_ARGS is passed as run-ddl-torch.sh --profile-args (e.g. "--rate-mbit 8":

@@ -17,7 +17,7 @@
 #                    [--rmax R]                 ([control].rmax, default 0.5)
 #                    [--owd MS]                 (one-way propagation delay of rank 1's path,
 #                                                each direction: the bed's delay line)
-#                    [--profile steady|bursts|tcpshort|straggler] [--seed N]
+#                    [--profile steady|bursts|tcpshort|straggler|cpustraggler] [--seed N]
 #                    [--profile-args "..."]     (a tail-latency regime, below)
 #                    [--world N]                (ranks, default 2; below)
 #                    [--relays K]               (relay processes the gradient is sharded
@@ -53,6 +53,9 @@
 #   straggler  rank 1's path slowed now and then: the bottleneck's tbf changed to 1/10 of RATE
 #              for 200-600 ms every 1-3 s (tail_traffic.py straggler --low; RATE must be NNmbit
 #              or NNkbit)
+#   cpustraggler  rank 1's CPU slowed now and then: its process group held to 1/10 of a core
+#              (cgroup-v1 CFS quota) for 200-600 ms every 1-3 s (tail_traffic.py cpu; its path
+#              as in steady). Needs a writable /sys/fs/cgroup/cpu (root, cgroup v1 cpu).
 #
 # --fill feedback: the relay fills missing chunks with zeros and each rank keeps what it did not
 # get back for its next stage (error feedback, RelayState(error_feedback=True)). --fill model:
@@ -98,7 +101,7 @@ done
 }
 ((world >= 2 && relays >= 1)) || { echo "run-ddl-torch: --world >= 2, --relays >= 1" >&2; exit 2; }
 case "$profile" in
-  steady | bursts | tcpshort | straggler) ;;
+  steady | bursts | tcpshort | straggler | cpustraggler) ;;
   *) echo "run-ddl-torch: unknown profile $profile" >&2; exit 2 ;;
 esac
 bin="${PREDROP_BIN:?set PREDROP_BIN}"
@@ -205,6 +208,13 @@ case "$profile" in
     bed_spawn "$where" "$py" "$tail_py" straggler --dev "$dev" --normal "$rate" --low "$low" \
       --burst "$BED_TBF_BURST" --latency "$BED_TBF_LATENCY" --seed "$seed" \
       --log "$out/profile.log" "${pargs[@]}"
+    ;;
+  cpustraggler)
+    # Not through bed_spawn: `ip netns exec` remounts /sys, hiding the cgroup tree. Its own
+    # process group, so bed_down's TERM reaches it (and it lifts the quota).
+    setsid "$py" "$tail_py" cpu --pid "${pids[1]}" --seed "$seed" --log "$out/profile.log" \
+      "${pargs[@]}" &
+    BED_PIDS+=("$!")
     ;;
 esac
 status=0
