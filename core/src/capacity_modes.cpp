@@ -56,8 +56,15 @@ std::string_view CapacityPolicy::on_overuse(const Reading& x) {
     capacity_ = std::max({capacity_, x.received, onset_capacity_});
     // ... but never above what the bottleneck serves when its rate is known: a rate from before
     // a capacity drop is one the path has since refused (a browser behind §5.1's 492 kbit/s
-    // phase was given back its open-phase 1.8 Mbit/s here, and its floor with it).
-    if (const double d = dispersion_.rate(); d > 0.0) capacity_ = std::fmin(capacity_, d);
+    // phase was given back its open-phase 1.8 Mbit/s here, and its floor with it). What it
+    // serves now is what the pairs read while the queue stood (the stuck blocks and this one):
+    // the max filter still holds readings from before the drop for up to kWindow blocks, and
+    // the first entry after the drop restored the open phase's rate through them. A reading
+    // can come out low (another flow's packet inside the pair), so it is the largest of these.
+    const double now = dispersion_.recent_rate(params_.compete_blocks + 1);
+    if (const double d = now > 0.0 ? now : dispersion_.rate(); d > 0.0) {
+      capacity_ = std::fmin(capacity_, d);
+    }
     compete_floor_ = 0.5 * capacity_;
     return "queue stands while the plan drains it: another flow holds it (compete mode)";
   }
