@@ -1,10 +1,12 @@
-// The codec table (codec.hpp) and the video packetizer factory (video_packetizer.hpp).
+// The codec table and AAC's fmtp (codec.hpp), and the video packetizer factory
+// (video_packetizer.hpp).
 #include "predrop/media/codec.hpp"
 
 #include <cctype>
 #include <string>
 
 #include "av1_packetizer.hpp"
+#include "bitstream.hpp"
 #include "h264_packetizer.hpp"
 #include "h265_packetizer.hpp"
 #include "video_packetizer.hpp"
@@ -69,6 +71,12 @@ std::optional<Codec> audio_codec_from_rtpmap(std::string_view encoding) {
   if (name == "L24") return Codec::kL24;
   if (name == "MPA") return Codec::kMp3;
   return std::nullopt;
+}
+
+std::string aac_hbr_fmtp(std::span<const std::uint8_t> audio_specific_config) {
+  return "profile-level-id=1;mode=AAC-hbr;sizelength=13;indexlength=3;indexdeltalength=3; "
+         "config=" +
+         detail::hex_upper(audio_specific_config);
 }
 
 namespace detail {

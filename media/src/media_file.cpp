@@ -430,10 +430,7 @@ void MediaFileBuilder::finish_stream_info() {
     if (info.codec == Codec::kAac) {
       info.encoding =
           "MPEG4-GENERIC/" + std::to_string(info.clock_rate) + "/" + std::to_string(info.channels);
-      info.fmtp =
-          "profile-level-id=1;mode=AAC-hbr;sizelength=13;indexlength=3;indexdeltalength=3; "
-          "config=" +
-          detail::hex_upper(aac_.config());
+      info.fmtp = aac_hbr_fmtp(aac_.config());
     } else if (info.codec == Codec::kMp3) {
       // FFmpeg announces the static type 14 without an rtpmap; we add "MPA/90000" (RFC 3551
       // Table 4's name, as live555 and GStreamer write it), which no receiver minds.

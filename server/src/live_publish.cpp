@@ -5,6 +5,7 @@
 
 #include "predrop/core/log.hpp"
 #include "predrop/core/text_util.hpp"
+#include "predrop/media/codec.hpp"
 #include "predrop/rtsp/rtsp_headers.hpp"
 #include "predrop/rtsp/sdp.hpp"
 #include "predrop/wire/rtcp.hpp"
@@ -86,14 +87,7 @@ core::Result<media::LiveAudioSpec> audio_spec(const rtsp::SdpMedia& m) {
     a.channels = static_cast<std::uint16_t>(latm->channels);
     // What viewers get: AAC-hbr, as a file's AAC (media_file.cpp), at the publisher's RTP clock.
     a.encoding = "MPEG4-GENERIC/" + std::to_string(*rate) + "/" + std::to_string(latm->channels);
-    a.fmtp =
-        "streamtype=5;profile-level-id=1;mode=AAC-hbr;sizelength=13;indexlength=3;"
-        "indexdeltalength=3;config=";
-    static constexpr char kHex[] = "0123456789ABCDEF";
-    for (const std::uint8_t byte : latm->audio_specific_config) {
-      a.fmtp += kHex[byte >> 4];
-      a.fmtp += kHex[byte & 0xf];
-    }
+    a.fmtp = media::aac_hbr_fmtp(latm->audio_specific_config);
     a.size_length = 13;
     a.index_length = 3;
     a.index_delta_length = 3;

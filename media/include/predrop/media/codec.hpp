@@ -5,6 +5,8 @@
 // and one depacketizer unit (media/src/<codec>_depacketizer); docs/media.md lists them.
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 
 namespace predrop::media {
@@ -33,5 +35,11 @@ std::optional<Codec> video_codec_from_rtpmap(std::string_view encoding);
 /// The audio codec of an rtpmap encoding ("MPEG4-GENERIC/..", "opus/48000/2", "L16/48000/2",
 /// "L24/...", "MPA/90000"; case-blind), or std::nullopt for anything else.
 std::optional<Codec> audio_codec_from_rtpmap(std::string_view encoding);
+
+/// The fmtp of AAC sent as RFC 3640 mode AAC-hbr, the one way predrop sends AAC (a file's, a live
+/// publisher's, LATM repacked): profile-level-id, mode, AAC-hbr's AU-header widths 13/3/3
+/// (§3.3.6) and `audio_specific_config` as the upper-case hex `config`, letter for letter as
+/// FFmpeg's RTP muxer writes it (libavformat/sdp.c), so that players see what they see from it.
+std::string aac_hbr_fmtp(std::span<const std::uint8_t> audio_specific_config);
 
 }  // namespace predrop::media
