@@ -25,6 +25,13 @@
 # WebRTC receiver renders in RTP-timestamp order without a reorder buffer and stalls on them,
 # docs/webrtc.md "In Chromium"); CLIP_AUDIO=opus puts the sine in Opus at the same 96 kbit/s
 # (browsers decode no AAC). Everything else (source, VBV, GOP, rate cap) stays the same.
+# CLIP_CODEC=vp8 (OUT should end in .webm) encodes the video with libvpx in three temporal layers
+# (-ts-parameters ts_layering_mode=3, the 0-2-1-2 pattern bench/codecs/run.sh uses; layer 2, half
+# the frames, refreshes no reference: disposable, so pre-discard removes frames evenly over the
+# block instead of cutting its tail, which a browser counts as a freeze per block). Same source and
+# GOP (30 = one block), CBR at 1200 kbit/s (the H.264 browser clip's measured video rate; layers at
+# 600/900/1200 kbit/s cumulative), a 200 kbit buffer and key frames capped at 3 frame budgets
+# (-max-intra-rate 300: ~9-11 kB, as the H.264 clip's I-frames).
 #
 #   bench/testbed/make-clip.sh OUT [SECONDS] [testsrc2|scenes|vbr]   (idempotent: an existing OUT is kept)
 set -euo pipefail
@@ -68,15 +75,27 @@ case "$kind" in
     ;;
   *) echo "make-clip: unknown kind $kind" >&2; exit 2 ;;
 esac
+video_codec=(-c:v libx264 -preset veryfast -profile:v high -pix_fmt yuv420p
+  -b:v 1500k -maxrate 1500k -bufsize 100k
+  -x264-params "keyint=30:min-keyint=30:scenecut=0:bframes=${CLIP_BFRAMES:-2}:b-pyramid=none:b-adapt=0")
+container=mp4
+case "${CLIP_CODEC:-h264}" in
+  h264) ;;
+  vp8)
+    video_codec=(-c:v libvpx -pix_fmt yuv420p -deadline realtime -cpu-used 4 -error-resilient 1
+      -g 30 -keyint_min 30 -b:v 1200k -minrate 1200k -maxrate 1200k -bufsize 200k
+      -max-intra-rate 300 -ts-parameters "ts_layering_mode=3:ts_target_bitrate=600,900,1200")
+    container=webm
+    ;;
+  *) echo "make-clip: CLIP_CODEC is h264 or vp8" >&2; exit 2 ;;
+esac
 audio=(-c:a aac)
 [[ "${CLIP_AUDIO:-aac}" == opus ]] && audio=(-c:a libopus)
 ffmpeg -nostdin -hide_banner -loglevel error -y \
   "${video[@]}" \
   -f lavfi -i "sine=frequency=440:sample_rate=48000:duration=${seconds}" \
   -map 0:v -map 1:a \
-  -c:v libx264 -preset veryfast -profile:v high -pix_fmt yuv420p \
-  -b:v 1500k -maxrate 1500k -bufsize 100k \
-  -x264-params "keyint=30:min-keyint=30:scenecut=0:bframes=${CLIP_BFRAMES:-2}:b-pyramid=none:b-adapt=0" \
-  "${audio[@]}" -b:a 96k -ac 2 -ar 48000 -f mp4 \
+  "${video_codec[@]}" \
+  "${audio[@]}" -b:a 96k -ac 2 -ar 48000 -f "$container" \
   "$tmp"
 mv -f "$tmp" "$out"

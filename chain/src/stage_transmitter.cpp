@@ -110,8 +110,10 @@ StageTransmitter::StageTransmitter(net::UdpEndpoint& socket, TransmitterConfig c
       header_size_(wire::rtp_header_size(config_.extension_ids)),
       slot_size_(header_size_ + config_.max_payload_size + net::kSrtpMaxTrailer) {
   batch_.reserve(kBatch);
+  picture_ids_.reserve(counters_.size());
   for (std::size_t i = 0; i < counters_.size(); ++i) {
     counters_[i].next_sequence = config_.tracks[i].initial_sequence;
+    picture_ids_.emplace_back(config_.tracks[i].picture_id);
   }
   // Offsets of the per-packet extension fields, as wire::RtpHeaderLayout documents the layout that
   // wire::write_rtp_header() produces; build_templates() checks the element bytes against them.
@@ -370,6 +372,12 @@ std::size_t StageTransmitter::send(std::span<const OutgoingPacket> packets, std:
       }
       len = *written;
     }
+    // The payload as it goes, before SRTP: PictureIDs renumbered over what is sent, and kept so
+    // for a NACK (a packet that fails protection is overwritten by the next under its number).
+    const std::span<std::uint8_t> sent_payload(slot + len - p.payload.size(), p.payload.size());
+    (void)picture_ids_[p.track].rewrite(sent_payload);
+    const bool keep = rtx_ && p.track == rtx_->config.track;
+    if (keep) rtx_->ring.record(tc.next_sequence, p.marker, timestamp, sent_payload);
     if (srtp_) {
       const net::SrtpResult r = srtp_->protect_rtp(buf, len);
       if (!r) {
@@ -388,11 +396,8 @@ std::size_t StageTransmitter::send(std::span<const OutgoingPacket> packets, std:
       }
       ++next_transport_sequence_;
     }
-    if (rtx_ && p.track == rtx_->config.track) {
-      // Kept for a NACK under the number it went with; the credit grows with what is sent.
-      rtx_->ring.record(tc.next_sequence, p.marker, timestamp, p.payload);
-      rtx_->budget.on_sent(header_size_ + p.payload.size());
-    }
+    // Kept for a NACK (above) under the number it went with; the credit grows with what is sent.
+    if (keep) rtx_->budget.on_sent(header_size_ + p.payload.size());
     ++tc.next_sequence;
     ++sent_in_stage_;
     ++tc.packets;

@@ -42,8 +42,9 @@ void assign_importance(std::vector<StagedFrame>& video, std::vector<StagedFrame>
       since_key = 0;
     } else if (v.frame.reference) {
       ++since_key;
-      // A reference picture of temporal sub-layer t > 0 (H.265) is referenced only by pictures
-      // of layers >= t, so whole upper layers go before the base layer's references.
+      // A reference picture of temporal sub-layer t > 0 (H.265; VP8's golden-only refreshes, see
+      // vp8_packetizer.hpp) is referenced only by pictures of layers >= t, so whole upper layers
+      // go before the base layer's references.
       const std::int64_t layer_step = std::int64_t{kTemporalLayerStep} * v.frame.temporal_id;
       v.frame.importance = static_cast<std::uint8_t>(std::max<std::int64_t>(
           kImportanceReferenceMin, std::int64_t{kImportanceKey} - since_key - layer_step));
@@ -56,8 +57,9 @@ void assign_importance(std::vector<StagedFrame>& video, std::vector<StagedFrame>
   }
   std::vector<std::uint32_t> order;
   for (auto& list : disposable) {
-    // Highest temporal sub-layer first (H.265 TemporalId; always 0 for H.264 and VP8); within a
-    // layer, in display order, ranked in bit-reversed order.
+    // Highest temporal sub-layer first (H.265 TemporalId; 0 for H.264 and for VP8's disposable
+    // frames, whose layer the bitstream does not say); within a layer, in display order, ranked
+    // in bit-reversed order.
     std::sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) {
       if (video[a].frame.temporal_id != video[b].frame.temporal_id) {
         return video[a].frame.temporal_id > video[b].frame.temporal_id;

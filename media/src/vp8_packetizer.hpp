@@ -37,6 +37,12 @@ struct Vp8FrameInfo {
   /// Updates a reference buffer (last, golden, altref, by refresh or copy) or keeps its entropy
   /// probabilities for later frames; false only when no later frame can depend on it.
   bool reference = true;
+  /// 1 for a shown inter frame that refreshes the golden frame (by refresh or copy) but neither
+  /// the last frame nor the altref: only frames that predict from golden depend on it. That is
+  /// layer 1 of libvpx's temporal patterns (ts_layering_mode 3's 0-2-1-2: layer 0 refreshes last
+  /// and golden, layer 1 golden only, layer 2 nothing), whose layer 0 never predicts from golden;
+  /// the payload does not carry the layer (no T/L fields here). 0 otherwise.
+  std::uint8_t temporal_id = 0;
 };
 /// Parses a VP8 frame's headers; nullopt if it is too short or its header is unreadable.
 std::optional<Vp8FrameInfo> parse_vp8_frame(Bytes frame);
@@ -73,6 +79,7 @@ struct Vp8Codec {
                         const std::function<void(Bytes head, Bytes body)>& emit) {
     packetize_vp8(sample, picture_id, !picture.reference, max_payload, emit);
   }
+  static std::uint8_t temporal_id(const Vp8FrameInfo& info) { return info.temporal_id; }
 };
 
 /// Packetizes the frames of one VP8 stream.

@@ -81,6 +81,8 @@ struct Vp9Codec {
                         const std::function<void(Bytes head, Bytes body)>& emit) {
     packetize_vp9(sample, picture_id, picture.type != FrameType::kKey, max_payload, emit);
   }
+  /// Not read from the frame header (issue 24 ranks VP9's references by GOP position).
+  static std::uint8_t temporal_id(const Vp9FrameInfo& /*info*/) { return 0; }
 };
 
 /// Packetizes the samples of one VP9 stream.

@@ -36,6 +36,8 @@ class VpxPacketizer final : public VideoPacketizer {
     const bool key = info ? info->key : key_flag;
     picture.type = key ? FrameType::kKey : (info ? FrameType::kPredicted : FrameType::kUnknown);
     picture.reference = !info || info->reference;
+    // A reference of an upper temporal layer goes before the base layer's (importance.hpp).
+    if (info) picture.temporal_id = Codec::temporal_id(*info);
     Codec::packetize(sample, picture_id_, picture, max_payload_,
                      [&](Bytes head, Bytes body) { sink.add(head, body, false, false); });
     sink.mark_last();

@@ -63,9 +63,13 @@ StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
       page_track_ = t;  // the page reports the RTP timestamps of the video it presents
     }
     track_of_stream_[st.media_stream] = static_cast<int>(t);
+    const media::Codec codec = streams[st.media_stream].codec;
     tc.tracks.push_back(chain::TrackConfig{
         st.ssrc, st.payload_type.value_or(streams[st.media_stream].payload_type),
-        st.initial_sequence, st.timestamp_offset, st.rtp_destination, st.rtcp_destination});
+        st.initial_sequence, st.timestamp_offset, st.rtp_destination, st.rtcp_destination,
+        codec == media::Codec::kVp8   ? chain::PictureIdField::kVp8
+        : codec == media::Codec::kVp9 ? chain::PictureIdField::kVp9
+                                      : chain::PictureIdField::kNone});
   }
   std::optional<net::SrtpSession> srtp_out;
   chain::IntakeConfig intake;

@@ -5,7 +5,9 @@
 // compound after an RR; the FeedbackIntake reads the NACK and the transmitter answers it. The
 // receiver gets RTX packets that decrypt and restore the original payloads (RFC 4588 §4: OSN
 // first), numbered on the transport and logged as retransmissions (not measured); numbers never
-// sent get nothing. Hostile NACKs (every BLP bit, floods) stay within the byte cap; a PLI is read.
+// sent get nothing; VP8 PictureIDs are contiguous over pre-discarded pictures, and a resent
+// packet carries the number it went with. Hostile NACKs (every BLP bit, floods) stay within the
+// byte cap; a PLI is read.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -66,8 +68,10 @@ class NackRtxTest : public ::testing::Test {
 
     chain::TransmitterConfig tc;
     tc.extension_ids = kIds;
-    tc.tracks.push_back(
-        chain::TrackConfig{kSsrc, kPt, kFirstSeq, 1000, rx_socket_->local_address(), {}});
+    // A VP8 track: its PictureIDs are renumbered over what is sent (send_stage's payloads carry
+    // none: their first byte, i < 128, has no X bit).
+    tc.tracks.push_back(chain::TrackConfig{
+        kSsrc, kPt, kFirstSeq, 1000, rx_socket_->local_address(), {}, chain::PictureIdField::kVp8});
     transmitter_ = std::make_unique<chain::StageTransmitter>(
         *tx_socket_, tc, SrtpSession(SrtpDirection::Outbound, SrtpSuite::AesCm128HmacSha1_80, key_),
         core::DiscardPlanner(core::DiscardPolicy::kPriority));
@@ -319,6 +323,57 @@ TEST_F(NackRtxTest, PliAndFirAreRead) {
   auto other = pli;
   other[11] = 0x35;
   EXPECT_EQ(feedback(other).plis, 0U);
+}
+
+}  // namespace
+}  // namespace predrop
+
+namespace predrop {
+namespace {
+
+TEST_F(NackRtxTest, Vp8PictureIdsStayContiguousOverPreDiscardsAndRtxResendsThemAsSent) {
+  // 12 VP8 pictures of one packet each, PictureIDs 0x7ffa.. (they wrap); pictures 3, 5, 7 and
+  // 9 disposable (the 0-2-1-2 pattern's layer 2) and pre-discarded.
+  constexpr std::size_t kPictures = 12;
+  payloads_.assign(kPictures, {});
+  packets_.clear();
+  std::vector<std::uint8_t> importance(kPictures, 200);
+  for (std::size_t i : {3, 5, 7, 9}) {
+    importance[i] = 1;
+  }
+  for (std::size_t i = 0; i < kPictures; ++i) {
+    const auto id = static_cast<std::uint16_t>((0x7ffa + i) & 0x7fff);
+    payloads_[i] = {0x90, 0x80, static_cast<std::uint8_t>(0x80 | (id >> 8)),
+                    static_cast<std::uint8_t>(id)};
+    payloads_[i].resize(200, static_cast<std::uint8_t>(i));
+    packets_.push_back(
+        chain::OutgoingPacket{0, true, static_cast<std::uint32_t>(i * 3000), payloads_[i]});
+  }
+  const auto plan = transmitter_->begin_stage(1, 0.3, importance);
+  ASSERT_EQ(plan.discarded, 4U);
+  const std::size_t before = transmitter_->stats().packets_sent;
+  transmitter_->send(packets_, 0, now_us_);
+  carry(transmitter_->stats().packets_sent - before);
+  ASSERT_EQ(received_.size(), 8U);
+  auto id_of = [](std::span<const std::uint8_t> p) {
+    return static_cast<std::uint16_t>(((p[2] & 0x7f) << 8) | p[3]);
+  };
+  for (std::size_t k = 0; k < received_.size(); ++k) {
+    EXPECT_EQ(id_of(received_[k].payload), (0x7ffa + k) & 0x7fff) << "packet " << k;
+    EXPECT_EQ(received_[k].payload[2] & 0x80, 0x80);
+  }
+  // The picture after the first discard (source 0x7ffa + 4 = 0x7ffe) went as 0x7ffd; lost and
+  // NACKed, it comes back as it went.
+  const Received lost = received_[3];
+  ASSERT_EQ(id_of(lost.payload), 0x7ffd);
+  ASSERT_EQ(lost.payload[4], 4);
+  received_.clear();
+  const std::vector<std::uint16_t> nacked{lost.sequence};
+  (void)nack(nacked);
+  carry(1);
+  ASSERT_EQ(received_[0].payload_type, kRtxPt);
+  const std::span<const std::uint8_t> resent = std::span(received_[0].payload).subspan(2);
+  EXPECT_TRUE(std::equal(resent.begin(), resent.end(), lost.payload.begin(), lost.payload.end()));
 }
 
 }  // namespace

@@ -157,7 +157,18 @@ TEST(Vp8Frame, KeyAndInterFramesAndWhatTheyRefresh) {
   EXPECT_TRUE(info->reference);  // keeps its probabilities for later frames
   info = parse_vp8_frame(inter_frame(true, false, false, false));
   ASSERT_TRUE(info);
-  EXPECT_TRUE(info->reference);  // refreshes golden
+  EXPECT_TRUE(info->reference);     // refreshes golden
+  EXPECT_EQ(info->temporal_id, 1);  // and nothing else: layer 1 of a 0-2-1-2 pattern
+  info = parse_vp8_frame(inter_frame(true, false, false, true));
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->temporal_id, 0);  // golden and last: layer 0
+  info = parse_vp8_frame(inter_frame(false, true, false, false));
+  ASSERT_TRUE(info);
+  EXPECT_TRUE(info->reference);
+  EXPECT_EQ(info->temporal_id, 0);  // an altref: not a layer-1 picture
+  info = parse_vp8_frame(inter_frame(false, false, false, true));
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->temporal_id, 0);
   // A first partition size beyond the frame.
   V bad = inter_frame(false, false, false, false);
   bad.resize(5);

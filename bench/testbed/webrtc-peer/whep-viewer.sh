@@ -7,7 +7,8 @@
 # (control.browser_policy, "player" by default: the capacity policy; docs/webrtc.md).
 #
 #   whep-viewer.sh sender|receiver --flow I --listen IP --peer IP --out DIR --seconds N
-#   whep-viewer.sh clip OUT [SECONDS]     the browser variant of the bed clip (no B-frames, Opus)
+#   whep-viewer.sh clip OUT [SECONDS]     the browser variant of the bed clip (no B-frames, Opus;
+#                                          CLIP_CODEC=vp8 and OUT.webm: VP8 in three temporal layers)
 #   (run-case.sh starts sender/receiver in their namespaces and ends them with SIGTERM to their
 #   process group)
 #
@@ -29,7 +30,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 role="${1:?usage: $0 sender|receiver --flow I --listen IP --peer IP --out DIR --seconds N | clip OUT [SECONDS]}"
 shift
 if [[ "$role" == clip ]]; then
-  CLIP_BFRAMES=0 CLIP_AUDIO=opus exec "$here/../make-clip.sh" "${1:?clip OUT [SECONDS]}" "${2:-150}" testsrc2
+  CLIP_BFRAMES=0 CLIP_AUDIO=opus CLIP_CODEC="${CLIP_CODEC:-h264}" exec "$here/../make-clip.sh" "${1:?clip OUT [SECONDS]}" "${2:-150}" testsrc2
 fi
 flow="" listen="" peer="" out="" seconds=""
 args=("$@")

@@ -24,6 +24,7 @@
 #include <span>
 #include <vector>
 
+#include "predrop/chain/picture_id.hpp"
 #include "predrop/chain/retransmission.hpp"
 #include "predrop/chain/transport_feedback.hpp"
 #include "predrop/core/discard_planner.hpp"
@@ -44,6 +45,8 @@ struct TrackConfig {
   net::SocketAddress destination;      ///< Where RTP goes.
   /// The peer's RTCP port; the transmitter's owner sends the SRs (server::StreamSession).
   std::optional<net::SocketAddress> rtcp_destination;
+  /// VP8/VP9: PictureIDs are renumbered over the pictures sent (picture_id.hpp).
+  PictureIdField picture_id = PictureIdField::kNone;
 };
 
 /// Static settings of a transmitter.
@@ -235,7 +238,8 @@ class StageTransmitter {
   std::optional<net::SrtpSession> srtp_;
   core::DiscardPlanner planner_;
   std::vector<TrackCounters> counters_;
-  std::vector<std::uint8_t> drop_;  // Discard mask of the current stage.
+  std::vector<PictureIdRenumber> picture_ids_;  // per track
+  std::vector<std::uint8_t> drop_;              // Discard mask of the current stage.
   StagePlan plan_;
   std::size_t sent_in_stage_ = 0;
   bool stage_late_ = false;
