@@ -67,8 +67,7 @@ std::size_t DiscardPlanner::plan(double rate, std::span<const std::uint8_t> impo
       mark_random(count, droppable, importance, drop);
       break;
     case DiscardPolicy::kPriority:
-      mark_priority(count, importance, drop);
-      break;
+      return mark_priority(count, importance, drop);
   }
   return count;
 }
@@ -130,8 +129,9 @@ std::size_t DiscardPlanner::priority_order(std::span<const std::uint8_t> importa
   return droppable;
 }
 
-void DiscardPlanner::mark_priority(std::size_t count, std::span<const std::uint8_t> importance,
-                                   std::span<std::uint8_t> drop) const {
+std::size_t DiscardPlanner::mark_priority(std::size_t count,
+                                          std::span<const std::uint8_t> importance,
+                                          std::span<std::uint8_t> drop) const {
   // Counting by importance level finds the cut level in O(n) without sorting: every packet
   // below it goes, and at the cut level the latest packets go first (whole frames at the end of
   // a run of equal importance before earlier ones).
@@ -146,6 +146,8 @@ void DiscardPlanner::mark_priority(std::size_t count, std::span<const std::uint8
     below += histogram[cut];
   }
   std::size_t at_cut = count - below;
+  if (whole_levels_ && cut < kNeverDrop) at_cut = histogram[cut];
+  const std::size_t marked = below + at_cut;
   for (std::size_t i = importance.size(); i-- > 0;) {
     if (importance[i] < cut) {
       drop[i] = 1;
@@ -154,6 +156,7 @@ void DiscardPlanner::mark_priority(std::size_t count, std::span<const std::uint8
       --at_cut;
     }
   }
+  return marked;
 }
 
 }  // namespace predrop::core

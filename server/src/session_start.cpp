@@ -27,6 +27,7 @@ StreamSessionConfig session_config(const SessionEntry& entry, const StreamServer
   }
   cfg.rtcp_fb = entry.webrtc && entry.rtcp_fb;
   cfg.page_quality = entry.webrtc;
+  cfg.whole_frames = entry.webrtc;
   // A WHEP session's keys come from its DTLS handshake, in the one profile it negotiates.
   cfg.srtp_suite =
       entry.webrtc ? std::optional(wire::SrtpSuite::AesCm128HmacSha1_80) : options.srtp;

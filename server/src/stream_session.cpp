@@ -95,9 +95,10 @@ StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
   }
   packet_overhead_ = wire::rtp_header_size(config_.extension_ids) + core::kLinkOverheadBytes +
                      (config_.srtp_suite ? net::srtp_rtp_tag_size(*config_.srtp_suite) : 0);
-  transmitter_ = std::make_unique<chain::StageTransmitter>(
-      transport_->rtp_socket(), std::move(tc), std::move(srtp_out),
-      core::DiscardPlanner(config_.discard, config_.discard_seed));
+  core::DiscardPlanner planner(config_.discard, config_.discard_seed);
+  planner.set_whole_levels(config_.whole_frames);
+  transmitter_ = std::make_unique<chain::StageTransmitter>(transport_->rtp_socket(), std::move(tc),
+                                                           std::move(srtp_out), planner);
   tx_ = transmitter_.get();
   // prefetch_fields() brings in the first two cache lines: the hot fields must stay in them.
   assert(reinterpret_cast<const char*>(&rtp_offset_ + 1) - reinterpret_cast<const char*>(this) <=

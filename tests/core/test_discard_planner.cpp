@@ -83,6 +83,27 @@ TEST(DiscardPlanner, PriorityDropsLowestImportanceFirstAndLaterAmongEquals) {
   EXPECT_EQ(drop, (std::vector<std::uint8_t>{0, 0, 0, 1, 1, 0, 0, 1}));
 }
 
+TEST(DiscardPlanner, WholeLevelsTakeTheCutLevelWholeAndCarryNoExcess) {
+  DiscardPlanner p(DiscardPolicy::kPriority);
+  p.set_whole_levels(true);
+  // Three frames of 4, 3 and 2 packets (importance 30, 20, 10) and audio (255): at R = 3/10 the
+  // count (3) ends inside the 3-packet frame at importance 20 after the 2 of importance 10, so
+  // that frame goes whole: 5 marked, none of a frame sent in part.
+  std::vector<std::uint8_t> imp{30, 30, 30, 30, 20, 20, 20, 255, 10, 10};
+  std::vector<std::uint8_t> drop(imp.size());
+  EXPECT_EQ(p.plan(0.3, imp, drop), 5u);
+  EXPECT_EQ(drop, (std::vector<std::uint8_t>{0, 0, 0, 0, 1, 1, 1, 0, 1, 1}));
+  EXPECT_DOUBLE_EQ(p.carry(), 0.0);  // the rounding remainder only, not the excess
+  // A count that ends at a level's end marks exactly it; R = 0 marks nothing.
+  EXPECT_EQ(p.plan(0.2, imp, drop), 2u);
+  EXPECT_EQ(drop, (std::vector<std::uint8_t>{0, 0, 0, 0, 0, 0, 0, 0, 1, 1}));
+  EXPECT_EQ(p.plan(0.0, imp, drop), 0u);
+  // Off (the default), the cut level's latest packets go: a frame in part.
+  DiscardPlanner q(DiscardPolicy::kPriority);
+  EXPECT_EQ(q.plan(0.3, imp, drop), 3u);
+  EXPECT_EQ(drop, (std::vector<std::uint8_t>{0, 0, 0, 0, 0, 0, 1, 0, 1, 1}));
+}
+
 TEST(DiscardPlanner, PriorityNeverDropsNeverDropPackets) {
   DiscardPlanner p(DiscardPolicy::kPriority);
   std::vector<std::uint8_t> imp{255, 255, 1, 255};

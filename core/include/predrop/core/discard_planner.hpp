@@ -44,6 +44,12 @@ class DiscardPlanner {
   double carry() const { return carry_; }
   /// The policy in use.
   DiscardPolicy policy() const { return policy_; }
+  /// kPriority: at the cut level, all of its packets go or none does: on, the count is rounded up
+  /// to the level's end (whole frames: a frame's packets share one level), so plan() may mark more
+  /// than rate x packets (the excess is not carried into the next stage). For receivers that
+  /// cannot use a frame sent in part: a browser never decodes it, and with VP8/VP9 or H.264 the
+  /// pictures after it wait for the next key frame. Off by default.
+  void set_whole_levels(bool on) { whole_levels_ = on; }
 
   /// The order in which kPriority discards the packets of a stage: the first k entries of
   /// `order` (indices into importance) are the k packets plan() marks at a count of k. Fills
@@ -58,12 +64,14 @@ class DiscardPlanner {
                     std::span<std::uint8_t> drop) const;
   void mark_random(std::size_t count, std::size_t droppable,
                    std::span<const std::uint8_t> importance, std::span<std::uint8_t> drop);
-  void mark_priority(std::size_t count, std::span<const std::uint8_t> importance,
-                     std::span<std::uint8_t> drop) const;
+  /// Returns the number marked (more than `count` with whole_levels_).
+  std::size_t mark_priority(std::size_t count, std::span<const std::uint8_t> importance,
+                            std::span<std::uint8_t> drop) const;
   std::uint64_t next_random();
 
   DiscardPolicy policy_;
   double carry_ = 0.0;
+  bool whole_levels_ = false;
   std::uint64_t rng_state_;
 };
 

@@ -95,6 +95,10 @@ struct StreamSessionConfig {
   /// A WebRTC peer whose player page may report P: its transport-cc block reports take the
   /// page's P per block (docs/webrtc.md "Quality in the page").
   bool page_quality = false;
+  /// A WebRTC peer: priority discard takes whole frames at the cut (a browser never decodes a
+  /// frame sent in part, and the pictures after it wait for the next key frame;
+  /// core::DiscardPlanner::set_whole_levels).
+  bool whole_frames = false;
 };
 
 /// One block as sent and, later, as reported: a row of the per-block trace.
