@@ -9,6 +9,7 @@
 #   bench/perf/webrtc.sh [N ...]          # default: 10 50 100 200 500 1000
 #   BUILD=build/release HOLD=20 bench/perf/webrtc.sh 100
 #   PEERS=0 FEEDBACK_MS=100 bench/perf/webrtc.sh 500   # WHEP rows only, feedback every 100 ms
+#   CLIP=thumb.mp4 PEERS=0 bench/perf/webrtc.sh 300    # another clip (the join cost: a small one)
 #
 # Results: $BUILD/bench-results/webrtc-<time>/ (console logs and whep.csv, load-summary.csv).
 # Loopback only; every process it starts is stopped on exit.
@@ -48,9 +49,15 @@ done
 # baseline, GOP 30, no B-frames (browsers render no B-frames, docs/webrtc.md "In Chromium"),
 # 10 s, looped by the server.
 clip="$out/clip-1mbit-video.mp4"
-ffmpeg -nostdin -hide_banner -loglevel error -y -f lavfi -i "testsrc2=size=640x360:rate=30:duration=10" \
-  -c:v libx264 -preset veryfast -profile:v baseline -pix_fmt yuv420p -b:v 1000k -maxrate 1100k \
-  -bufsize 1000k -x264-params "keyint=30:min-keyint=30:scenecut=0" "$clip"
+# CLIP=FILE serves that file instead (e.g. a 5 fps thumbnail clip, so that the media's CPU is
+# small beside the joins' and "server CPU per join" rests on little subtraction).
+if [[ -n "${CLIP:-}" ]]; then
+  cp "$CLIP" "$clip"
+else
+  ffmpeg -nostdin -hide_banner -loglevel error -y -f lavfi -i "testsrc2=size=640x360:rate=30:duration=10" \
+    -c:v libx264 -preset veryfast -profile:v baseline -pix_fmt yuv420p -b:v 1000k -maxrate 1100k \
+    -bufsize 1000k -x264-params "keyint=30:min-keyint=30:scenecut=0" "$clip"
+fi
 
 port=$((20000 + RANDOM % 20000))
 mport=$((port + 1))

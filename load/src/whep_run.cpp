@@ -49,6 +49,8 @@ core::Result<WhepRunSummary> run_whep(net::EventLoop& loop, const net::Clock& cl
   Mark close;
   Phase phase = Phase::kRamp;
   const std::uint64_t t0 = clock.now_us();
+  const std::optional<double> cpu_at_start =
+      pid != 0 ? process_cpu_seconds(pid) : std::optional<double>{};
   const auto ramp_us = static_cast<std::uint64_t>(config.ramp_s * 1e6);
   const std::uint64_t open_us = t0 + ramp_us + static_cast<std::uint64_t>(config.settle_s * 1e6);
   const std::uint64_t close_us = open_us + static_cast<std::uint64_t>(config.hold_s * 1e6);
@@ -142,6 +144,10 @@ core::Result<WhepRunSummary> run_whep(net::EventLoop& loop, const net::Clock& cl
       const double pkts = s.server_sent_pkt_s > 0 ? s.server_sent_pkt_s : s.received_pkt_s;
       if (pkts > 0) s.server_us_per_packet = s.server_cpu * 1e6 / pkts;
     }
+    if (cpu_at_start && open.cpu_s && s.server_cpu >= 0 && s.playing_at_open > 0) {
+      const double media_s = s.server_cpu * (0.5 * config.ramp_s + config.settle_s);
+      s.server_join_ms = (*open.cpu_s - *cpu_at_start - media_s) * 1e3 / s.playing_at_open;
+    }
     if (open.late && close.late) {
       s.late_stages_window = *close.late - *open.late;
       s.late_stages_total = *close.late;
@@ -175,13 +181,15 @@ void print_whep_summary(std::FILE* out, const WhepRunConfig& config, const WhepR
       "  server CPU %.1f %% of a core, %.2f us per packet, %.3f %% of a core per session\n"
       "  late stages %.0f in the window (%.0f since start)\n"
       "  SRTP verified %llu, failed %llu; transport-cc messages sent %llu; connect p50 "
-      "%.1f ms, max %.1f ms\n",
+      "%.1f ms, max %.1f ms\n"
+      "  server CPU per join %.2f ms (the ramp's CPU less the media's, per viewer playing)\n",
       s.window_s, s.received_pkt_s, s.received_mbit_s, s.server_sent_pkt_s, s.server_cpu * 100,
       s.server_us_per_packet,
       s.playing_at_close > 0 ? s.server_cpu * 100 / s.playing_at_close : 0.0, s.late_stages_window,
       s.late_stages_total, static_cast<unsigned long long>(s.srtp_verified),
       static_cast<unsigned long long>(s.srtp_failures),
-      static_cast<unsigned long long>(s.feedback_sent), s.connect_ms_p50, s.connect_ms_max);
+      static_cast<unsigned long long>(s.feedback_sent), s.connect_ms_p50, s.connect_ms_max,
+      s.server_join_ms);
 }
 
 core::Status append_whep_csv(const std::string& path, const std::string& label,
@@ -192,14 +200,14 @@ core::Status append_whep_csv(const std::string& path, const std::string& label,
   if (fresh) {
     f << "label,clients,playing_open,playing_close,window_s,received_pkt_s,received_mbit_s,"
          "server_sent_pkt_s,server_cpu,server_us_per_packet,late_window,late_total,"
-         "srtp_verified,srtp_failures,feedback_sent,connect_ms_p50,connect_ms_max\n";
+         "srtp_verified,srtp_failures,feedback_sent,connect_ms_p50,connect_ms_max,server_join_ms\n";
   }
   f << label << ',' << s.clients << ',' << s.playing_at_open << ',' << s.playing_at_close << ','
     << s.window_s << ',' << s.received_pkt_s << ',' << s.received_mbit_s << ','
     << s.server_sent_pkt_s << ',' << s.server_cpu << ',' << s.server_us_per_packet << ','
     << s.late_stages_window << ',' << s.late_stages_total << ',' << s.srtp_verified << ','
     << s.srtp_failures << ',' << s.feedback_sent << ',' << s.connect_ms_p50 << ','
-    << s.connect_ms_max << '\n';
+    << s.connect_ms_max << ',' << s.server_join_ms << '\n';
   return core::Ok{};
 }
 

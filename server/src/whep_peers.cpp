@@ -29,7 +29,9 @@ WhepPeers::~WhepPeers() = default;
 core::Status WhepPeers::start(net::UdpEndpoint& socket) {
   auto cert = webrtc::DtlsCertificate::generate();
   if (!cert) return cert.error();
-  certificate_ = std::move(cert.value());
+  auto context = webrtc::DtlsContext::create(std::move(cert.value()));
+  if (!context) return context.error();
+  context_ = std::move(context.value());
   socket_ = &socket;
   return core::Ok{};
 }
@@ -43,16 +45,16 @@ void WhepPeers::stop() {
 
 const std::string& WhepPeers::fingerprint() const {
   static const std::string none;
-  return certificate_ ? certificate_->fingerprint_sha256() : none;
+  return context_ ? context_->certificate().fingerprint_sha256() : none;
 }
 
 core::Status WhepPeers::add(const std::string& session, webrtc::IceCredentials local,
                             std::string remote_ufrag, std::string remote_fingerprint) {
-  if (!certificate_) return core::make_error("WebRTC is not started on this worker");
+  if (!context_) return core::make_error("WebRTC is not started on this worker");
   const std::string ufrag = local.ufrag;
   auto peer = std::make_unique<Peer>(session, std::move(local), std::move(remote_ufrag));
   Peer* p = peer.get();
-  auto dtls = webrtc::DtlsTransport::create(certificate_, webrtc::DtlsRole::Server,
+  auto dtls = webrtc::DtlsTransport::create(context_, webrtc::DtlsRole::Server,
                                             std::move(remote_fingerprint),
                                             [this, p](std::span<const std::uint8_t> d) {
                                               if (socket_ != nullptr) {
@@ -80,7 +82,7 @@ void WhepPeers::remove(const std::string& session) {
 
 bool WhepPeers::on_datagram(std::span<const std::uint8_t> data, const net::SocketAddress& from,
                             std::uint64_t now_us) {
-  if (!certificate_) return false;
+  if (!context_) return false;
   switch (webrtc::classify_packet(data)) {
     case webrtc::PacketKind::Stun:
       on_stun(data, from, now_us);

@@ -26,7 +26,7 @@
 #include "predrop/net/socket_address.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 #include "predrop/server/server_options.hpp"
-#include "predrop/webrtc/dtls_certificate.hpp"
+#include "predrop/webrtc/dtls_context.hpp"
 #include "predrop/webrtc/dtls_transport.hpp"
 #include "predrop/webrtc/ice_lite.hpp"
 
@@ -55,7 +55,7 @@ class WhepPeers {
   core::Status start(net::UdpEndpoint& socket);
   /// Drops every peer (the server stops).
   void stop();
-  bool started() const { return certificate_ != nullptr; }
+  bool started() const { return context_ != nullptr; }
   /// The a=fingerprint of this worker's certificate.
   const std::string& fingerprint() const;
 
@@ -85,7 +85,8 @@ class WhepPeers {
   WhepPeerListener& listener_;
   ServerStats& stats_;
   net::UdpEndpoint* socket_ = nullptr;
-  std::shared_ptr<const webrtc::DtlsCertificate> certificate_;
+  /// One per worker: every association of the worker shares its OpenSSL context.
+  std::shared_ptr<const webrtc::DtlsContext> context_;
   std::map<std::string, std::unique_ptr<Peer>> peers_;           // by session id
   std::unordered_map<std::string, std::string> by_ufrag_;        // our ufrag -> session id
   std::unordered_map<net::SocketAddress, std::string> by_addr_;  // verified address -> session

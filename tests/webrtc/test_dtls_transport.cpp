@@ -132,6 +132,56 @@ TEST(DtlsTransport, ClientRefusesAServerWithTheWrongFingerprint) {
   EXPECT_NE(r.server->state(), DtlsState::Connected);
 }
 
+TEST(DtlsTransport, AssociationsSharingOneContextCheckTheirOwnPeers) {
+  // A server makes one context per certificate and every association shares it: each still
+  // checks its own peer's fingerprint and derives its own keys.
+  const auto server_cert = DtlsCertificate::generate().value();
+  const auto context = DtlsContext::create(server_cert);
+  ASSERT_TRUE(context.ok()) << context.error().message;
+  EXPECT_EQ(&context.value()->certificate(), server_cert.get());
+  Pair good("", "");
+  Pair stranger("", "");
+  const auto someone_else = DtlsCertificate::generate().value();
+  good.server = DtlsTransport::create(
+                    context.value(), DtlsRole::Server, good.client_cert->fingerprint_sha256(),
+                    [&good](auto d) { good.to_client.emplace_back(d.begin(), d.end()); })
+                    .value();
+  stranger.server =
+      DtlsTransport::create(
+          context.value(), DtlsRole::Server, someone_else->fingerprint_sha256(),
+          [&stranger](auto d) { stranger.to_client.emplace_back(d.begin(), d.end()); })
+          .value();
+  for (Pair* p : {&good, &stranger}) {
+    p->client =
+        DtlsTransport::create(p->client_cert, DtlsRole::Client, server_cert->fingerprint_sha256(),
+                              [p](auto d) { p->to_server.emplace_back(d.begin(), d.end()); })
+            .value();
+  }
+  // Interleaved as on a worker: the stranger's handshake fails, the good one's completes.
+  stranger.pump();
+  good.pump();
+  EXPECT_EQ(stranger.server->state(), DtlsState::Failed);
+  EXPECT_TRUE(stranger.server->fingerprint_mismatch());
+  ASSERT_EQ(good.server->state(), DtlsState::Connected) << good.server->failure();
+  ASSERT_EQ(good.client->state(), DtlsState::Connected) << good.client->failure();
+  EXPECT_FALSE(good.server->fingerprint_mismatch());
+  EXPECT_EQ(good.server->keys()->local, good.client->keys()->remote);
+  // A second good association on the same context gets keys of its own.
+  Pair again("", "");
+  again.server = DtlsTransport::create(
+                     context.value(), DtlsRole::Server, again.client_cert->fingerprint_sha256(),
+                     [&again](auto d) { again.to_client.emplace_back(d.begin(), d.end()); })
+                     .value();
+  again.client =
+      DtlsTransport::create(again.client_cert, DtlsRole::Client, server_cert->fingerprint_sha256(),
+                            [&again](auto d) { again.to_server.emplace_back(d.begin(), d.end()); })
+          .value();
+  again.pump();
+  ASSERT_EQ(again.server->state(), DtlsState::Connected) << again.server->failure();
+  EXPECT_NE(again.server->keys()->local, good.server->keys()->local);
+  EXPECT_FALSE(DtlsContext::create(nullptr).ok());
+}
+
 TEST(DtlsTransport, GarbageFailsTheHandshakeWithoutThrowing) {
   Pair r("", "");
   const std::vector<std::uint8_t> junk(64, 0x16);

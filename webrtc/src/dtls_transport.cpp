@@ -17,7 +17,6 @@ namespace predrop::webrtc {
 namespace {
 
 using detail::BioPtr;
-using detail::SslCtxPtr;
 
 // RFC 5764 §4.1.2 profile SRTP_AES128_CM_HMAC_SHA1_80: 16-byte keys, 14-byte salts.
 constexpr std::size_t kKeySize = 16;
@@ -46,23 +45,6 @@ int verify_peer(int /*preverify_ok*/, X509_STORE_CTX* store) {
              : 0;
 }
 
-core::Result<SslCtxPtr> make_context(const DtlsCertificate& cert) {
-  SslCtxPtr ctx(SSL_CTX_new(DTLS_method()));
-  if (!ctx) return core::make_error(detail::take_openssl_errors("SSL_CTX_new"));
-  SSL_CTX_set_min_proto_version(ctx.get(), DTLS1_2_VERSION);
-  if (SSL_CTX_use_certificate(ctx.get(), static_cast<X509*>(cert.cert_handle())) != 1 ||
-      SSL_CTX_use_PrivateKey(ctx.get(), static_cast<EVP_PKEY*>(cert.key_handle())) != 1) {
-    return core::make_error(detail::take_openssl_errors("DTLS certificate"));
-  }
-  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, verify_peer);
-  // SSL_CTX_set_tlsext_use_srtp returns 0 on success (unlike the rest of the API).
-  if (SSL_CTX_set_tlsext_use_srtp(ctx.get(), "SRTP_AES128_CM_SHA1_80") != 0) {
-    return core::make_error(detail::take_openssl_errors("use_srtp"));
-  }
-  SSL_CTX_set_read_ahead(ctx.get(), 1);
-  return ctx;
-}
-
 }  // namespace
 
 const char* to_string(DtlsState state) {
@@ -84,17 +66,26 @@ void DtlsTransport::SslFree::operator()(ssl_st* ssl) const {
 }
 
 core::Result<std::unique_ptr<DtlsTransport>> DtlsTransport::create(
-    std::shared_ptr<const DtlsCertificate> certificate, DtlsRole role,
-    std::string remote_fingerprint, SendFn send) {
-  std::unique_ptr<DtlsTransport> t(new DtlsTransport(
-      std::move(certificate), role, std::move(remote_fingerprint), std::move(send)));
+    std::shared_ptr<const DtlsContext> context, DtlsRole role, std::string remote_fingerprint,
+    SendFn send) {
+  if (!context) return core::make_error("DTLS: no context");
+  std::unique_ptr<DtlsTransport> t(
+      new DtlsTransport(std::move(context), role, std::move(remote_fingerprint), std::move(send)));
   if (auto ok = t->init(); !ok) return ok.error();
   return t;
 }
 
-DtlsTransport::DtlsTransport(std::shared_ptr<const DtlsCertificate> certificate, DtlsRole role,
+core::Result<std::unique_ptr<DtlsTransport>> DtlsTransport::create(
+    std::shared_ptr<const DtlsCertificate> certificate, DtlsRole role,
+    std::string remote_fingerprint, SendFn send) {
+  auto context = DtlsContext::create(std::move(certificate));
+  if (!context) return context.error();
+  return create(std::move(context.value()), role, std::move(remote_fingerprint), std::move(send));
+}
+
+DtlsTransport::DtlsTransport(std::shared_ptr<const DtlsContext> context, DtlsRole role,
                              std::string remote_fingerprint, SendFn send)
-    : certificate_(std::move(certificate)),
+    : context_(std::move(context)),
       role_(role),
       remote_fingerprint_(upper(std::move(remote_fingerprint))),
       send_(std::move(send)) {}
@@ -102,10 +93,10 @@ DtlsTransport::DtlsTransport(std::shared_ptr<const DtlsCertificate> certificate,
 DtlsTransport::~DtlsTransport() = default;
 
 core::Status DtlsTransport::init() {
-  auto ctx = make_context(*certificate_);
-  if (!ctx) return ctx.error();
-  ssl_.reset(SSL_new(ctx.value().get()));  // The SSL keeps its own reference to the context.
+  ssl_.reset(SSL_new(static_cast<SSL_CTX*>(context_->ssl_ctx_handle())));
   if (!ssl_) return core::make_error(detail::take_openssl_errors("SSL_new"));
+  // Per association, not on the shared context: the callback checks this peer's fingerprint.
+  SSL_set_verify(ssl_.get(), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, verify_peer);
   BioPtr in(BIO_new(BIO_s_mem()));
   BioPtr out(BIO_new(BIO_s_mem()));
   if (!in || !out) return core::make_error(detail::take_openssl_errors("BIO_new"));

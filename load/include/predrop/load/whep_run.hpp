@@ -51,6 +51,12 @@ struct WhepRunSummary {
   std::uint64_t feedback_sent = 0;  ///< transport-cc messages, the whole run.
   double connect_ms_p50 = 0;        ///< POST to DTLS connected.
   double connect_ms_max = 0;
+  /// Server CPU per join, ms: from before the first POST to the window's open, less the media's
+  /// share of it (the window's CPU rate over the settle time and half the ramp: viewers start
+  /// evenly over it), per viewer playing at the open. The whole join: HTTP and SDP, ICE-lite,
+  /// the DTLS handshake (an ECDSA P-256 signature, ECDHE, the peer's certificate), SRTP keys.
+  /// -1 unknown (no server pid).
+  double server_join_ms = -1;
 };
 
 /// Runs it; an error only when nothing could be set up.

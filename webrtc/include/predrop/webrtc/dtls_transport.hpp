@@ -18,6 +18,7 @@
 
 #include "predrop/core/result.hpp"
 #include "predrop/webrtc/dtls_certificate.hpp"
+#include "predrop/webrtc/dtls_context.hpp"
 #include "predrop/wire/sdes_key.hpp"
 
 struct ssl_st;
@@ -45,6 +46,11 @@ class DtlsTransport {
 
   /// Sets up the association; `remote_fingerprint` is the peer's a=fingerprint sha-256 value
   /// (hex pairs, any case). An error carries OpenSSL's reason.
+  static core::Result<std::unique_ptr<DtlsTransport>> create(
+      std::shared_ptr<const DtlsContext> context, DtlsRole role, std::string remote_fingerprint,
+      SendFn send);
+  /// The same with a context of its own (a tool or test with few associations; a server makes
+  /// one DtlsContext and shares it).
   static core::Result<std::unique_ptr<DtlsTransport>> create(
       std::shared_ptr<const DtlsCertificate> certificate, DtlsRole role,
       std::string remote_fingerprint, SendFn send);
@@ -76,7 +82,7 @@ class DtlsTransport {
   bool check_peer_fingerprint(const std::string& actual);
 
  private:
-  DtlsTransport(std::shared_ptr<const DtlsCertificate> certificate, DtlsRole role,
+  DtlsTransport(std::shared_ptr<const DtlsContext> context, DtlsRole role,
                 std::string remote_fingerprint, SendFn send);
   core::Status init();
   void advance();
@@ -88,7 +94,7 @@ class DtlsTransport {
     void operator()(ssl_st* ssl) const;
   };
 
-  std::shared_ptr<const DtlsCertificate> certificate_;
+  std::shared_ptr<const DtlsContext> context_;
   DtlsRole role_;
   std::string remote_fingerprint_;
   SendFn send_;
