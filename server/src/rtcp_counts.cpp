@@ -39,4 +39,22 @@ bool count_rtcp(const chain::Intake& in, SessionStats& stats, RtcpCounts& counts
   return true;
 }
 
+void count_retransmits(const chain::RetransmitStats& before, const chain::RetransmitStats& after,
+                       std::uint64_t truncated, RtcpCounts& counts) {
+  counts.rtx_packets = after.sent - before.sent;
+  counts.rtx_bytes = after.bytes - before.bytes;
+  counts.rtx_unknown = after.unknown - before.unknown;
+  counts.rtx_refused =
+      truncated + (after.capped - before.capped) + (after.repeated - before.repeated);
+}
+
+SessionStats with_retransmits(SessionStats stats, const chain::RetransmitStats& rtx) {
+  stats.rtx_packets = rtx.sent;
+  stats.rtx_bytes = rtx.bytes;
+  stats.rtx_unknown = rtx.unknown;
+  stats.rtx_capped = rtx.capped;
+  stats.rtx_repeated += rtx.repeated;
+  return stats;
+}
+
 }  // namespace predrop::server::detail

@@ -1,11 +1,20 @@
+// StreamSession (stream_session.hpp) owns one client's chain and applies what its units return:
+//   session_chain.hpp        the chain's settings from the session's configuration, once
+//   block_packets.hpp        a block's packets for the tracks set up, in link bytes
+//   sender_report_table.hpp  what each SR says; sender_reports.hpp sends it
+//   rtcp_counts.hpp          what an RTCP datagram adds to the counters
+//   page_report_hold.hpp     browser reports held for the page's P
+//   stage_records.hpp        what the ledger keeps of a stage beside its report
+//   block_trace.hpp          a stage's row of the block trace
+// The schedule, the stage in flight, the ledger and the controller's calls are here.
 #include "predrop/server/stream_session.hpp"
 
 #include <algorithm>
 #include <cassert>
-#include <stdexcept>
-#include <string>
 #include <utility>
 
+#include "block_packets.hpp"
+#include "block_trace.hpp"
 #include "page_report_hold.hpp"
 #include "predrop/chain/feedback.hpp"
 #include "predrop/core/log.hpp"
@@ -13,7 +22,10 @@
 #include "predrop/net/srtp_session.hpp"
 #include "predrop/wire/rtp.hpp"
 #include "rtcp_counts.hpp"
+#include "sender_report_table.hpp"
 #include "sender_reports.hpp"
+#include "session_chain.hpp"
+#include "stage_records.hpp"
 
 namespace predrop::server {
 
@@ -42,63 +54,29 @@ StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
   paced_ = config_.paced;
   feedback_ = config_.feedback;
   report_timeout_us_ = config_.report_timeout_us;
-  const auto streams = source_->streams();
-  track_of_stream_.assign(streams.size(), -1);
-  chain::TransmitterConfig tc;
-  tc.extension_ids = config_.extension_ids;
-  tc.max_payload_size = config_.max_payload_size;
-  // Not the session id: that is a credential, and the CNAME travels in every SR (in clear
-  // text when SRTP is off).
-  tc.cname = "predrop-" + std::to_string(config_.number);
-  sender_reports_ = std::make_unique<detail::SenderReports>(config_.srtp_suite, config_.key,
-                                                            tc.cname, clock.now_us());
-  if (config_.tracks.size() > media::kMaxSourceStreams) throw std::runtime_error("too many tracks");
+  detail::SessionChain chain = detail::session_chain(config_, source_->streams());
+  sender_reports_ = std::make_unique<detail::SenderReports>(
+      config_.srtp_suite, config_.key, chain.transmitter.cname, clock.now_us());
   if (config_.page_quality) page_ = std::make_unique<detail::PageReportHold>();
-  bool video_seen = false;
-  for (std::size_t t = 0; t < config_.tracks.size(); ++t) {
-    const SessionTrack& st = config_.tracks[t];
-    if (st.media_stream >= streams.size()) throw std::runtime_error("track for unknown stream");
-    if (!video_seen && streams[st.media_stream].kind == media::MediaKind::kVideo) {
-      video_seen = true;
-      page_track_ = t;  // the page reports the RTP timestamps of the video it presents
-    }
-    track_of_stream_[st.media_stream] = static_cast<int>(t);
-    const media::Codec codec = streams[st.media_stream].codec;
-    tc.tracks.push_back(chain::TrackConfig{
-        st.ssrc, st.payload_type.value_or(streams[st.media_stream].payload_type),
-        st.initial_sequence, st.timestamp_offset, st.rtp_destination, st.rtcp_destination,
-        codec == media::Codec::kVp8   ? chain::PictureIdField::kVp8
-        : codec == media::Codec::kVp9 ? chain::PictureIdField::kVp9
-                                      : chain::PictureIdField::kNone});
-  }
+  page_track_ = chain.page_track;
+  track_of_stream_ = std::move(chain.track_of_stream);
+  stream_track_ = track_of_stream_.data();
+  filter_streams_ = chain.filter_streams;
+  packet_overhead_ = chain.packet_overhead;
+  intake_.emplace(std::move(chain.intake));
   std::optional<net::SrtpSession> srtp_out;
-  chain::IntakeConfig intake;
-  intake.suite = config_.srtp_suite;
-  intake.key = config_.key;
-  intake.pdfb = config_.feedback;
-  intake.rr_reports = !config_.feedback && config_.rr_adaptation;
-  intake.rtcp_fb = config_.rtcp_fb;
-  for (const SessionTrack& st : config_.tracks) {
-    intake.tracks.push_back(chain::IntakeTrack{st.ssrc, st.initial_sequence,
-                                               streams[st.media_stream].clock_rate, st.client_suite,
-                                               st.client_key});
-  }
-  intake_.emplace(std::move(intake));
   if (config_.srtp_suite) {
     srtp_out.emplace(net::SrtpDirection::Outbound, *config_.srtp_suite, config_.key);
   }
-  stream_track_ = track_of_stream_.data();
   const std::size_t largest = source_->max_block_packets();
   if (config_.discard == core::DiscardPolicy::kPriority) {
     discard_order_.resize(largest);
     removable_.resize(largest + 1);
   }
-  packet_overhead_ = wire::rtp_header_size(config_.extension_ids) + core::kLinkOverheadBytes +
-                     (config_.srtp_suite ? net::srtp_rtp_tag_size(*config_.srtp_suite) : 0);
   core::DiscardPlanner planner(config_.discard, config_.discard_seed);
   planner.set_whole_levels(config_.whole_frames);
-  transmitter_ = std::make_unique<chain::StageTransmitter>(transport_->rtp_socket(), std::move(tc),
-                                                           std::move(srtp_out), planner);
+  transmitter_ = std::make_unique<chain::StageTransmitter>(
+      transport_->rtp_socket(), std::move(chain.transmitter), std::move(srtp_out), planner);
   tx_ = transmitter_.get();
   // prefetch_fields() brings in the first two cache lines: the hot fields must stay in them.
   assert(reinterpret_cast<const char*>(&rtp_offset_ + 1) - reinterpret_cast<const char*>(this) <=
@@ -111,9 +89,6 @@ StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
     transmitter_->set_send_log(&twcc_->send_log());
     intake_->set_transport_feedback(twcc_.get());
   }
-
-  filter_streams_ =
-      std::any_of(track_of_stream_.begin(), track_of_stream_.end(), [](int t) { return t < 0; });
   if (filter_streams_) {
     filtered_index_.resize(largest);
     filtered_importance_.resize(largest);
@@ -152,14 +127,8 @@ bool StreamSession::apply_page_reports(std::span<const detail::HandedReport> han
 }
 
 SessionStats StreamSession::stats() const {
-  SessionStats s = stats_;
+  SessionStats s = detail::with_retransmits(stats_, transmitter_->retransmit_stats());
   s.interleaved_drops = transport_->drops();
-  const chain::RetransmitStats& rtx = transmitter_->retransmit_stats();
-  s.rtx_packets = rtx.sent;
-  s.rtx_bytes = rtx.bytes;
-  s.rtx_unknown = rtx.unknown;
-  s.rtx_capped = rtx.capped;
-  s.rtx_repeated = rtx.repeated + stats_.rtx_repeated;  // the intake's truncated ones too
   return s;
 }
 
@@ -212,15 +181,9 @@ void StreamSession::take_block() {
     return;
   }
   // Only the packets of the streams set up, in order (within the size the source promised).
-  std::uint32_t n = 0;
-  for (std::uint32_t i = 0; i < block_.packets.size() && n < filtered_index_.size(); ++i) {
-    if (track_of_stream_[block_.packets[i].stream] < 0) continue;
-    filtered_index_[n] = i;
-    filtered_importance_[n] = block_.importance[i];
-    ++n;
-  }
+  block_size_ = detail::pick_packets(block_.packets, block_.importance, track_of_stream_,
+                                     filtered_index_, filtered_importance_);
   block_index_ = filtered_index_.data();
-  block_size_ = n;
 }
 
 std::span<const std::uint8_t> StreamSession::block_importance() const {
@@ -293,10 +256,8 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
   // Model-based policies size R from the block's real bytes and the bytes sent so far (the
   // difference between two stages' counts is what a stage sent); the others answer rate().
   // Bytes as the link counts them, like the receiver's PDFB v1.1 counts and a shaper's rate.
-  core::StageStart next{stage_, 0, static_cast<double>(block_.duration_us), 0};
-  for (std::size_t i = 0; i < block_size_; ++i) {
-    next.block_bytes += block_packet(i).payload_size + packet_overhead_;
-  }
+  core::StageStart next{stage_, detail::link_bytes(block_view(), 0, packet_overhead_),
+                        static_cast<double>(block_.duration_us), 0};
   next.bytes_before = link_bytes_sent();
   next.packets = block_size_;
   next.removable = discard_curve(0);
@@ -316,13 +277,8 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
       ledger_.open(stage_, end_us + report_timeout_us_, [&](const chain::StageRecord& old) {
         if (config_.feedback) report_missing(old);
       });
-  r.rate = rate;
-  r.packets = static_cast<std::uint32_t>(plan.packets);
-  r.discarded = static_cast<std::uint32_t>(plan.discarded);
-  r.duration_us = static_cast<double>(block_.duration_us);
-  for (std::size_t t = 0; t < std::min(chain::kLedgerTracks, config_.tracks.size()); ++t) {
-    r.first_packet[t] = transmitter_->track(t).packets;
-  }
+  detail::record_begin(r, rate, plan, static_cast<double>(block_.duration_us),
+                       transmitter_->tracks());
   ledger_.extra(r) = StageExtra{block_.index, next.bytes_before, rate};
   if (page_) page_->join().begin_block(stage_, rtp_timestamp_at_start(page_track_));
   stage_open_ = true;
@@ -333,22 +289,18 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
 
 std::span<const std::uint64_t> StreamSession::discard_curve(std::size_t first) {
   if (config_.discard != core::DiscardPolicy::kPriority) return {};
-  const auto importance = block_importance().subspan(first);
-  if (importance.size() > discard_order_.size()) return {};
-  const std::size_t droppable = core::DiscardPlanner::priority_order(
-      importance, std::span(discard_order_.data(), importance.size()));
-  removable_[0] = 0;
-  for (std::size_t k = 0; k < droppable; ++k) {
-    removable_[k + 1] =
-        removable_[k] + block_packet(first + discard_order_[k]).payload_size + packet_overhead_;
-  }
-  return std::span<const std::uint64_t>(removable_.data(), droppable + 1);
+  return detail::discard_curve(block_view(), block_importance().subspan(first), first,
+                               packet_overhead_, discard_order_, removable_);
+}
+
+detail::BlockPackets StreamSession::block_view() const {
+  return detail::BlockPackets{block_packets_, block_index_, block_size_};
 }
 
 std::uint64_t StreamSession::link_bytes_sent() const {
   std::uint64_t bytes = 0;
-  for (std::size_t t = 0; t < config_.tracks.size(); ++t) {
-    bytes += transmitter_->track(t).octets + transmitter_->track(t).packets * packet_overhead_;
+  for (const chain::TrackCounters& t : transmitter_->tracks()) {
+    bytes += t.octets + t.packets * packet_overhead_;
   }
   return bytes;
 }
@@ -366,9 +318,7 @@ void StreamSession::replan_current(std::uint64_t now_us) {
   p.duration_us = static_cast<double>(block_.duration_us);
   const std::uint64_t sent = link_bytes_sent();
   p.sent_bytes = sent > extra.bytes_before ? sent - extra.bytes_before : 0;
-  for (std::size_t i = cursor_; i < n; ++i) {
-    p.rest_bytes += block_packet(i).payload_size + packet_overhead_;
-  }
+  p.rest_bytes = detail::link_bytes(block_view(), cursor_, packet_overhead_);
   p.rate = extra.rest_rate;
   p.rest_packets = static_cast<std::uint32_t>(n - cursor_);
   p.removable = discard_curve(cursor_);
@@ -389,11 +339,7 @@ void StreamSession::replan_current(std::uint64_t now_us) {
 
 void StreamSession::end_stage() {
   if (chain::StageRecord* r = ledger_.find(stage_)) {
-    r->sent = static_cast<std::uint32_t>(transmitter_->plan().to_send);
-    r->ended = true;
-    for (std::size_t t = 0; t < std::min(chain::kLedgerTracks, config_.tracks.size()); ++t) {
-      r->end_packet[t] = transmitter_->track(t).packets;
-    }
+    detail::record_end(*r, transmitter_->plan(), transmitter_->tracks());
   }
   stage_open_ = false;
   ++stage_;
@@ -542,20 +488,9 @@ std::size_t StreamSession::send_bye(std::uint64_t now_us) {
 std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
   // Each SR's time is what a later RR's LSR names (RTT, forged-LSR check).
   intake_->note_sender_report(wire::ntp_compact(sender_reports_->ntp_at(now_us)));
-  // One entry per track, and one more for the RTX stream (below).
-  std::array<detail::SenderReports::Track, media::kMaxSourceStreams + 1> tracks{};
-  const std::size_t n = std::min(media::kMaxSourceStreams, config_.tracks.size());
-  std::size_t video = n;
-  for (std::size_t t = 0; t < n; ++t) {
-    const SessionTrack& track = config_.tracks[t];
-    if (video == n && source_->streams()[track.media_stream].kind == media::MediaKind::kVideo) {
-      video = t;
-    }
-    const chain::TrackCounters& counters = transmitter_->track(t);
-    tracks[t] = {track.ssrc, track.timestamp_offset,
-                 source_->streams()[track.media_stream].clock_rate, counters.packets,
-                 counters.octets};
-  }
+  const detail::SenderReportTable table =
+      detail::sender_report_table(config_.tracks, source_->streams(), transmitter_->tracks(),
+                                  config_.retransmission, transmitter_->retransmit_stats());
   // The media clock now: the SR's RTP timestamps.
   const auto media_now = static_cast<std::int64_t>(now_us - play_start_us_) + source_->origin_us();
   // A live source dates the start of the block in flight in its publisher's clock: the video's
@@ -564,30 +499,13 @@ std::size_t StreamSession::send_rtcp(std::uint64_t now_us, bool bye) {
   // may be far from its pictures' before its schedule is anchored, and the client dates
   // pictures by the 32-bit difference of their timestamps to this one.
   std::optional<wire::PdctClock> capture;
-  if (video < n && have_block_) {
+  if (table.video && have_block_) {
     if (const auto ntp = source_->capture_ntp(static_cast<std::int64_t>(block_.start_us))) {
-      capture = wire::PdctClock{rtp_timestamp_at_start(video), *ntp};
+      capture = wire::PdctClock{rtp_timestamp_at_start(*table.video), *ntp};
     }
   }
-  // The RTX stream (RFC 4588) is an RTP stream of its own SSRC: once it sent a retransmission
-  // it is a sender, and its SR (RFC 3550 §6.4.1) carries its own counts; its timestamps are
-  // the repaired track's (an RTX packet keeps the original's), so the same clock and offset.
-  // It goes the way of that track's RTCP (rtcp-mux: the same 5-tuple); BYE names it too.
-  std::size_t count = n;
-  if (config_.retransmission && config_.retransmission->track < n) {
-    const chain::RetransmitStats& rtx = transmitter_->retransmit_stats();
-    if (rtx.sent > 0) {
-      const std::size_t repaired = config_.retransmission->track;
-      tracks[count++] = {config_.retransmission->ssrc,
-                         tracks[repaired].timestamp_offset,
-                         tracks[repaired].clock_rate,
-                         rtx.sent,
-                         rtx.octets,
-                         repaired};
-    }
-  }
-  const std::size_t sent = sender_reports_->send(now_us, media_now, std::span(tracks.data(), count),
-                                                 bye, *transport_, capture, video);
+  const std::size_t sent = sender_reports_->send(now_us, media_now, table.tracks(), bye,
+                                                 *transport_, capture, table.video.value_or(0));
   stats_.rtcp_protect_errors = sender_reports_->protect_errors();
   return sent;
 }
@@ -610,26 +528,17 @@ RtcpCounts StreamSession::on_rtcp(std::span<std::uint8_t> buffer, std::size_t le
                                   std::uint64_t now_us) {
   RtcpCounts counts;
   // Packets sent per track so far: what an RR's highest sequence number is mapped onto.
-  std::array<std::uint64_t, chain::kLedgerTracks> packets{};
-  const std::size_t tracks = std::min(packets.size(), config_.tracks.size());
-  for (std::size_t t = 0; t < tracks; ++t) {
-    packets[t] = transmitter_->track(t).packets;
-  }
-  const chain::Intake& in =
-      intake_->read(buffer, len, wire::ntp_compact(sender_reports_->ntp_at(now_us)),
-                    std::span(packets.data(), tracks), ledger_);
+  const detail::TrackPackets sent = detail::packets_sent(transmitter_->tracks());
+  const chain::Intake& in = intake_->read(
+      buffer, len, wire::ntp_compact(sender_reports_->ntp_at(now_us)), sent.tracks(), ledger_);
   if (!detail::count_rtcp(in, stats_, counts)) return counts;
   if (!in.unprotected_rr) last_heard_us_ = now_us;  // an unprotected RR is no sign of life
   if (in.nacks != 0) {
     // Answered at once, within the transmitter's byte credit (docs/webrtc.md "NACK and RTX").
     const chain::RetransmitStats before = transmitter_->retransmit_stats();
     (void)transmitter_->retransmit(in.nacked, now_us);
-    const chain::RetransmitStats& after = transmitter_->retransmit_stats();
-    counts.rtx_packets = after.sent - before.sent;
-    counts.rtx_bytes = after.bytes - before.bytes;
-    counts.rtx_unknown = after.unknown - before.unknown;
-    counts.rtx_refused =
-        in.nacked_truncated + (after.capped - before.capped) + (after.repeated - before.repeated);
+    detail::count_retransmits(before, transmitter_->retransmit_stats(), in.nacked_truncated,
+                              counts);
   }
   if (in.plis + in.firs != 0) key_frame_requested_ = true;
   bool taken = false;
@@ -702,29 +611,13 @@ bool StreamSession::apply_report(const core::StageReport& report, bool from_rr) 
 void StreamSession::skip_paused(const chain::StageRecord& r, const core::StageReport& report,
                                 bool reported) {
   ++stats_.reports_paused;
-  emit(r, reported, report,
-       core::Decision{controller_->rate(), core::DecisionKind::kPaused,
-                      "stage cut by PAUSE: not a reading of the path, not fed to the policy"});
+  emit(r, reported, report, detail::paused_decision(controller_->rate()));
 }
 
 void StreamSession::emit(const chain::StageRecord& r, bool reported,
                          const core::StageReport& report, const core::Decision& d) {
   if (!on_block_) return;
-  BlockTrace t;
-  t.session = config_.id;
-  t.stage = r.stage;
-  t.block = ledger_.extra(r).block;
-  t.rate = r.rate;
-  t.packets = r.packets;
-  t.discarded = r.discarded;
-  t.sent = r.sent;
-  t.reported = reported;
-  t.report = report;
-  t.decision = d.kind;
-  t.reason = d.reason;
-  t.next_rate = d.rate;
-  t.capacity_estimate = d.capacity_estimate;
-  on_block_(t);
+  on_block_(detail::block_trace(config_.id, r, ledger_.extra(r).block, reported, report, d));
 }
 
 }  // namespace predrop::server

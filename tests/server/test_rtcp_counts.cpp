@@ -75,5 +75,44 @@ TEST(RtcpCounts, TransportCcNacksAndKeyFrameRequestsAddToBoth) {
   EXPECT_EQ(stats.alerts_refused, 2u);
 }
 
+TEST(RtcpCounts, OneRetransmitCallAddsItsDifferenceAndTheTruncatedNumbersAreRefused) {
+  chain::RetransmitStats before;
+  before.sent = 10;
+  before.bytes = 12'000;
+  before.unknown = 1;
+  before.capped = 2;
+  before.repeated = 3;
+  chain::RetransmitStats after = before;
+  after.sent += 4;
+  after.bytes += 4'800;
+  after.unknown += 1;
+  after.capped += 2;
+  after.repeated += 1;
+  RtcpCounts counts;
+  count_retransmits(before, after, 5, counts);
+  EXPECT_EQ(counts.rtx_packets, 4u);
+  EXPECT_EQ(counts.rtx_bytes, 4'800u);
+  EXPECT_EQ(counts.rtx_unknown, 1u);
+  EXPECT_EQ(counts.rtx_refused, 5u + 2 + 1);
+}
+
+TEST(RtcpCounts, TheShownRepeatedCountAddsTheIntakesTruncatedNumbers) {
+  SessionStats stats;
+  stats.rtx_repeated = 4;  // cut off by the intake (count_rtcp)
+  chain::RetransmitStats rtx;
+  rtx.sent = 9;
+  rtx.bytes = 9'000;
+  rtx.unknown = 2;
+  rtx.capped = 1;
+  rtx.repeated = 3;
+  const SessionStats shown = with_retransmits(stats, rtx);
+  EXPECT_EQ(shown.rtx_packets, 9u);
+  EXPECT_EQ(shown.rtx_bytes, 9'000u);
+  EXPECT_EQ(shown.rtx_unknown, 2u);
+  EXPECT_EQ(shown.rtx_capped, 1u);
+  EXPECT_EQ(shown.rtx_repeated, 7u);
+  EXPECT_EQ(stats.rtx_repeated, 4u);  // the session's own counters unchanged
+}
+
 }  // namespace
 }  // namespace predrop::server::detail

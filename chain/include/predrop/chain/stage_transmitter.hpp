@@ -225,6 +225,8 @@ class StageTransmitter {
   /// True when packet `index` of the current stage goes out (not pre-discarded).
   bool will_send(std::size_t index) const { return index >= plan_.packets || drop_[index] == 0; }
   const TrackCounters& track(std::size_t i) const { return counters_[i]; }
+  /// Every track's counters, in the order of TransmitterConfig::tracks.
+  std::span<const TrackCounters> tracks() const { return counters_; }
   const TransmitterConfig& config() const { return config_; }
   const TransmitterStats& stats() const { return stats_; }
 

@@ -46,6 +46,7 @@ namespace detail {
 class SenderReports;
 class PageReportHold;
 struct HandedReport;
+struct BlockPackets;
 }  // namespace detail
 
 /// One RTP stream the client set up.
@@ -380,6 +381,8 @@ class StreamSession {
     return block_packets_[block_index_ != nullptr ? block_index_[i] : i];
   }
   std::span<const std::uint8_t> block_importance() const;
+  // The same packets as block_packet() reads, as a view for block_packets.hpp.
+  detail::BlockPackets block_view() const;
 
   /// Link bytes a packet adds to its payload (RTP header, SRTP tag, core::kLinkOverheadBytes):
   /// the unit in which the capacity policy and the receiver's PDFB v1.1 count bytes.
