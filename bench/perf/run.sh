@@ -19,22 +19,13 @@ quick="${1:-}"
 sections=" ${SECTIONS:-micro egress workers load} "
 mkdir -p "$out"
 
-# With autogroup scheduling (Debian's default) a process's nice value counts only inside its own
-# session: a build in another terminal gets an equal share however nice it is. The runs below
-# ask for the CPU first (their autogroup at -20) when they may, so that other work on the
-# machine disturbs the figures less; the setting ends with this script's session.
-if [[ -w /proc/self/autogroup ]]; then
-  echo -20 > /proc/self/autogroup 2>/dev/null || true
-fi
+# shellcheck source=../../tests/integration/lib.sh
+source "$root/tests/integration/lib.sh"
+# The runs below ask for the CPU first (lib.sh ask_cpu_first), and every process they start in
+# the background goes into pids, stopped on exit.
+ask_cpu_first
 echo "autogroup: $(cat /proc/self/autogroup 2>/dev/null || echo none), load $(cut -d' ' -f1-3 /proc/loadavg)"
-
-pids=()
-cleanup() {
-  for p in "${pids[@]:-}"; do
-    [[ -n "$p" ]] && kill "$p" 2>/dev/null || true
-  done
-}
-trap cleanup EXIT INT TERM
+stop_pids_on_exit
 
 echo "== build (release preset) =="
 cmake --preset release -S "$root" -B "$build" > "$out/configure.log"
@@ -176,10 +167,6 @@ EOF
   done
   echo "server did not start" >&2
   return 1
-}
-stop_server() {
-  kill "$server_pid" 2>/dev/null || true
-  wait "$server_pid" 2>/dev/null || true
 }
 load="$build/load/predrop-load"
 common=(--metrics "127.0.0.1:$mport" --summary-csv "$out/load-summary.csv" --hold "$load_hold")

@@ -25,18 +25,11 @@ peers="${PEERS:-1}"
 sizes=("$@")
 [[ ${#sizes[@]} -gt 0 ]] || sizes=(10 50 100 200 500 1000)
 mkdir -p "$out"
-# As run.sh: ask for the CPU first (autogroup -20) when allowed.
-if [[ -w /proc/self/autogroup ]]; then
-  echo -20 > /proc/self/autogroup 2>/dev/null || true
-fi
-
-pids=()
-cleanup() {
-  for p in "${pids[@]:-}"; do
-    if [[ -n "$p" ]]; then kill "$p" 2>/dev/null || true; fi
-  done
-}
-trap cleanup EXIT INT TERM
+# shellcheck source=../../tests/integration/lib.sh
+source "$root/tests/integration/lib.sh"
+# As run.sh: the CPU first, and every background process stopped on exit.
+ask_cpu_first
+stop_pids_on_exit
 
 server_bin="$build/server/predrop-server"
 load="$build/load/predrop-load"
@@ -90,10 +83,6 @@ EOF
   done
   echo "server did not start" >&2
   return 1
-}
-stop_server() {
-  kill "$server_pid" 2>/dev/null || true
-  wait "$server_pid" 2>/dev/null || true
 }
 
 cd "$out"

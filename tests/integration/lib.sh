@@ -27,6 +27,18 @@ start_server() {
   return 1
 }
 
+# require_tools TOOL...: exits 77 (ctest's SKIP_RETURN_CODE) saying "SKIP: no TOOL" for the first
+# TOOL that is not on the PATH.
+require_tools() {
+  local tool
+  for tool in "$@"; do
+    if ! command -v "$tool" >/dev/null; then
+      echo "SKIP: no $tool"
+      exit 77
+    fi
+  done
+}
+
 # Stops the server start_server started (no-op when there is none).
 stop_server() {
   [[ -n "${server_pid:-}" ]] || return 0
@@ -125,6 +137,15 @@ below_cap() {
   echo "$blocks $below"
 }
 
+# ---- WHEP (webrtc_offers.sh, whep_load_session.sh) ---------------------------------------------
+
+# make_vp8_clip FILE: the clip the WHEP tests serve: 2 s of testsrc2, 320x180 at 30 fps, VP8 at
+# 300 kbit/s with a key frame a second.
+make_vp8_clip() {
+  ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=s=320x180:r=30:d=2 -c:v libvpx -b:v 300k \
+    -g 30 -deadline realtime -cpu-used 8 "$1"
+}
+
 # ---- Live streams (live_*.sh, pull_relay.sh) ---------------------------------------------------
 
 # The H.264 the live tests publish: B-frames, a key frame every 25 pictures (1 s at 25 fps).
@@ -197,4 +218,29 @@ fetch_metrics() {
 # metric FILE NAME: the value of metric NAME (labels included) in a /metrics dump.
 metric() {
   awk -v n="$2" '$1 == n { print $2 }' "$1"
+}
+
+# ---- Benchmarks (bench/perf) -------------------------------------------------------------------
+
+# ask_cpu_first: with autogroup scheduling (Debian's default) a process's nice value counts only
+# inside its own session, so a build in another terminal gets an equal share however nice it
+# is; a benchmark asks for the CPU first (its autogroup at -20) when it may, so that other work
+# on the machine disturbs its figures less. The setting ends with the caller's session.
+ask_cpu_first() {
+  if [[ -w /proc/self/autogroup ]]; then
+    echo -20 >/proc/self/autogroup 2>/dev/null || true
+  fi
+}
+
+# stop_pids_on_exit: empties pids, to which the caller appends each process it starts in the
+# background, and kills them all on exit or interrupt (stop_pids).
+stop_pids_on_exit() {
+  pids=()
+  trap stop_pids EXIT INT TERM
+}
+stop_pids() {
+  local p
+  for p in "${pids[@]:-}"; do
+    if [[ -n "$p" ]]; then kill "$p" 2>/dev/null || true; fi
+  done
 }

@@ -11,19 +11,13 @@ server="$1"
 load="$2"
 work="$3"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-for tool in ffmpeg python3 curl; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "SKIP: no $tool"
-    exit 77
-  fi
-done
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+require_tools ffmpeg python3 curl
 mkdir -p "$work"
 cd "$work"
 rm -f ./*.log ./*.toml ./*.csv
-ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=s=320x180:r=30:d=2 -c:v libvpx -b:v 300k \
-  -g 30 -deadline realtime -cpu-used 8 clip.webm
-# shellcheck source=lib.sh
-source "$here/lib.sh"
+make_vp8_clip clip.webm
 trap stop_server EXIT
 rtsp_port=$(pick_port)
 metrics_port=$(pick_port)
