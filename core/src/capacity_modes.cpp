@@ -45,6 +45,8 @@ std::string_view CapacityPolicy::on_overuse(const Reading& x) {
   const bool stuck = mode_ == Mode::kDelay && x.slot != nullptr && x.slot->drains &&
                      x.stand > params_.queue_high_us && x.stand > 0.8 * x.prev_stand;
   stuck_run_ = stuck ? stuck_run_ + 1 : 0;
+  stuck_dispersion_ =
+      stuck_run_ <= 1 ? x.fresh_dispersion : std::fmax(stuck_dispersion_, x.fresh_dispersion);
   if (stuck_run_ >= params_.compete_blocks) {
     mode_ = Mode::kCompete;
     stuck_run_ = 0;
@@ -53,17 +55,19 @@ std::string_view CapacityPolicy::on_overuse(const Reading& x) {
     // may take back at most half of it (TCP's own multiplicative decrease): a loss-based flow
     // at a short round-trip time grabs every slot the queue frees, so the loss this session
     // sees grows as its rate falls, and a rule that only cut on it would end at nothing.
-    capacity_ = std::max({capacity_, x.received, onset_capacity_});
-    // ... but never above what the bottleneck serves when its rate is known: a rate from before
-    // a capacity drop is one the path has since refused (a browser behind §5.1's 492 kbit/s
-    // phase was given back its open-phase 1.8 Mbit/s here, and its floor with it). What it
-    // serves now is what the pairs read while the queue stood (the stuck blocks and this one):
-    // the max filter still holds readings from before the drop for up to kWindow blocks, and
-    // the first entry after the drop restored the open phase's rate through them. A reading
-    // can come out low (another flow's packet inside the pair), so it is the largest of these.
-    const double now = dispersion_.recent_rate(params_.compete_blocks + 1);
-    if (const double d = now > 0.0 ? now : dispersion_.rate(); d > 0.0) {
-      capacity_ = std::fmin(capacity_, d);
+    // ... but never above what the bottleneck serves now: what the pairs read while the queue
+    // stood (the stuck blocks). A rate from before a capacity drop is one the path has since
+    // refused (a browser behind §5.1's 492 kbit/s phase was given back its open phase's 1.8
+    // Mbit/s here, and a floor of half of it). Pairs read while the queue stood beside TCP (one
+    // TCP packet rarely lands inside a back-to-back pair); readings that stopped with the queue
+    // (heavy loss breaks the pair) say the path changed, and nothing read since says it carries
+    // the rate of before: the cuts stand. Without any reading (no path measurements: a player's
+    // RRs) nothing can tell, and the cuts are undone.
+    capacity_ = std::max(capacity_, x.received);
+    if (stuck_dispersion_ > 0.0) {
+      capacity_ = std::fmin(std::max(capacity_, onset_capacity_), stuck_dispersion_);
+    } else if (dispersion_.rate() <= 0.0) {
+      capacity_ = std::max(capacity_, onset_capacity_);
     }
     compete_floor_ = 0.5 * capacity_;
     return "queue stands while the plan drains it: another flow holds it (compete mode)";

@@ -10,15 +10,6 @@ void DispersionFilter::note(double rate) {
   rate_ = *std::max_element(recent_.begin(), recent_.end());
 }
 
-double DispersionFilter::recent_rate(std::size_t n) const {
-  double largest = 0.0;
-  const std::size_t count = std::min({n, next_, recent_.size()});
-  for (std::size_t i = 1; i <= count; ++i) {
-    largest = std::fmax(largest, recent_[(next_ - i) % recent_.size()]);
-  }
-  return largest;
-}
-
 void DispersionFilter::clear() {
   recent_.fill(0.0);
   rate_ = 0.0;

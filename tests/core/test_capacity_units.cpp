@@ -39,24 +39,6 @@ TEST(DispersionFilter, SteadyNeedsEnoughReadingsCloseToTheLargest) {
   EXPECT_FALSE(f.steady(2, 0.85));
 }
 
-TEST(DispersionFilter, RecentRateForgetsReadingsBeforeTheSpanAsked) {
-  DispersionFilter f;
-  EXPECT_EQ(f.recent_rate(4), 0.0);
-  f.note(1.6);  // before a capacity drop
-  f.note(1.6);
-  f.note(0.5);
-  f.note(0.25);  // low: another flow's packet inside the pair
-  EXPECT_DOUBLE_EQ(f.rate(), 1.6);
-  EXPECT_DOUBLE_EQ(f.recent_rate(2), 0.5);
-  EXPECT_DOUBLE_EQ(f.recent_rate(3), 1.6);
-  EXPECT_DOUBLE_EQ(f.recent_rate(100), 1.6);
-  for (std::size_t i = 0; i < 2 * DispersionFilter::kWindow; ++i)
-    f.note(0.4);  // the ring wraps
-  EXPECT_DOUBLE_EQ(f.recent_rate(3), 0.4);
-  f.clear();
-  EXPECT_EQ(f.recent_rate(3), 0.0);
-}
-
 TEST(DispersionFilter, ClearAndRestart) {
   DispersionFilter f;
   f.note(0.5);

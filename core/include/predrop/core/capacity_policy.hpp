@@ -160,14 +160,17 @@ class CapacityPolicy final : public RateController {
   unsigned clean_run_ = 0;        ///< Clean, plan-limited reports in a row.
   unsigned undispersed_run_ = 0;  ///< Clean reports in a row without a dispersion reading.
   unsigned stuck_run_ = 0;        ///< Drain blocks in a row whose queue still stood.
-  unsigned quiet_run_ = 0;        ///< Compete mode: reports in a row without a standing queue.
-  double onset_capacity_ = 0;     ///< Ĉ before the current run of overuse (compete restores it).
-  double compete_floor_ = 0;      ///< Compete mode: loss cuts stop here (half the entry estimate).
-  bool congested_ = false;        ///< The last report showed overuse or a standing queue.
-  double beta_ = 1.0;             ///< (1 - sent bytes / block bytes) / R, learnt from stages.
-  double last_queue_us_ = 0;      ///< Queue at the end of the last reported stage.
-  double last_stand_us_ = 0;      ///< Queue that stood through the last reported stage.
-  bool last_end_high_ = false;    ///< The last reported stage ended on a queue above queue_high.
+  /// The largest dispersion reading of those blocks (0: none read; a pair broken by heavy loss
+  /// or swallowed by a shaper's bucket reads nothing).
+  double stuck_dispersion_ = 0.0;
+  unsigned quiet_run_ = 0;      ///< Compete mode: reports in a row without a standing queue.
+  double onset_capacity_ = 0;   ///< Ĉ before the current run of overuse (compete restores it).
+  double compete_floor_ = 0;    ///< Compete mode: loss cuts stop here (half the entry estimate).
+  bool congested_ = false;      ///< The last report showed overuse or a standing queue.
+  double beta_ = 1.0;           ///< (1 - sent bytes / block bytes) / R, learnt from stages.
+  double last_queue_us_ = 0;    ///< Queue at the end of the last reported stage.
+  double last_stand_us_ = 0;    ///< Queue that stood through the last reported stage.
+  bool last_end_high_ = false;  ///< The last reported stage ended on a queue above queue_high.
   std::uint32_t last_report_stage_ = 0;
   bool has_report_ = false;
   double predicted_queue_us_ = 0;

@@ -23,10 +23,6 @@ class DispersionFilter {
   void restart(double rate);
   /// The bottleneck's rate: the largest recent reading (0 = none).
   double rate() const { return rate_; }
-  /// The largest of the last `n` readings (0 = none among them): what the bottleneck served
-  /// over a span the caller knows, e.g. since a queue began to stand. A capacity drop leaves
-  /// rate() at the old value for up to kWindow readings; this one forgets it sooner.
-  double recent_rate(std::size_t n) const;
   /// True when at least `min_readings` readings all lie within `spread` of the largest: alone on
   /// the bottleneck every leading pair reads its rate; shared, another session's packets
   /// sometimes sit between the pair and the readings scatter (by 1/2, 1/3 ...).
