@@ -267,6 +267,12 @@ void FeedbackIntake::measure_transport_cc(const StageLedger& ledger) {
     *slot = to_stage_report(make_feedback(m, 0.0, wire::PdfbMetric::kOther, 0));
     slot->rate_used = r->rate_used();
   }
+  // The sender's own interim alert from the browser's arrival times: handed on as a client's
+  // PDAL is (read_alerts), for a stage still unsettled.
+  if (const auto& alert = twcc_->alert()) {
+    const StageRecord* r = ledger.find(alert->stage);
+    if (r != nullptr && !r->settled) out_.alert = *alert;
+  }
 }
 
 bool FeedbackIntake::cover(const wire::RrInterval& iv, std::size_t t, const StageLedger& ledger) {

@@ -5,8 +5,9 @@
 
 namespace predrop::chain {
 
-TransportFeedback::TransportFeedback(core::ReceptionMeterConfig config)
-    : meter_(config, [this](const core::StageMeasurement& m) { on_stage(m); }) {}
+TransportFeedback::TransportFeedback(core::ReceptionMeterConfig config,
+                                     core::StageAlertConfig alert)
+    : meter_(config, [this](const core::StageMeasurement& m) { on_stage(m); }), detector_(alert) {}
 
 void TransportFeedback::on_stage(const core::StageMeasurement& m) {
   ++stats_.stages_measured;
@@ -18,6 +19,7 @@ void TransportFeedback::on_stage(const core::StageMeasurement& m) {
 std::span<const core::StageMeasurement> TransportFeedback::on_feedback(
     std::span<const wire::TwccPacket> packets) {
   closed_count_ = 0;
+  alert_.reset();
   ++stats_.feedback;
   stats_.packets_reported += packets.size();
   for (const wire::TwccPacket& p : packets) {
@@ -51,6 +53,10 @@ std::span<const core::StageMeasurement> TransportFeedback::on_feedback(
     a.bytes = sent->bytes;
     latest_us_ = std::max(latest_us_, a.arrival_us);
     meter_.on_packet(a);
+    if (auto raised = detector_.on_packet(a, meter_)) {
+      ++stats_.alerts;
+      alert_ = raised;
+    }
   }
   // Stages overtaken by a later one for the grace period, or idle, close now.
   if (have_offset_) meter_.poll(latest_us_);

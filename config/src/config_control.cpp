@@ -164,6 +164,8 @@ void read_control(Reader& r, const toml::table& table, ControlConfig& c) {
       {"k", [&](const toml::node& n) { r.unsigned_into(n, c.k, 1, 1024); }},
       {"missing_report",
        [&](const toml::node& n) { r.enumeration(n, kMissingActions, c.missing_report); }},
+      {"browser_alert_ms",
+       [&](const toml::node& n) { r.unsigned_into(n, c.browser_alert_ms, 0, 1000); }},
       {"report_timeout_stages",
        [&](const toml::node& n) { r.unsigned_into(n, c.report_timeout_stages, 1, 1000); }},
       {"couple_prefix_v4",
@@ -320,6 +322,7 @@ void check_control(const ControlConfig& k, Problems& problems) {
   }
   threshold("control.t1", k.t1);
   threshold("control.t2", k.t2);
+  problems.add(range_problem("control.browser_alert_ms", k.browser_alert_ms, 0, 1000));
   problems.add(range_problem("control.report_timeout_stages", k.report_timeout_stages, 1, 1000));
   problems.add(range_problem("control.couple_prefix_v4", k.couple_prefix_v4, 0, 32));
   problems.add(range_problem("control.couple_prefix_v6", k.couple_prefix_v6, 0, 128));

@@ -163,8 +163,8 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
           "controller.",
           s.webrtc_twcc_reports);
   counter("predrop_alerts_total",
-          "Interim alerts (PDAL) from measuring receivers about a stage in flight "
-          "(docs/design.md §2.9).",
+          "Interim alerts about a stage in flight: PDAL from measuring receivers, and the "
+          "server's own from browsers' transport-cc (docs/design.md §2.9).",
           s.alerts);
   counter("predrop_alerts_taken_total",
           "Interim alerts the policy acted on: the rest of the stage in flight was re-planned.",

@@ -111,6 +111,7 @@ core::Result<SessionControl> make_session_control(const config::ServerConfig& c,
     o.player_policy = player;
   }
   o.browser_client_policy = c.control.browser_policy == "client";
+  o.browser_alert_us = std::int64_t{c.control.browser_alert_ms} * 1000;
   o.discard = c.discard.policy;
   o.discard_seed = c.discard.seed;
   return o;
@@ -174,6 +175,7 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
   o.player_adaptation = control->player_adaptation;
   o.player_policy = control->player_policy;
   o.browser_client_policy = control->browser_client_policy;
+  o.browser_alert_us = control->browser_alert_us;
   o.discard = control->discard;
   o.discard_seed = control->discard_seed;
   if (c.control.couple_prefix_v4 != 0 || c.control.couple_prefix_v6 != 0) {

@@ -26,6 +26,7 @@ StreamSessionConfig session_config(const SessionEntry& entry, const StreamServer
     cfg.retransmission = rtx;
   }
   cfg.rtcp_fb = entry.webrtc && entry.rtcp_fb;
+  if (entry.webrtc && entry.transport_cc_id != 0) cfg.transport_alert_us = options.browser_alert_us;
   cfg.page_quality = entry.webrtc;
   cfg.whole_frames = entry.webrtc;
   // A WHEP session's keys come from its DTLS handshake, in the one profile it negotiates.

@@ -85,7 +85,8 @@ StreamSession::StreamSession(std::shared_ptr<const media::BlockSource> source,
   if (config_.retransmission) transmitter_->enable_retransmission(*config_.retransmission);
   if (config_.rtcp_fb) protected_importance_.resize(largest);
   if (config_.extension_ids.transport_sequence != 0) {
-    twcc_ = std::make_unique<chain::TransportFeedback>();
+    twcc_ = std::make_unique<chain::TransportFeedback>(
+        core::ReceptionMeterConfig{}, core::StageAlertConfig{config_.transport_alert_us});
     transmitter_->set_send_log(&twcc_->send_log());
     intake_->set_transport_feedback(twcc_.get());
   }

@@ -3,7 +3,8 @@
 // per-stage measurement a PDFB v1.1 receiver would have sent out: L from the arrival times,
 // received vs announced, queueing delay over the base one-way delay, bytes. Then through the
 // intake: in a compound after an RR and alone (reduced-size), under SRTCP with the session key;
-// a wrong key opens nothing; from the first transport-cc message on, RRs make no reports.
+// a wrong key opens nothing; from the first transport-cc message on, RRs make no reports; a
+// queue building in the stage in flight raises the sender's own interim alert (design §2.9).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -114,6 +115,29 @@ TEST(TransportFeedback, UnknownSequenceNumbersAndRepeatsCountForNothing) {
   EXPECT_EQ(again[0].received, 9u);
   EXPECT_EQ(again[0].duplicates, 9u);
   EXPECT_EQ(twcc.stats().packets_unknown, 1u);
+}
+
+TEST(TransportFeedback, AQueueBuildingInTheStageInFlightRaisesOneAlert) {
+  // Stage 1's queue passes 8 ms at its 9th packet (index 8: 4 x 2 ms), with 8 packets of the
+  // stage in: the alert comes from that message, not from stage 1's report a stage later.
+  chain::TransportFeedback twcc({}, core::StageAlertConfig{8000});
+  log_two_stages(twcc.send_log());
+  const auto packets = browser_feedback();
+  EXPECT_TRUE(twcc.on_feedback(std::span(packets).first(9)).empty()) << "stage 1 still open";
+  ASSERT_TRUE(twcc.alert().has_value());
+  EXPECT_EQ(twcc.alert()->stage, 1u);
+  EXPECT_DOUBLE_EQ(twcc.alert()->queue_us, 8000);
+  EXPECT_GT(twcc.alert()->rate, 0.0);
+  // Its last packet, queued longer still: one alert per stage.
+  (void)twcc.on_feedback(std::span(packets).subspan(9, 1));
+  EXPECT_FALSE(twcc.alert().has_value());
+  EXPECT_EQ(twcc.stats().alerts, 1u);
+
+  chain::TransportFeedback off;  // the default: no threshold, never an alert
+  log_two_stages(off.send_log());
+  (void)off.on_feedback(packets);
+  EXPECT_FALSE(off.alert().has_value());
+  EXPECT_EQ(off.stats().alerts, 0u);
 }
 
 TEST(TransportSendLog, ForgetsWhatItOverwrote) {
@@ -284,6 +308,32 @@ TEST(FeedbackIntakeTransportCc, UnderTheSessionKeyToo) {
     EXPECT_TRUE(in.authenticated) << with_rr;
     EXPECT_EQ(in.transport_cc, 1u) << with_rr;
   }
+}
+
+TEST(FeedbackIntakeTransportCc, TheBrowsersAlertIsHandedOnForAStageStillUnsettled) {
+  const auto key = net::random_srtp_key(kSuite);
+  chain::FeedbackIntake intake(webrtc_config(net::random_srtp_key(kSuite), key));
+  chain::TransportFeedback twcc({}, core::StageAlertConfig{8000});
+  log_two_stages(twcc.send_log());
+  intake.set_transport_feedback(&twcc);
+  net::SrtpSession browser(net::SrtpDirection::Outbound, kSuite, key);
+  chain::StageLedger ledger = two_stages();
+  const auto packets = browser_feedback();
+  Datagram d = twcc_datagram(std::span(packets).first(9), false, browser);
+  const chain::Intake& in = intake.read(d.bytes, d.len, 0, kSent, ledger);
+  EXPECT_TRUE(in.reports.empty());
+  ASSERT_TRUE(in.alert.has_value()) << "as a measuring client's PDAL would be";
+  EXPECT_EQ(in.alert->stage, 1u);
+  EXPECT_EQ(in.alerts_refused, 0u);
+
+  // The same queue in a stage already settled (its report came, or an RR covered it): the
+  // session could re-plan nothing of it, so no alert is handed on.
+  chain::TransportFeedback late({}, core::StageAlertConfig{8000});
+  log_two_stages(late.send_log());
+  intake.set_transport_feedback(&late);
+  ledger.settle(*ledger.find(1));
+  Datagram again = twcc_datagram(std::span(packets).first(9), false, browser);
+  EXPECT_FALSE(intake.read(again.bytes, again.len, 0, kSent, ledger).alert.has_value());
 }
 
 TEST(FeedbackIntakeTransportCc, WithoutATransportFeedbackTheMessageIsIgnored) {

@@ -46,6 +46,16 @@ TEST(PlayerConfig, BrowserPolicy) {
                {"control.browser_policy", "player", "client", "page", "test.toml"});
 }
 
+TEST(PlayerConfig, BrowserAlertMs) {
+  EXPECT_EQ(parse_config(stream_with(""), "test.toml")->control.browser_alert_ms, 0U);
+  const auto r = parse_config(stream_with("[control]\nbrowser_alert_ms = 80\n"), "test.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->control.browser_alert_ms, 80U);
+  expect_error(stream_with("[control]\nbrowser_alert_ms = 1001\n"),
+               {"control.browser_alert_ms", "test.toml"});
+  expect_error(stream_with("[control]\nbrowser_alert_ms = -5\n"), {"control.browser_alert_ms"});
+}
+
 TEST(PlayerConfig, InterleavedQueueBytes) {
   const auto r = parse_config(stream_with("", "interleaved_queue_bytes = 65536\n"), "test.toml");
   ASSERT_TRUE(r.ok()) << r.error().message;

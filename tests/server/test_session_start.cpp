@@ -57,6 +57,22 @@ TEST(SessionStart, ABrowserGetsTheClientPolicyWithBrowserPolicyClient) {
   EXPECT_EQ(server::detail::session_controller(e, options)->name(), "capacity");
 }
 
+TEST(SessionStart, OnlyABrowserWithTransportCcGetsTheBrowserAlert) {
+  // control.browser_alert_ms: the server's own interim alert needs the browser's arrival times.
+  auto options = test::loopback_options();
+  options.browser_alert_us = 80'000;
+  SessionEntry e;
+  e.id = "w";
+  e.webrtc = true;
+  e.transport_cc_id = 3;
+  EXPECT_EQ(server::detail::session_config(e, options).transport_alert_us, 80'000);
+  e.transport_cc_id = 0;
+  EXPECT_EQ(server::detail::session_config(e, options).transport_alert_us, 0);
+  SessionEntry player;
+  player.id = "p";
+  EXPECT_EQ(server::detail::session_config(player, options).transport_alert_us, 0);
+}
+
 TEST(SessionStart, OrServedAtTheFixedPlayerRate) {
   auto options = test::loopback_options();
   options.player_adaptation = server::PlayerAdaptation::kFixed;

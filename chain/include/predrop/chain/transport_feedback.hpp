@@ -15,6 +15,12 @@
 //            PDFB v1.1 (L from arrival times, received vs announced, queueing delay over the base
 //            one-way delay, dispersion, the largest burst).
 //
+// Interim alert (docs/design.md §2.9): the same core::StageAlertDetector the measuring client
+// runs looks at every packet the meter accounts, so a queue building in the stage in flight is
+// seen one feedback interval (50-100 ms for Chromium) after it passes the threshold, not a block
+// later; the session hands it to the policy as a client's PDAL (docs/webrtc.md "Adaptation from
+// transport-cc").
+//
 // Clocks: arrival times are the browser's (reference time × 64 ms + 250 µs deltas). They are
 // moved onto the sender's clock once, by the offset that makes the first received packet's
 // one-way delay 0; only changes of the one-way delay are used, as with abs-send-time.
@@ -25,10 +31,12 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "predrop/core/reception_meter.hpp"
+#include "predrop/core/stage_alert_detector.hpp"
 #include "predrop/wire/transport_cc.hpp"
 
 namespace predrop::chain {
@@ -79,6 +87,7 @@ struct TransportFeedbackStats {
   std::uint64_t packets_unknown = 0;   ///< Reported received, not in the log (too old, forged).
   std::uint64_t retransmissions = 0;   ///< Reported received and an RTX retransmission.
   std::uint64_t stages_measured = 0;   ///< Stage measurements made.
+  std::uint64_t alerts = 0;            ///< Interim alerts raised (StageAlertConfig on).
 };
 
 /// One peer's transport-cc feedback into per-stage measurements.
@@ -87,7 +96,9 @@ class TransportFeedback {
   /// At most this many stages close in one message (the meter keeps two open).
   static constexpr std::size_t kMaxMeasurements = 8;
 
-  explicit TransportFeedback(core::ReceptionMeterConfig config = {});
+  /// `alert` off (the default): no interim alert is ever raised.
+  explicit TransportFeedback(core::ReceptionMeterConfig config = {},
+                             core::StageAlertConfig alert = {});
   ~TransportFeedback() = default;
   // The meter calls back into this object: it stays where it was made.
   TransportFeedback(const TransportFeedback&) = delete;
@@ -101,12 +112,17 @@ class TransportFeedback {
   /// stages it completed, oldest first, valid until the next call.
   std::span<const core::StageMeasurement> on_feedback(std::span<const wire::TwccPacket> packets);
   const TransportFeedbackStats& stats() const { return stats_; }
+  /// The interim alert the last on_feedback raised, if any (the newest stage's when the message
+  /// raised two); valid until the next call.
+  const std::optional<core::StageAlert>& alert() const { return alert_; }
 
  private:
   void on_stage(const core::StageMeasurement& m);
 
   TransportSendLog log_;
   core::ReceptionMeter meter_;
+  core::StageAlertDetector detector_;
+  std::optional<core::StageAlert> alert_;
   bool have_offset_ = false;
   std::int64_t offset_us_ = 0;   // sender clock - browser clock, fixed at the first packet
   std::uint64_t latest_us_ = 0;  // the latest arrival, on the sender's clock

@@ -182,6 +182,10 @@ struct ControlConfig {
   /// player) or "client" (`policy`, as a PDFB client: L from transport-cc, P from its player
   /// page; docs/webrtc.md "Quality in the page").
   std::string browser_policy = "player";
+  /// A browser's interim alert: the queueing delay (ms) in its transport-cc arrival times past
+  /// which the stage in flight is re-planned at once (docs/webrtc.md "Adaptation from
+  /// transport-cc"); 0 = off.
+  std::uint32_t browser_alert_ms = 0;
   core::MissingReportAction missing_report = core::MissingReportAction::kHold;
   std::uint32_t report_timeout_stages = 2;  ///< A report is missing this many stages later.
   /// Sessions whose clients' IPv4 addresses share this many leading bits are coupled (one

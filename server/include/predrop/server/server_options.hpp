@@ -94,6 +94,9 @@ struct SessionControl {
   /// A browser with transport-cc gets `policy` (as a PDFB client), not player_policy
   /// (control.browser_policy = "client"; docs/webrtc.md "Quality in the page").
   bool browser_client_policy = false;
+  /// A browser's interim alert threshold from its transport-cc feedback, µs; 0 = off
+  /// (control.browser_alert_ms; docs/webrtc.md "Adaptation from transport-cc").
+  std::int64_t browser_alert_us = 0;
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
   std::uint64_t discard_seed = 1;
 };
@@ -115,6 +118,9 @@ struct StreamServerOptions {
   /// A browser with transport-cc gets `policy` (as a PDFB client), not player_policy
   /// (control.browser_policy = "client"; docs/webrtc.md "Quality in the page").
   bool browser_client_policy = false;
+  /// A browser's interim alert threshold from its transport-cc feedback, µs; 0 = off
+  /// (control.browser_alert_ms; docs/webrtc.md "Adaptation from transport-cc").
+  std::int64_t browser_alert_us = 0;
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
   std::uint64_t discard_seed = 1;
   /// Sessions whose clients share an address prefix are coupled (coupling_groups.hpp); null: no

@@ -100,6 +100,9 @@ struct StreamSessionConfig {
   /// frame sent in part, and the pictures after it wait for the next key frame;
   /// core::DiscardPlanner::set_whole_levels).
   bool whole_frames = false;
+  /// With transport-cc: the interim alert's queue threshold on the browser's arrival times, µs
+  /// (chain::TransportFeedback); 0 = off.
+  std::int64_t transport_alert_us = 0;
 };
 
 /// One block as sent and, later, as reported: a row of the per-block trace.
