@@ -1,7 +1,7 @@
 // A block's packets as one session sends them (block_packets.hpp).
 #include "block_packets.hpp"
 
-#include "predrop/core/discard_planner.hpp"
+#include "predrop/core/discard_curve.hpp"
 
 namespace predrop::server::detail {
 
@@ -33,14 +33,9 @@ std::span<const std::uint64_t> discard_curve(const BlockPackets& block,
                                              std::size_t first, std::size_t overhead,
                                              std::span<std::uint32_t> order,
                                              std::span<std::uint64_t> removable) {
-  if (importance.size() > order.size() || importance.size() >= removable.size()) return {};
-  const std::size_t droppable =
-      core::DiscardPlanner::priority_order(importance, order.first(importance.size()));
-  removable[0] = 0;
-  for (std::size_t k = 0; k < droppable; ++k) {
-    removable[k + 1] = removable[k] + block[first + order[k]].payload_size + overhead;
-  }
-  return removable.first(droppable + 1);
+  return core::discard_curve(
+      importance, [&](std::size_t i) { return block[first + i].payload_size + overhead; }, order,
+      removable);
 }
 
 }  // namespace predrop::server::detail

@@ -37,11 +37,8 @@ std::uint32_t pick_packets(std::span<const media::RtpPacket> packets,
 /// Link bytes of the packets from `first` to the end, at `overhead` bytes each beyond the payload.
 std::uint64_t link_bytes(const BlockPackets& block, std::size_t first, std::size_t overhead);
 
-/// The discard curve of the packets from `first` on, whose importance is `importance` (from
-/// `first`): removable[k] is the link bytes that discarding the first k packets of
-/// core::DiscardPlanner::priority_order removes, k = 0 .. the droppable count. Written into
-/// `removable` (needs one entry more than `importance`), with `order` (as many entries as
-/// `importance`) as scratch; empty when the scratch is too small.
+/// core::discard_curve of the packets from `first` on, whose importance is `importance` (from
+/// `first`), in link bytes (payload plus `overhead` each). Same scratch rules as core's.
 std::span<const std::uint64_t> discard_curve(const BlockPackets& block,
                                              std::span<const std::uint8_t> importance,
                                              std::size_t first, std::size_t overhead,

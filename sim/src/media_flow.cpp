@@ -1,5 +1,7 @@
 #include "predrop/sim/media_flow.hpp"
 
+#include "predrop/core/discard_curve.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -73,12 +75,8 @@ std::span<const std::uint64_t> MediaFlow::discard_curve(const ClipBlock& b, std:
   const auto importance = std::span(b.importance).subspan(first);
   order_.resize(importance.size());
   removable_.resize(importance.size() + 1);
-  const std::size_t droppable = core::DiscardPlanner::priority_order(importance, order_);
-  removable_[0] = 0;
-  for (std::size_t k = 0; k < droppable; ++k) {
-    removable_[k + 1] = removable_[k] + b.packets[first + order_[k]].bytes;
-  }
-  return std::span<const std::uint64_t>(removable_.data(), droppable + 1);
+  return core::discard_curve(
+      importance, [&](std::size_t i) { return b.packets[first + i].bytes; }, order_, removable_);
 }
 
 void MediaFlow::begin_stage() {

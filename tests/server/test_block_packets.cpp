@@ -68,17 +68,5 @@ TEST(BlockPackets, TheDiscardCurveAddsLinkBytesInThePlannersDiscardOrder) {
             (std::vector<std::uint64_t>{0, 310, 310 + 410}));
 }
 
-TEST(BlockPackets, NoDiscardCurveWhenTheScratchIsTooSmall) {
-  const std::array<media::RtpPacket, 2> packets{packet(0, 100), packet(0, 200)};
-  const BlockPackets block{packets.data(), nullptr, packets.size()};
-  const std::array<std::uint8_t, 2> importance{1, 2};
-  std::vector<std::uint32_t> order(1);
-  std::vector<std::uint64_t> removable(3);
-  EXPECT_TRUE(discard_curve(block, importance, 0, 10, order, removable).empty());
-  order.resize(2);
-  removable.resize(2);
-  EXPECT_TRUE(discard_curve(block, importance, 0, 10, order, removable).empty());
-}
-
 }  // namespace
 }  // namespace predrop::server::detail
