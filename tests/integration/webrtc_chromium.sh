@@ -26,12 +26,9 @@ server="$1"
 work="$2"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 chromium="${CHROMIUM:-/usr/bin/chromium}"
-for tool in "$chromium" node ffmpeg python3; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "SKIP: no $tool"
-    exit 77
-  fi
-done
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+require_tools "$chromium" node ffmpeg python3
 play_s=5
 min_frames=120 # of 150 in 5 s at 30 fps
 min_audio=200  # Opus packets of 250 in 5 s (20 ms each)
@@ -48,8 +45,6 @@ clips=(
   "h264_high_bframes|h264h.mp4|-c:v libx264 -profile:v high -bf 3 -g 30 -b:v 800k|no|none|player"
 )
 
-# shellcheck source=lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # The value of a counter on the server's /metrics (0 when absent).
 metric() {
   curl -fsS "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { v = $2 } END { print v + 0 }'

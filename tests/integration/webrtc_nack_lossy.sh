@@ -17,13 +17,10 @@ loss="${3:-0.03}"
 play_s="${4:-10}"
 min_frames="${5:-200}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 if [[ "${PREDROP_LOSSY_INNER:-}" != 1 ]]; then
-  for tool in unshare iptables ss /usr/bin/chromium node ffmpeg curl; do
-    if ! command -v "$tool" >/dev/null; then
-      echo "SKIP: no $tool"
-      exit 77
-    fi
-  done
+  require_tools unshare iptables ss /usr/bin/chromium node ffmpeg curl
   if ! unshare -n true 2>/dev/null; then
     echo "SKIP: no network namespace (unshare -n)"
     exit 77
@@ -33,8 +30,6 @@ fi
 ip link set lo up
 mkdir -p "$work"
 cd "$work"
-# shellcheck source=lib.sh
-source "$here/lib.sh"
 trap stop_server EXIT
 [[ -f vp8.webm ]] || ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=s=640x360:r=30:d=10 \
   -c:v libvpx -b:v 800k -g 30 -deadline realtime -cpu-used 8 vp8.webm
