@@ -132,10 +132,16 @@ std::optional<double> CapacityPolicy::rate_for_rest(const StageProgress& p) {
 bool CapacityPolicy::on_alert(const StageAlert& a) {
   // Compete mode: the queue is another flow's (it stands whatever we send). One alert per stage.
   if (mode_ == Mode::kCompete || a.rate <= 0.0 || a.stage == alert_stage_) return false;
-  // Before the first report nothing says whose queue it is (a download may have filled it
-  // before the session started); a queue that already stood through the last reported stage is
-  // not an onset either: the reports read it (another flow's, or one being drained).
-  if (!has_report_ || last_stand_us_ > params_.queue_high_us) return false;
+  // Before the first report: a session that starts above a slower bottleneck (a player's or a
+  // browser's starts at R = 0) would queue and lose through its first two stages, until the
+  // first report a block later. The queue is its own when its packets leave the bottleneck at
+  // the bottleneck's own rate (the rate its back-to-back pairs left it at): it is alone there.
+  // If they arrive well below that rate, another flow (a download that was there first) takes
+  // the rest, and the reports will tell how to share with it.
+  if (!has_report_ && !(a.pair_rate > 0.0 && a.rate >= kAtBottleneck * a.pair_rate)) return false;
+  // After the first report, a queue that already stood through the last reported stage is not
+  // an onset: the reports read it (another flow's, or one being drained).
+  if (has_report_ && last_stand_us_ > params_.queue_high_us) return false;
   // A loss-based flow shared the path recently (compete mode): its queue comes and goes with
   // its own cycle, and an alert would cut this session's share each time it refills.
   if (reports_since_compete_ < kAlertQuietReports) return false;

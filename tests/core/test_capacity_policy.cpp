@@ -274,11 +274,21 @@ TEST(CapacityPolicy, SessionsDrainingTheirOwnQueueDoNotMistakeItForAnotherFlows)
 // queue rising within the stage in flight cuts the estimate to decrease_factor times the rate
 // its last packets arrived at, once per stage, and the re-plan of the rest gives the queue back.
 TEST(CapacityPolicy, AnAlertCutsToTheArrivalRateOncePerStageAndOnlyOnAnOnset) {
+  {
+    // Before the first report: the session started above a slower bottleneck (a browser's or a
+    // player's starts at R = 0), and the queue is its own; it is cut before its first report.
+    // Its packets arrive at the rate its back-to-back pairs left the bottleneck: it is alone
+    // there. Arriving at half that rate, another flow (a download there first) takes the rest:
+    // no cut before a report says how to share.
+    Feed start;
+    EXPECT_FALSE(start.policy.on_alert(StageAlert{0, 80'000, per_us(0.5e6), per_us(1e6)}));
+    EXPECT_FALSE(start.policy.on_alert(StageAlert{0, 80'000, per_us(0.5e6), 0.0})) << "no pair";
+    EXPECT_EQ(start.policy.mode(), CapacityPolicy::Mode::kOpen);
+    EXPECT_TRUE(start.policy.on_alert(StageAlert{1, 80'000, per_us(0.5e6), per_us(0.52e6)}));
+    EXPECT_EQ(start.policy.mode(), CapacityPolicy::Mode::kDelay);
+    EXPECT_NEAR(start.policy.capacity_estimate(), 0.9 * per_us(0.5e6), 1e-12);
+  }
   Feed f;
-  const StageAlert alert{0, 80'000, per_us(0.5e6)};
-  // Before the first report nothing says whose queue it is.
-  EXPECT_FALSE(f.policy.on_alert(alert));
-  EXPECT_EQ(f.policy.mode(), CapacityPolicy::Mode::kOpen);
   (void)f.clean();  // the path is open: R = 0
   ASSERT_EQ(f.policy.mode(), CapacityPolicy::Mode::kOpen);
   // The capacity falls: the alert on the stage in flight (stage 1) limits the session at once.
