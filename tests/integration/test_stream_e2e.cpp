@@ -252,8 +252,8 @@ TEST_F(StreamE2E, AnInterimAlertReplansTheBlockInFlight) {
   EXPECT_TRUE(loop_.close().ok());
 }
 
-// Without --alert-ms the same impairment raises no alert and stage 3 goes whole: the server
-// can only answer its report, after the block.
+// With alerts off (ClientOptions' default 0; predrop-client --alert-ms 0) the same impairment
+// raises no alert and stage 3 goes whole: the server can only answer its report, after the block.
 TEST_F(StreamE2E, WithoutAlertsTheBlockInFlightGoesAsPlanned) {
   run({client::Impairment{3, 0.0, 400}}, "capacity");
   ASSERT_TRUE(status_.has_value());
