@@ -47,10 +47,10 @@ TEST(PlayerConfig, BrowserPolicy) {
 }
 
 TEST(PlayerConfig, BrowserAlertMs) {
-  EXPECT_EQ(parse_config(stream_with(""), "test.toml")->control.browser_alert_ms, 0U);
-  const auto r = parse_config(stream_with("[control]\nbrowser_alert_ms = 80\n"), "test.toml");
+  EXPECT_EQ(parse_config(stream_with(""), "test.toml")->control.browser_alert_ms, 80U);
+  const auto r = parse_config(stream_with("[control]\nbrowser_alert_ms = 0\n"), "test.toml");
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r->control.browser_alert_ms, 80U);
+  EXPECT_EQ(r->control.browser_alert_ms, 0U) << "0 turns it off";
   expect_error(stream_with("[control]\nbrowser_alert_ms = 1001\n"),
                {"control.browser_alert_ms", "test.toml"});
   expect_error(stream_with("[control]\nbrowser_alert_ms = -5\n"), {"control.browser_alert_ms"});

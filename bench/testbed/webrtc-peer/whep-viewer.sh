@@ -21,7 +21,8 @@
 # decoded, dropped, freezes, P; K counts a flow's segments after the first).
 # Settings (environment): PREDROP_BIN (predrop-server), WHEP_BROWSER_POLICY (player),
 # WHEP_PLAYER_ADAPTATION (rr: transport-cc drives capacity; fixed: R stays WHEP_PLAYER_RATE, 0),
-# WHEP_ALERT_MS (control.browser_alert_ms: the interim alert from transport-cc; 0 = off),
+# WHEP_ALERT_MS (control.browser_alert_ms: the interim alert from transport-cc, 0 = off; unset:
+# the server's default, 80),
 # WHEP_POLICY (a bench/testbed/policies/*.toml: its [control] keys, e.g. rmax, and its other sections
 # join the server's config, as run-case.sh gives predrop's own runs; default none: the server's
 # defaults), WHEP_SERVER_LOG (info), BLOCK_MS (1000), BED_FLOW_NICE (-5, as run-case.sh runs
@@ -82,8 +83,8 @@ TOML
   # The browser's keys go into the policy's [control] table (TOML allows one [control]).
   control="browser_policy = \"${WHEP_BROWSER_POLICY:-player}\"
 player_adaptation = \"${WHEP_PLAYER_ADAPTATION:-rr}\"
-player_rate = ${WHEP_PLAYER_RATE:-0.0}
-browser_alert_ms = ${WHEP_ALERT_MS:-0}"
+player_rate = ${WHEP_PLAYER_RATE:-0.0}${WHEP_ALERT_MS:+
+browser_alert_ms = $WHEP_ALERT_MS}"
   if [[ -n "${WHEP_POLICY:-}" ]] && grep -q '^\[control\]' "$WHEP_POLICY"; then
     awk -v keys="$control" '{ print } /^\[control\]$/ { print keys }' "$WHEP_POLICY"
   else

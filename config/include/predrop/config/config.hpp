@@ -184,8 +184,9 @@ struct ControlConfig {
   std::string browser_policy = "player";
   /// A browser's interim alert: the queueing delay (ms) in its transport-cc arrival times past
   /// which the stage in flight is re-planned at once (docs/webrtc.md "Adaptation from
-  /// transport-cc"); 0 = off.
-  std::uint32_t browser_alert_ms = 0;
+  /// transport-cc"); 0 = off. On by default: on the browser bed it took the start's and the
+  /// onsets' losses away (bench/README.md "The browser's interim alert").
+  std::uint32_t browser_alert_ms = 80;
   core::MissingReportAction missing_report = core::MissingReportAction::kHold;
   std::uint32_t report_timeout_stages = 2;  ///< A report is missing this many stages later.
   /// Sessions whose clients' IPv4 addresses share this many leading bits are coupled (one

@@ -96,7 +96,7 @@ struct SessionControl {
   bool browser_client_policy = false;
   /// A browser's interim alert threshold from its transport-cc feedback, µs; 0 = off
   /// (control.browser_alert_ms; docs/webrtc.md "Adaptation from transport-cc").
-  std::int64_t browser_alert_us = 0;
+  std::int64_t browser_alert_us = 80'000;
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
   std::uint64_t discard_seed = 1;
 };
@@ -120,7 +120,7 @@ struct StreamServerOptions {
   bool browser_client_policy = false;
   /// A browser's interim alert threshold from its transport-cc feedback, µs; 0 = off
   /// (control.browser_alert_ms; docs/webrtc.md "Adaptation from transport-cc").
-  std::int64_t browser_alert_us = 0;
+  std::int64_t browser_alert_us = 80'000;
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
   std::uint64_t discard_seed = 1;
   /// Sessions whose clients share an address prefix are coupled (coupling_groups.hpp); null: no
