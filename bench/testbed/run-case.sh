@@ -66,8 +66,9 @@ done
   exit 2
 }
 [[ -r "$case_file" ]] || { echo "run-case: no case file $case_file" >&2; exit 2; }
-# CLIENT_ARGS: extra predrop-client arguments for every media flow (e.g. "--alert-ms 0": the
-# client sends interim alerts at 80 ms by default since 2026-12-07; runs before that had them off).
+# CLIENT_ARGS: extra predrop-client arguments for every media flow (e.g. "--alert-ms 80"). The
+# client sent interim alerts at 80 ms by default from a2d93eb to the commit after f8f83b8
+# (2026-12-07); before and after, off.
 client_extra=()
 [[ -n "${CLIENT_ARGS:-}" ]] && read -ra client_extra <<<"$CLIENT_ARGS"
 CASE_DURATION=0 CASE_RATE=open CASE_QUEUE_MS=300 CASE_BURST=3000b CASE_OWD=50 CASE_SCALE=rfc

@@ -609,12 +609,12 @@ struct MeasuringClient::Impl {
     for (std::size_t d = first; d < end; ++d) {
       planned += frames[order[d]].packet_count;
     }
-    const auto audio = reference_media->audio_stream();
-    if (audio_track == SIZE_MAX || !audio) return planned;
+    const auto audio_stream = reference_media->audio_stream();
+    if (audio_track == SIZE_MAX || !audio_stream) return planned;
     const std::int64_t from = frames[order[first]].pts_us;
     const std::int64_t to = end < order.size() ? frames[order[end]].pts_us : INT64_MAX;
     for (const media::Frame& f : frames) {
-      if (f.stream == *audio && f.pts_us >= from && f.pts_us < to) planned += f.packet_count;
+      if (f.stream == *audio_stream && f.pts_us >= from && f.pts_us < to) planned += f.packet_count;
     }
     return planned;
   }

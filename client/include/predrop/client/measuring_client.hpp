@@ -71,8 +71,7 @@ struct ClientOptions {
   bool live = false;
   /// Send an interim alert (PDAL, docs/design.md §2.9) as soon as a packet of the block in
   /// flight has queued this long at the bottleneck, so that the server re-plans the rest of
-  /// that block; 0: off. Needs feedback. predrop-client sets 80 unless told otherwise; the
-  /// other embedders (predrop-load, ddl) keep 0: they were never measured with alerts.
+  /// that block; 0: off (the default everywhere: docs/design.md §2.9). Needs feedback.
   std::uint32_t alert_ms = 0;
 };
 
