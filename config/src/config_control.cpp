@@ -96,6 +96,7 @@ void read_control(Reader& r, const toml::table& table, ControlConfig& c) {
       {"rmax", rate_key(c.rmax)},
       {"fixed_rate", rate_key(c.fixed_rate)},
       {"player_rate", rate_key(c.player_rate)},
+      {"browser_start_rate", rate_key(c.browser_start_rate)},
       {"player_adaptation",
        [&](const toml::node& n) {
          const auto s = r.string(n);
@@ -261,6 +262,7 @@ void check_control(const ControlConfig& k, Problems& problems) {
   problems.add(rate_problem("control.rmax", k.rmax));
   problems.add(rate_problem("control.fixed_rate", k.fixed_rate));
   problems.add(rate_problem("control.player_rate", k.player_rate));
+  problems.add(rate_problem("control.browser_start_rate", k.browser_start_rate));
   if (std::find(kPlayerAdaptations.begin(), kPlayerAdaptations.end(), k.player_adaptation) ==
       kPlayerAdaptations.end()) {
     problems.add(

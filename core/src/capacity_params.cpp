@@ -23,6 +23,9 @@ Status validate(const CapacityParams& p) {
   if (!finite_in(p.initial_rate, 0.0, p.rmax)) {
     return make_error("control.r0 = " + std::to_string(p.initial_rate) + " must be in [0, rmax]");
   }
+  if (p.start_rate && !finite_in(*p.start_rate, 0.0, p.rmax)) {
+    return make_error("the start rate " + std::to_string(*p.start_rate) + " must be in [0, rmax]");
+  }
   if (!(std::isfinite(p.margin) && p.margin > 0.0 && p.margin <= 1.0)) {
     return bad("margin", p.margin, "in (0, 1]");
   }

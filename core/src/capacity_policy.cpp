@@ -34,6 +34,13 @@ void CapacityPolicy::share_estimate() {
   capacity_ = group_->update(member_, capacity_);
 }
 
+double CapacityPolicy::open_rate() const {
+  // Before the first report nothing is known of the path: the start rate if one is set and the
+  // block in flight has frames to thin out.
+  const bool start = !has_report_ && params_.start_rate && start_thins_;
+  return clamp(start ? *params_.start_rate : params_.initial_rate);
+}
+
 double CapacityPolicy::clamp(double r) const {
   if (!std::isfinite(r)) return params_.rmax;
   return std::clamp(r, 0.0, params_.rmax);
@@ -51,7 +58,7 @@ double CapacityPolicy::plan(double block_bytes, double duration_us) const {
 double CapacityPolicy::plan(double block_bytes, double duration_us, std::uint32_t packets,
                             std::span<const std::uint64_t> removable) const {
   if (mode_ == Mode::kOpen || capacity_ <= 0.0 || block_bytes <= 0.0 || duration_us <= 0.0) {
-    return clamp(params_.initial_rate);
+    return open_rate();
   }
   // NADA-style: send what the estimate carries in the block's time (less the idle margin) and
   // give back the queue the model expects above the reference when the block starts.
@@ -82,6 +89,7 @@ double CapacityPolicy::rate_for_next(const StageStart& next) {
     if (const double share = group_->share(member_); share > 0.0) capacity_ = share;
   }
   predicted_queue_us_ = queue_at_start(next.stage);
+  start_thins_ = next.disposable_packets > 0;
   rate_ = plan(s.block_bytes, s.duration_us, next.packets, next.removable);
   s.rate = rate_;
   // What the block keeps at that R (its least sendable part may be above the estimate: key
@@ -103,7 +111,7 @@ std::optional<double> CapacityPolicy::rate_for_rest(const StageProgress& p) {
   if (s == nullptr || p.rest_bytes == 0 || p.duration_us <= 0.0 || p.elapsed_us >= p.duration_us) {
     return std::nullopt;
   }
-  double r = clamp(params_.initial_rate);
+  double r = open_rate();
   if (mode_ != Mode::kOpen && capacity_ > 0.0) {
     // The same plan for what is left: the time left at the estimate (less the margin), less the
     // queue the model expects now (at the stage's start, plus its bytes so far at Ĉ, minus the
@@ -254,6 +262,16 @@ Decision CapacityPolicy::decide(const StageReport& report) {
     if (x.fresh_dispersion > 0.0 && dispersion_steady()) {
       capacity_ = std::fmin(capacity_, dispersion_.rate());
     }
+  } else if (mode_ == Mode::kOpen && !has_report_ && x.clean && x.fresh_dispersion > 0.0 &&
+             x.fresh_dispersion < stream_rate_) {
+    // The first report of a start below the stream (start_rate): clean, but its pairs left a
+    // bottleneck slower than the stream. At r0 the next block would queue there for a block
+    // before a report said so. The estimate starts at the rate its pairs measured.
+    mode_ = Mode::kDelay;
+    capacity_ = x.fresh_dispersion;
+    limit_rate_ = capacity_;
+    clean_run_ = 0;
+    reason = "first report: a bottleneck below the stream's rate, capacity = dispersion rate";
   } else if (mode_ == Mode::kOpen) {
     reason = "clean: no bottleneck";
   } else {

@@ -1,6 +1,8 @@
 // A block's packets as one session sends them (block_packets.hpp).
 #include "block_packets.hpp"
 
+#include <algorithm>
+
 #include "predrop/core/discard_curve.hpp"
 
 namespace predrop::server::detail {
@@ -18,6 +20,12 @@ std::uint32_t pick_packets(std::span<const media::RtpPacket> packets,
     ++n;
   }
   return n;
+}
+
+std::uint32_t disposable_packets(std::span<const std::uint8_t> importance) {
+  return static_cast<std::uint32_t>(std::count_if(importance.begin(), importance.end(), [](auto v) {
+    return v <= media::kImportanceDisposableMax;
+  }));
 }
 
 std::uint64_t link_bytes(const BlockPackets& block, std::size_t first, std::size_t overhead) {

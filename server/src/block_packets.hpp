@@ -34,6 +34,9 @@ std::uint32_t pick_packets(std::span<const media::RtpPacket> packets,
                            std::span<const int> track_of_stream, std::span<std::uint32_t> index,
                            std::span<std::uint8_t> picked_importance);
 
+/// How many of `importance` are disposable frames' (media::kImportanceDisposableMax or lower).
+std::uint32_t disposable_packets(std::span<const std::uint8_t> importance);
+
 /// Link bytes of the packets from `first` to the end, at `overhead` bytes each beyond the payload.
 std::uint64_t link_bytes(const BlockPackets& block, std::size_t first, std::size_t overhead);
 

@@ -620,6 +620,7 @@ void StreamServer::set_session_control(const SessionControl& control) {
   o.player_policy = control.player_policy;
   o.browser_client_policy = control.browser_client_policy;
   o.browser_alert_us = control.browser_alert_us;
+  o.browser_start_rate = control.browser_start_rate;
   o.discard = control.discard;
   o.discard_seed = control.discard_seed;
 }

@@ -262,6 +262,7 @@ void StreamSession::begin_stage(std::uint64_t now_us) {
   next.bytes_before = link_bytes_sent();
   next.packets = block_size_;
   next.removable = discard_curve(0);
+  next.disposable_packets = detail::disposable_packets(block_importance());
   const double rate = controller_->rate_for_next(next);
   const auto plan = transmitter_->begin_stage(stage_, rate, block_importance());
   // Every block starts with the pacer's burst (core::PacingLimit): its leading packets go back

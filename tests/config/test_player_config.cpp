@@ -56,6 +56,17 @@ TEST(PlayerConfig, BrowserAlertMs) {
   expect_error(stream_with("[control]\nbrowser_alert_ms = -5\n"), {"control.browser_alert_ms"});
 }
 
+TEST(PlayerConfig, BrowserStartRate) {
+  EXPECT_EQ(parse_config(stream_with(""), "test.toml")->control.browser_start_rate, 0.5);
+  const auto r = parse_config(stream_with("[control]\nbrowser_start_rate = 0\n"), "test.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->control.browser_start_rate, 0.0) << "0 turns it off";
+  expect_error(stream_with("[control]\nbrowser_start_rate = 1.5\n"),
+               {"control.browser_start_rate", "test.toml"});
+  expect_error(stream_with("[control]\nbrowser_start_rate = -0.1\n"),
+               {"control.browser_start_rate"});
+}
+
 TEST(PlayerConfig, InterleavedQueueBytes) {
   const auto r = parse_config(stream_with("", "interleaved_queue_bytes = 65536\n"), "test.toml");
   ASSERT_TRUE(r.ok()) << r.error().message;

@@ -23,11 +23,15 @@ constexpr std::uint32_t kPackets = 125;
 /// the stage before arrives while it is on the wire.
 class Feed {
  public:
-  explicit Feed(CapacityParams p = {}) : policy(p) { start(); }
+  explicit Feed(CapacityParams p = {}, std::uint32_t disposable = 0)
+      : policy(p), disposable_(disposable) {
+    start();
+  }
 
   /// Starts the next stage; returns its R.
   double start() {
     StageStart s{stage_, static_cast<std::uint64_t>(kBlockBytes), kBlockUs, sent_, kPackets, {}};
+    s.disposable_packets = disposable_;
     const double r = policy.rate_for_next(s);
     rates_.push_back(r);
     sent_ += static_cast<std::uint64_t>(kBlockBytes * (1.0 - r));
@@ -71,6 +75,7 @@ class Feed {
   CapacityPolicy policy;
 
  private:
+  std::uint32_t disposable_ = 0;
   std::uint32_t stage_ = 0;
   std::uint32_t reported_ = 0;
   std::uint64_t sent_ = 0;
@@ -364,6 +369,40 @@ TEST(CapacityPolicy, AfterAPauseTheOldQueueIsNotGivenBackButTheEstimateStays) {
   EXPECT_LT(paused.policy.rate(), playing.policy.rate()) << "no queue of 20 s ago to give back";
   EXPECT_GT(paused.policy.rate(), 0.0) << "the estimate still limits the block";
   EXPECT_EQ(paused.policy.mode(), CapacityPolicy::Mode::kDelay);
+}
+
+TEST(CapacityPolicy, AStartBelowTheStreamIsLeftByTheFirstReport) {
+  CapacityParams p;
+  p.start_rate = 0.5;
+  // Blocks with disposable frames (a third of their packets) start at the start rate; the
+  // first report reads no bottleneck: from then on R is initial_rate (0).
+  Feed open(p, kPackets / 3);
+  EXPECT_DOUBLE_EQ(open.policy.rate(), 0.5);
+  (void)open.clean();
+  EXPECT_EQ(open.policy.mode(), CapacityPolicy::Mode::kOpen);
+  EXPECT_DOUBLE_EQ(open.policy.rate(), 0.0);
+  // The first report is clean, but the block's pairs left a bottleneck slower than the stream
+  // (0.8 of its 1.2 Mbit/s): R = 0 would queue there for a block before a report said so. The
+  // estimate starts at the bottleneck's rate, and the plan keeps margin x of it.
+  const double c = per_us(0.8e6);
+  Feed slow(p, kPackets / 3);
+  const Decision d = slow.clean(c);
+  EXPECT_EQ(slow.policy.mode(), CapacityPolicy::Mode::kDelay) << d.reason;
+  EXPECT_NEAR(slow.policy.capacity_estimate(), c, 1e-9);
+  EXPECT_GT(slow.policy.rate(), 0.2);
+  EXPECT_LT(slow.policy.rate(), 0.5);
+  // Only the first report: later a clean block at R = 0 that reads such a pair is a probe's
+  // matter (on_clean), not a start's.
+  Feed later;
+  (void)later.clean();
+  (void)later.clean(c);
+  EXPECT_EQ(later.policy.mode(), CapacityPolicy::Mode::kOpen);
+  // A block without disposable frames starts at initial_rate: discarding would cut its GOP.
+  EXPECT_DOUBLE_EQ(Feed(p, 0).policy.rate(), 0.0);
+  // Without a start rate the first stage is at initial_rate, as before.
+  EXPECT_DOUBLE_EQ(Feed({}, kPackets / 3).policy.rate(), 0.0);
+  p.start_rate = 0.95;
+  EXPECT_FALSE(validate(p).ok()) << "above rmax";
 }
 
 TEST(CapacityPolicy, MissingReportsBackOffFromTheSecondInARow) {

@@ -38,6 +38,17 @@ TEST(BlockPackets, OnlyThePacketsOfStreamsSetUpArePickedInOrder) {
             2u);
 }
 
+TEST(BlockPackets, DisposablePacketsAreThoseOfFramesNothingRefersTo) {
+  // A key frame, a reference frame, two disposable ones (the lowest and the highest importance
+  // of that class), and audio.
+  const std::array<std::uint8_t, 5> importance{
+      media::kImportanceKey, media::kImportanceReferenceMin, 0, media::kImportanceDisposableMax,
+      media::kImportanceNever};
+  EXPECT_EQ(disposable_packets(importance), 2u);
+  EXPECT_EQ(disposable_packets(std::span(importance).first(2)), 0u);
+  EXPECT_EQ(disposable_packets({}), 0u);
+}
+
 TEST(BlockPackets, LinkBytesArePayloadPlusTheOverheadOfEachPacketFromTheFirstOn) {
   const std::array<media::RtpPacket, 4> packets{packet(0, 100), packet(1, 10), packet(0, 200),
                                                 packet(0, 300)};

@@ -73,6 +73,27 @@ TEST(SessionStart, OnlyABrowserWithTransportCcGetsTheBrowserAlert) {
   EXPECT_EQ(server::detail::session_config(player, options).transport_alert_us, 0);
 }
 
+TEST(SessionStart, OnlyABrowserStartsAtTheBrowserStartRate) {
+  // control.browser_start_rate: the capacity policy's stages before the first report.
+  auto options = test::loopback_options();
+  options.browser_start_rate = 0.5;
+  SessionEntry e;
+  e.id = "w";
+  e.webrtc = true;
+  e.transport_cc_id = 3;
+  EXPECT_EQ(server::detail::session_policy(e, options).capacity.start_rate, 0.5);
+  // Never above the policy's rmax.
+  options.player_policy.capacity.rmax = 0.4;
+  EXPECT_EQ(server::detail::session_policy(e, options).capacity.start_rate, 0.4);
+  SessionEntry player;
+  player.id = "p";
+  EXPECT_FALSE(server::detail::session_policy(player, options).capacity.start_rate.has_value());
+  // The exact rule (control.browser_policy = "client") has its own r0.
+  options.browser_client_policy = true;
+  EXPECT_EQ(server::detail::session_policy(e, options).policy, "basic");
+  EXPECT_FALSE(server::detail::session_policy(e, options).capacity.start_rate.has_value());
+}
+
 TEST(SessionStart, OrServedAtTheFixedPlayerRate) {
   auto options = test::loopback_options();
   options.player_adaptation = server::PlayerAdaptation::kFixed;

@@ -187,6 +187,12 @@ struct ControlConfig {
   /// transport-cc"); 0 = off. On by default: on the browser bed it took the start's and the
   /// onsets' losses away (bench/README.md "The browser's interim alert").
   std::uint32_t browser_alert_ms = 80;
+  /// R of a browser's first stages, until its first block report (capacity policy only, and
+  /// only blocks with disposable frames): a start below the stream, raised when the report says
+  /// the path carries more (docs/webrtc.md "Adaptation from transport-cc"). 0 = off. On by
+  /// default: on the browser bed it took the start's freezes away (bench/README.md "The
+  /// browser's start").
+  double browser_start_rate = 0.5;
   core::MissingReportAction missing_report = core::MissingReportAction::kHold;
   std::uint32_t report_timeout_stages = 2;  ///< A report is missing this many stages later.
   /// Sessions whose clients' IPv4 addresses share this many leading bits are coupled (one

@@ -2,6 +2,7 @@
 // The capacity policy's parameters ([control.capacity] in TOML, docs/design.md §2.8): what each
 // one means is documented where the policy uses it (capacity_policy.hpp's file comment).
 #include <limits>
+#include <optional>
 
 #include "predrop/core/result.hpp"
 
@@ -11,6 +12,11 @@ namespace predrop::core {
 struct CapacityParams {
   double rmax = 0.9;          ///< Upper limit of R.
   double initial_rate = 0.0;  ///< R until the first congestion signal, and once it is over.
+  /// R of the stages started before the first report whose blocks have disposable frames
+  /// (StageStart::disposable_packets), instead of initial_rate: a start below the stream that
+  /// thins out its frame rate, which the first report raises if the path carries more. A block
+  /// without disposable frames starts at initial_rate: discarding would cut its GOP's tail.
+  std::optional<double> start_rate;
   /// Send this fraction of Ĉ * T per block: the rest is idle time at the block's end, where the
   /// queue drains and a shaper's bucket refills before the next key frame.
   double margin = 0.97;

@@ -144,6 +144,8 @@ class CapacityPolicy final : public RateController {
   double queue_at_start(std::uint32_t stage) const;
   void raise_to(double estimate);
   double clamp(double r) const;
+  /// R with no bottleneck known: initial_rate, or start_rate before the first report.
+  double open_rate() const;
   /// Hands the estimate the rules just set to the coupled group and takes the share back.
   void share_estimate();
 
@@ -155,6 +157,8 @@ class CapacityPolicy final : public RateController {
   /// The session had the bottleneck to itself at the last overuse (received rate ~ d): then the
   /// estimate is d itself.
   bool alone_ = false;
+  /// The stage started last has disposable frames (open_rate's start rate may apply).
+  bool start_thins_ = false;
   double limit_dispersion_ = 0;   ///< The dispersion rate at the last overuse.
   double limit_rate_ = 0.0;       ///< The estimate at the last overuse (BIC's W_max; 0 = none).
   unsigned clean_run_ = 0;        ///< Clean, plan-limited reports in a row.

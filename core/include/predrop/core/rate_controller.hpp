@@ -96,6 +96,9 @@ struct StageStart {
   /// policy turn a byte budget into R exactly instead of through a learnt byte share. Borrowed
   /// for the call.
   std::span<const std::uint64_t> removable;
+  /// Packets of the block's disposable frames (no other frame refers to them: a temporal layer
+  /// above the base, B-frames); 0 when there are none or it is unknown.
+  std::uint32_t disposable_packets = 0;
 };
 
 /// What the sender knows about the stage it is sending when a report arrives (rate_for_rest).

@@ -97,6 +97,9 @@ struct SessionControl {
   /// A browser's interim alert threshold from its transport-cc feedback, µs; 0 = off
   /// (control.browser_alert_ms; docs/webrtc.md "Adaptation from transport-cc").
   std::int64_t browser_alert_us = 80'000;
+  /// R of a browser's stages before its first block report, capacity policy, blocks with
+  /// disposable frames only (0: none; control.browser_start_rate).
+  double browser_start_rate = 0.5;
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
   std::uint64_t discard_seed = 1;
 };
@@ -121,6 +124,9 @@ struct StreamServerOptions {
   /// A browser's interim alert threshold from its transport-cc feedback, µs; 0 = off
   /// (control.browser_alert_ms; docs/webrtc.md "Adaptation from transport-cc").
   std::int64_t browser_alert_us = 80'000;
+  /// R of a browser's stages before its first block report, capacity policy, blocks with
+  /// disposable frames only (0: none; control.browser_start_rate).
+  double browser_start_rate = 0.5;
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
   std::uint64_t discard_seed = 1;
   /// Sessions whose clients share an address prefix are coupled (coupling_groups.hpp); null: no
