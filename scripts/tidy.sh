@@ -15,9 +15,13 @@ if [[ ! -f "$build/compile_commands.json" ]]; then
 fi
 modules='core|wire|net|chain|config|rtsp|media|ddl|server|client|load|sim'
 log="$build/clang-tidy.log"
+raw="$build/clang-tidy.raw.log"
 files=$(git ls-files '*.cpp' | grep -E "^($modules)/" | sed "s#^#$(pwd)/#")
 # shellcheck disable=SC2086
-run-clang-tidy -p "$build" -j "$(nproc)" -quiet $files >"$log" 2>&1 || true
+run-clang-tidy -p "$build" -j "$(nproc)" -quiet $files >"$raw" 2>&1 || true
+# run-clang-tidy colours its diagnostics even into a file (ESC[...m between "12:3: " and
+# "warning: "): strip the colours, or the count below finds nothing and passes every finding.
+sed 's/\x1b\[[0-9;]*m//g' "$raw" >"$log"
 count=$(grep -cE ': (warning|error): ' "$log" || true)
 if ((count > 0)); then
   grep -E ': (warning|error): ' "$log" | sort -u

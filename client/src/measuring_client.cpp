@@ -95,6 +95,7 @@ class DecodedReference final : public ReferencePictures {
 }  // namespace
 
 struct MeasuringClient::Impl {
+  ~Impl() = default;
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
   Impl(Impl&&) = delete;

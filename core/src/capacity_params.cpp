@@ -111,8 +111,9 @@ Status validate(const CapacityParams& p) {
   if (!(std::isfinite(p.missing_backoff) && p.missing_backoff > 0.0 && p.missing_backoff <= 1.0)) {
     return bad("missing_backoff", p.missing_backoff, "in (0, 1]");
   }
-  if (std::isnan(p.quality_floor))
+  if (std::isnan(p.quality_floor)) {
     return make_error("control.capacity.quality_floor must be a number");
+  }
   return Ok{};
 }
 

@@ -201,8 +201,9 @@ core::Status MediaFileBuilder::select_streams() {
   if (audio_index_ < 0) audio_index_ = -1;
   if (video_index_ < 0 && audio_index_ < 0) {
     // A file whose only usable content is video of another codec keeps its clear error.
-    if (!video.unsupported.empty())
+    if (!video.unsupported.empty()) {
       return core::make_error("'" + path_ + "': " + video.unsupported);
+    }
     return core::make_error(
         "'" + path_ +
         "': no H.264, H.265, VP8, VP9 or AV1 video and no AAC, Opus, MP3 or PCM audio "

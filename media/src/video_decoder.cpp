@@ -98,8 +98,9 @@ core::Result<H264DecoderCore> H264DecoderCore::open(const AVCodecParameters* par
     if (!codec) codec = avcodec_find_decoder_by_name("libaom-av1");
   }
   if (!codec) codec = avcodec_find_decoder(id);
-  if (!codec)
+  if (!codec) {
     return core::make_error(std::string("FFmpeg has no decoder for ") + avcodec_get_name(id));
+  }
   H264DecoderCore core;
   core.context_.reset(avcodec_alloc_context3(codec));
   core.packet_.reset(av_packet_alloc());

@@ -127,8 +127,9 @@ std::optional<Vp8FrameInfo> parse_vp8_frame(Bytes frame) {
   info.reference = refresh_golden || refresh_alt || copy_golden != 0 || copy_alt != 0 ||
                    refresh_entropy || refresh_last;
   const bool to_golden = refresh_golden || copy_golden != 0;
-  if (info.show && to_golden && !refresh_last && !refresh_alt && copy_alt == 0)
+  if (info.show && to_golden && !refresh_last && !refresh_alt && copy_alt == 0) {
     info.temporal_id = 1;
+  }
   return info;
 }
 

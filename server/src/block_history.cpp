@@ -28,8 +28,9 @@ std::vector<BlockRecord> BlockHistory::records() const {
   std::vector<BlockRecord> out;
   const std::uint64_t n = next_ < kCapacity ? next_ : kCapacity;
   out.reserve(n);
-  for (std::uint64_t i = next_ - n; i < next_; ++i)
+  for (std::uint64_t i = next_ - n; i < next_; ++i) {
     out.push_back(ring_[i % kCapacity]);
+  }
   return out;
 }
 

@@ -148,10 +148,12 @@ std::optional<HttpReply> refuse_unless_authorized(const HttpRequest& q, const Co
     return r;
   }
   auth.remove_prefix(kBearer.size());
-  while (!auth.empty() && auth.front() == ' ')
+  while (!auth.empty() && auth.front() == ' ') {
     auth.remove_prefix(1);
-  while (!auth.empty() && (auth.back() == ' ' || auth.back() == '\t'))
+  }
+  while (!auth.empty() && (auth.back() == ' ' || auth.back() == '\t')) {
     auth.remove_suffix(1);
+  }
   if (!token_matches(auth, b.token)) return error_reply(401, "wrong token");
   return std::nullopt;
 }
@@ -163,8 +165,9 @@ HttpReply list_streams(const ControlBackend& b) {
     std::size_t live = 0;
     if (snaps) {
       for (const ServerSnapshot& w : *snaps) {
-        for (const SessionMetrics& m : w.session_rows)
+        for (const SessionMetrics& m : w.session_rows) {
           live += m.stream == s.name ? 1 : 0;
+        }
       }
     }
     streams.push_back(json{{"name", s.name}, {"path", s.path}, {"sessions", live}});
@@ -192,8 +195,9 @@ HttpReply session_history(const ControlBackend& b, std::uint64_t n) {
   const auto h = b.history(n);
   if (!h) return error_reply(404, "no session " + std::to_string(n));
   json blocks = json::array();
-  for (const BlockRecord& r : *h)
+  for (const BlockRecord& r : *h) {
     blocks.push_back(block_json(r));
+  }
   return json_reply(200,
                     json{{"number", n}, {"capacity", BlockHistory::kCapacity}, {"blocks", blocks}});
 }
@@ -203,8 +207,9 @@ HttpReply route(const HttpRequest& q, const ControlBackend& b) {
   if (const std::size_t query = path.find('?'); query != std::string_view::npos) {
     path = path.substr(0, query);
   }
-  while (path.size() > 1 && path.back() == '/')
+  while (path.size() > 1 && path.back() == '/') {
     path.remove_suffix(1);
+  }
   const bool get = q.method == "GET" || q.method == "HEAD";
   if (path == "/api/v1/streams") return get ? list_streams(b) : not_allowed("GET, HEAD");
   if (path == "/api/v1/sessions") return get ? list_sessions(b, {}) : not_allowed("GET, HEAD");

@@ -91,7 +91,7 @@ core::Result<media::LiveAudioSpec> audio_spec(const rtsp::SdpMedia& m) {
     a.size_length = 13;
     a.index_length = 3;
     a.index_delta_length = 3;
-    a.latm = std::move(*latm);
+    a.latm = *latm;
     return a;
   } else if (core::text::iequals(encoding, "opus")) {
     if (*rate != 48000) return core::make_error("a clock rate other than 48000");  // RFC 7587 §7
@@ -166,7 +166,7 @@ core::Result<Announced> read_live_sdp(const rtsp::SdpSession& sdp) {
     } else if (!out.audio && m.kind == "audio") {
       auto a = audio_spec(m);
       if (a) {
-        out.audio = std::move(*a);
+        out.audio = *a;
         t.audio = true;
         out.audio_unserved.clear();
       } else if (out.audio_unserved.empty()) {

@@ -114,23 +114,27 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
             // the main loop, off the packet path); the sum is rendered here.
             const std::vector<server::ServerSnapshot> snaps = srv.snapshots();
             std::vector<server::PullStatus> pulled;
-            for (const auto& p : pulls)
+            pulled.reserve(pulls.size());
+            for (const auto& p : pulls) {
               pulled.push_back(p->status());
+            }
             std::lock_guard lock(trace_mutex);
             return server::render_metrics(snaps, {metrics.get(), trace.get(), pulled});
           });
       core::log(core::LogLevel::kInfo, "server", "metrics at http://%s/metrics",
                 metrics->address().to_string().c_str());
       // The JSON control API on the same listener (docs/control-api.md).
-      for (const auto& s : config.server.streams)
+      for (const auto& s : config.server.streams) {
         control.streams.push_back({s.name, s.path});
+      }
       control.snapshots = [&srv] { return srv.snapshots(); };
       control.history = [&srv](std::uint64_t n) { return srv.session_history(n); };
       control.end_session = [&srv](std::uint64_t n) {
         const bool ended = srv.end_session(n);
-        if (ended)
+        if (ended) {
           core::log(core::LogLevel::kInfo, "server", "session %llu ended by the API",
                     static_cast<unsigned long long>(n));
+        }
         return ended;
       };
       control.wall_now_us = [] {
@@ -149,8 +153,9 @@ int run_stream(const config::ServerConfig& config, const server::CliOverrides& c
       core::log(core::LogLevel::kInfo, "server", "status page at http://%s/",
                 metrics->address().to_string().c_str());
       // WHEP and a player page per stream on the same listener (docs/webrtc.md).
-      for (const auto& s : config.server.streams)
+      for (const auto& s : config.server.streams) {
         whep.streams.push_back(s.name);
+      }
       whep.offer = [&srv](std::string_view stream, std::string_view offer,
                           const net::SocketAddress& peer,
                           std::string_view ip) { return srv.whep_offer(stream, offer, peer, ip); };

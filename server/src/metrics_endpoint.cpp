@@ -96,10 +96,12 @@ std::string_view header_value(std::string_view head, std::string_view name) {
     const std::size_t colon = line.find(':');
     if (colon != std::string_view::npos && iequals(line.substr(0, colon), name)) {
       std::string_view v = line.substr(colon + 1);
-      while (!v.empty() && (v.front() == ' ' || v.front() == '\t'))
+      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) {
         v.remove_prefix(1);
-      while (!v.empty() && (v.back() == ' ' || v.back() == '\t'))
+      }
+      while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) {
         v.remove_suffix(1);
+      }
       return v;
     }
     pos = end;

@@ -476,7 +476,7 @@ MethodOutcome RtspMethods::announce(Request& q) {
   publisher->point = stream.live;
   publisher->token = LivePoint::next_token();
   publisher->session_id = sessions_.fresh_id();
-  publisher->tracks = std::move(announced->tracks);
+  publisher->tracks = announced->tracks;
   publisher->source = std::make_shared<media::LiveSource>(
       announced->video, stream.live->settings().source, announced->audio);
   switch (stream.live->claim(publisher->token, publisher->source, q.now_us)) {

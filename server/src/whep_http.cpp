@@ -129,9 +129,10 @@ HttpReply handle_whep(const HttpRequest& q, const WhepBackend& b) {
       return r;
     }
     const auto report = parse_page_quality(q.body);
-    if (!report)
+    if (!report) {
       return text(
           400, "want p=<0..1>[&decoded=N&dropped=N&freezes=N&freeze_ms=N][&rtp_from=T&rtp_to=T]");
+    }
     const std::string_view session = rest.substr(5, rest.size() - 5 - kQuality.size());
     if (!b.quality || !b.quality(session, *report)) return text(404, "no such session");
     return text(204, {});

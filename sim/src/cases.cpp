@@ -68,16 +68,18 @@ std::vector<CaseSpec> all_cases(const CaseOptions& o) {
   {  // §5.4 three flows of the same algorithm joining at 0, 20, 40 s
     CaseSpec c = base("5.4", 120, o);
     c.forward_rates = scaled({{0, 3.5}}, k);
-    for (SimTime s : {0, 20, 40})
+    for (SimTime s : {0, 20, 40}) {
       c.media.push_back(media(s, 120, d));
+    }
     cases.push_back(c);
   }
   {  // §5.5 RTT fairness: five flows, one-way 10/25/50/100/150 ms, joining 10 s apart
     CaseSpec c = base("5.5", 300, o);
     c.forward_rates = scaled({{0, 4.0}}, k);
     const SimTime owd[] = {10'000, 25'000, 50'000, 100'000, 150'000};
-    for (int i = 0; i < 5; ++i)
-      c.media.push_back(media(10 * i, 300, owd[i]));
+    for (int i = 0; i < 5; ++i) {
+      c.media.push_back(media(SimTime{10} * i, 300, owd[i]));
+    }
     cases.push_back(c);
   }
   {  // §5.6 one long TCP flow, 300 ms and 1000 ms queues, and at ~0 RTT
@@ -116,8 +118,9 @@ std::vector<CaseSpec> all_cases(const CaseOptions& o) {
   {  // §5.8 pause and resume: flow 0 of three paused 40-60 s
     CaseSpec c = base("5.8", 120, o);
     c.forward_rates = scaled({{0, 3.5}}, k);
-    for (int i = 0; i < 3; ++i)
+    for (int i = 0; i < 3; ++i) {
       c.media.push_back(media(0, 120, d));
+    }
     c.media[0].pause_from_us = 40 * kS;
     c.media[0].pause_until_us = 60 * kS;
     cases.push_back(c);
@@ -154,8 +157,9 @@ std::vector<CaseSpec> all_cases(const CaseOptions& o) {
   {
     CaseSpec c = bed("bed-shared", 60);
     c.forward_rates = {{0, 200e6}, {10 * kS, 3 * s / 1.5}, {40 * kS, 200e6}};
-    for (int i = 0; i < 3; ++i)
+    for (int i = 0; i < 3; ++i) {
       c.media.push_back(media(0, 60, d));
+    }
     cases.push_back(c);
   }
   {

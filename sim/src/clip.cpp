@@ -37,8 +37,9 @@ namespace {
 // by GOP position (later = lower), disposable frames lowest in van der Corput order.
 std::uint32_t bit_reverse_rank(std::uint32_t j, std::uint32_t m) {
   std::uint32_t bits = 0;
-  while ((1u << bits) < m)
+  while ((1u << bits) < m) {
     ++bits;
+  }
   std::uint32_t r = 0;
   for (std::uint32_t b = 0; b < bits; ++b) {
     if (j & (1u << b)) r |= 1u << (bits - 1 - b);
@@ -136,8 +137,9 @@ core::Result<Clip> load_clip_table(const std::string& path) {
         imp > 255 || block > 1'000'000) {
       return core::make_error(path + ":" + std::to_string(n) + ": bad clip table row");
     }
-    while (clip.blocks.size() <= block)
+    while (clip.blocks.size() <= block) {
       clip.blocks.emplace_back();
+    }
     ClipBlock& b = clip.blocks[block];
     b.duration_us = static_cast<SimTime>(duration);
     ClipPacket p;
@@ -150,8 +152,9 @@ core::Result<Clip> load_clip_table(const std::string& path) {
     p.key = key != 0;
     b.packets.push_back(p);
   }
-  for (auto& b : clip.blocks)
+  for (auto& b : clip.blocks) {
     finish_block(b);
+  }
   if (clip.blocks.empty()) return core::make_error(path + ": no packets");
   return clip;
 }

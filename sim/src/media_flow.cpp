@@ -54,8 +54,9 @@ MediaFlow::MediaFlow(Network& net, MediaConfig config, FlowPath path, std::strin
   controller_ = std::move(c.value());
   if (config_.coupled) (void)controller_->couple(config_.coupled);
   if (!config_.clip || config_.clip->blocks.empty()) throw std::invalid_argument("empty clip");
-  for (std::size_t i = 0; i < kRing; ++i)
+  for (std::size_t i = 0; i < kRing; ++i) {
     ring_.push_back(std::make_unique<Stage>());
+  }
 }
 
 MediaFlow::~MediaFlow() = default;
@@ -107,8 +108,9 @@ void MediaFlow::begin_stage() {
   if (stage_open_) {
     // What the pacer still holds of the previous block goes now, before the new block.
     if (Stage* prev = stage_state(current_)) {
-      while (prev->cursor < prev->drop.size())
+      while (prev->cursor < prev->drop.size()) {
         send_packet(current_, prev->cursor++);
+      }
     }
   }
   const std::uint32_t stage = next_stage_++;
@@ -356,8 +358,9 @@ void MediaFlow::replan_current() {
   progress.elapsed_us = static_cast<double>(elapsed);
   progress.duration_us = static_cast<double>(b.duration_us);
   progress.sent_bytes = s->sent_bytes;
-  for (std::size_t i = cursor; i < b.packets.size(); ++i)
+  for (std::size_t i = cursor; i < b.packets.size(); ++i) {
     progress.rest_bytes += b.packets[i].bytes;
+  }
   progress.rate = s->rest_rate;
   progress.rest_packets = static_cast<std::uint32_t>(b.packets.size() - cursor);
   progress.removable = discard_curve(b, cursor);

@@ -24,8 +24,9 @@ double percentile(std::vector<double> v, double q) {
 double mean(const std::vector<double>& v) {
   if (v.empty()) return kNaN;
   double s = 0;
-  for (double x : v)
+  for (double x : v) {
     s += x;
+  }
   return s / static_cast<double>(v.size());
 }
 
@@ -123,8 +124,9 @@ CaseSummary summarize(const CaseSpec& spec, const CaseRun& run) {
       // A return cut short by the next congestion or the run's end without 3 clean blocks:
       // only count it as "never" when at least 6 uncongested blocks followed.
       std::size_t clear = 0;
-      for (std::size_t j = k; j < blocks.size() && !congested[j]; ++j)
+      for (std::size_t j = k; j < blocks.size() && !congested[j]; ++j) {
         ++clear;
+      }
       if (found < 0 && clear < 6) continue;
       if (found < 0) {
         worst = -1;
@@ -244,8 +246,9 @@ std::string summary_header() {
 
 std::string summary_row(const std::string& label, const CaseSummary& s) {
   double r = 0;
-  for (const auto& f : s.flows)
+  for (const auto& f : s.flows) {
     r += f.rate / static_cast<double>(s.flows.size());
+  }
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "%-24s %6.2f %6.2f %5.3f %6.2f %5.0f %5d  %6.2f %5.2f %6.2f  %8.2f %7.0f %5.0f",

@@ -26,8 +26,9 @@ std::shared_ptr<const Clip> rotated(const std::shared_ptr<const Clip>& clip, std
   if (first == 0) return clip;
   auto c = std::make_shared<Clip>();
   const std::size_t n = clip->blocks.size();
-  for (std::size_t i = 0; i < n; ++i)
+  for (std::size_t i = 0; i < n; ++i) {
     c->blocks.push_back(clip->blocks[(first + i) % n]);
+  }
   return c;
 }
 }  // namespace
@@ -127,8 +128,9 @@ CaseRun run_case(const CaseSpec& spec, const RunOptions& options) {
     cbr.back()->run(c.rate_bps, c.from_us, c.until_us);
   }
   events.run_until(spec.duration_us + 3'000'000);
-  for (const auto& m : media)
+  for (const auto& m : media) {
     run.media.push_back(m->blocks());
+  }
   for (std::uint32_t f = 0; f < net.flows(); ++f) {
     run.logs.push_back(net.log(f));
     run.flow_names.push_back(net.name(f));
