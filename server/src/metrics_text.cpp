@@ -80,6 +80,7 @@ void add_stats(ServerStats& a, const ServerStats& b) {
   a.webrtc_dtls_strangers += b.webrtc_dtls_strangers;
   a.webrtc_dtls_connected += b.webrtc_dtls_connected;
   a.webrtc_dtls_failed += b.webrtc_dtls_failed;
+  a.webrtc_dtls_queue_full += b.webrtc_dtls_queue_full;
   a.webrtc_consent_lost += b.webrtc_consent_lost;
   a.webrtc_twcc_feedback += b.webrtc_twcc_feedback;
   a.webrtc_twcc_reports += b.webrtc_twcc_reports;
@@ -153,6 +154,9 @@ std::string render_metrics(std::span<const ServerSnapshot> workers, const Metric
   counter("predrop_webrtc_dtls_failed_total",
           "DTLS handshakes failed (a wrong certificate fingerprint among them).",
           s.webrtc_dtls_failed);
+  counter("predrop_webrtc_dtls_queue_full_total",
+          "DTLS datagrams dropped: the handshake thread's queue was full (the peer retransmits).",
+          s.webrtc_dtls_queue_full);
   counter("predrop_webrtc_consent_lost_total", "WHEP sessions ended: no ICE consent for 30 s.",
           s.webrtc_consent_lost);
   counter("predrop_webrtc_twcc_feedback_total",

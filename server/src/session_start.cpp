@@ -78,9 +78,9 @@ core::PolicyConfig session_policy(const SessionEntry& entry, const StreamServerO
       policy.fixed_rate = options.player_rate;
     }
   }
-  // A browser starts below the stream (control.browser_start_rate, docs/webrtc.md "The start"):
-  // its frame rate then only rises, and its freeze count reads a frame rate that falls as
-  // freezes.
+  // A browser starts below the stream (control.browser_start_rate; docs/webrtc.md, the bullet
+  // "The start" under "Adaptation from transport-cc"): its frame rate then only rises, and its
+  // freeze count reads a frame rate that falls as freezes.
   if (entry.webrtc && policy.policy == "capacity" && options.browser_start_rate > 0.0) {
     policy.capacity.start_rate = std::fmin(options.browser_start_rate, policy.capacity.rmax);
   }

@@ -2,6 +2,8 @@
 #include "whep_peers.hpp"
 
 #include <array>
+#include <exception>
+#include <optional>
 #include <utility>
 
 #include "predrop/webrtc/demux.hpp"
@@ -9,12 +11,29 @@
 
 namespace predrop::server::detail {
 
+// A session's DTLS association. From its creation on, only the handshake thread touches `dtls`
+// and `records` (its jobs run one at a time, in order); the loop keeps the association alive
+// and reads what each job reports back (DtlsStep).
+struct WhepPeers::Association {
+  std::unique_ptr<webrtc::DtlsTransport> dtls;
+  std::vector<std::vector<std::uint8_t>> records;  // what dtls sent during the running job
+  std::size_t queued = 0;                          // jobs posted, not completed (loop thread)
+};
+
+// What one DTLS job leaves for the loop: the records to send and where the association stands.
+struct WhepPeers::DtlsStep {
+  std::vector<std::vector<std::uint8_t>> records;
+  webrtc::DtlsState state = webrtc::DtlsState::Handshaking;
+  std::optional<webrtc::DtlsSrtpKeys> keys;
+  std::optional<std::uint64_t> retransmit_in_us;
+};
+
 struct WhepPeers::Peer {
   Peer(std::string id, webrtc::IceCredentials local, std::string remote_ufrag)
       : session(std::move(id)), ice(std::move(local), std::move(remote_ufrag)) {}
   std::string session;
   webrtc::IceLiteAgent ice;
-  std::unique_ptr<webrtc::DtlsTransport> dtls;
+  std::shared_ptr<Association> dtls;  // shared with the jobs in flight, which may outlive us
   std::unique_ptr<net::Timer> timer;
   net::SocketAddress dtls_peer;  // where DTLS records go: the address the handshake came from
   bool connected = false;
@@ -31,12 +50,20 @@ core::Status WhepPeers::start(net::UdpEndpoint& socket) {
   if (!cert) return cert.error();
   auto context = webrtc::DtlsContext::create(std::move(cert.value()));
   if (!context) return context.error();
+  try {
+    handshakes_ = std::make_unique<net::OffloadThread>(
+        loop_, net::OffloadThread::Options{
+                   .max_pending = kMaxQueuedDtls, .nice = kHandshakeNice, .name = "predrop-dtls"});
+  } catch (const std::exception& e) {
+    return core::make_error(std::string("cannot start the DTLS handshake thread: ") + e.what());
+  }
   context_ = std::move(context.value());
   socket_ = &socket;
   return core::Ok{};
 }
 
 void WhepPeers::stop() {
+  handshakes_.reset();  // waits for a running job; queued ones are dropped
   peers_.clear();
   by_ufrag_.clear();
   by_addr_.clear();
@@ -53,19 +80,19 @@ core::Status WhepPeers::add(const std::string& session, webrtc::IceCredentials l
   if (!context_) return core::make_error("WebRTC is not started on this worker");
   const std::string ufrag = local.ufrag;
   auto peer = std::make_unique<Peer>(session, std::move(local), std::move(remote_ufrag));
-  Peer* p = peer.get();
+  auto assoc = std::make_shared<Association>();
+  // The send function runs on the handshake thread: it only keeps the record for the loop.
   auto dtls = webrtc::DtlsTransport::create(context_, webrtc::DtlsRole::Server,
                                             std::move(remote_fingerprint),
-                                            [this, p](std::span<const std::uint8_t> d) {
-                                              if (socket_ != nullptr) {
-                                                (void)socket_->send(d, p->dtls_peer);
-                                              }
+                                            [a = assoc.get()](std::span<const std::uint8_t> d) {
+                                              a->records.emplace_back(d.begin(), d.end());
                                             });
   if (!dtls) return dtls.error();
-  p->dtls = std::move(dtls.value());
+  assoc->dtls = std::move(dtls.value());
+  peer->dtls = std::move(assoc);
+  Peer* p = peer.get();
   p->timer = std::make_unique<net::Timer>(loop_, [this, p] {
-    p->dtls->on_timer();
-    after_dtls(*p);
+    run_dtls(*p, [](webrtc::DtlsTransport& transport) { transport.on_timer(); });
   });
   by_ufrag_[ufrag] = session;
   peers_[session] = std::move(peer);
@@ -129,22 +156,56 @@ void WhepPeers::on_dtls(std::span<const std::uint8_t> data, const net::SocketAdd
     return;
   }
   p->dtls_peer = from;
-  p->dtls->on_datagram(data);
-  after_dtls(*p);
+  run_dtls(*p, [datagram = std::vector<std::uint8_t>(data.begin(), data.end())](
+                   webrtc::DtlsTransport& transport) { transport.on_datagram(datagram); });
 }
 
-void WhepPeers::after_dtls(Peer& p) {
-  if (const auto wait = p.dtls->retransmit_in_us()) {
-    p.timer->start_from_now((*wait + 999) / 1000);
+void WhepPeers::run_dtls(Peer& p, std::function<void(webrtc::DtlsTransport&)> step) {
+  std::shared_ptr<Association> assoc = p.dtls;
+  // One peer cannot take the whole queue from the others (a verified address that floods).
+  if (!handshakes_ || assoc->queued >= kMaxQueuedDtlsPerPeer) {
+    ++stats_.webrtc_dtls_queue_full;
+    return;
+  }
+  const bool posted =
+      handshakes_->post([this, assoc, session = p.session,
+                         step = std::move(step)]() -> net::OffloadThread::Completion {
+        // The handshake thread: OpenSSL's work, then a snapshot for the loop.
+        step(*assoc->dtls);
+        DtlsStep out{std::exchange(assoc->records, {}), assoc->dtls->state(), assoc->dtls->keys(),
+                     assoc->dtls->retransmit_in_us()};
+        return [this, assoc, session, out = std::move(out)] {
+          --assoc->queued;
+          after_dtls(session, *assoc, out);
+        };
+      });
+  if (posted) {
+    ++assoc->queued;
+  } else {
+    ++stats_.webrtc_dtls_queue_full;  // the peer's retransmission will bring it again
+  }
+}
+
+void WhepPeers::after_dtls(const std::string& session, const Association& assoc,
+                           const DtlsStep& step) {
+  const auto it = peers_.find(session);
+  if (it == peers_.end() || it->second->dtls.get() != &assoc) return;  // removed meanwhile
+  Peer& p = *it->second;
+  if (socket_ != nullptr) {
+    for (const auto& record : step.records)
+      (void)socket_->send(record, p.dtls_peer);
+  }
+  if (step.retransmit_in_us) {
+    p.timer->start_from_now((*step.retransmit_in_us + 999) / 1000);
   } else {
     p.timer->stop();
   }
-  if (p.dtls->state() == webrtc::DtlsState::Connected && !p.connected) {
+  if (step.state == webrtc::DtlsState::Connected && !p.connected && step.keys) {
     p.connected = true;
     ++stats_.webrtc_dtls_connected;
     const net::SocketAddress to = p.ice.selected().value_or(p.dtls_peer);
-    listener_.on_peer_connected(p.session, to, *p.dtls->keys());
-  } else if (p.dtls->state() == webrtc::DtlsState::Failed && !p.failed) {
+    listener_.on_peer_connected(p.session, to, *step.keys);
+  } else if (step.state == webrtc::DtlsState::Failed && !p.failed) {
     p.failed = true;
     ++stats_.webrtc_dtls_failed;
     failed_.push_back(p.session);

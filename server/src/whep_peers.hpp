@@ -11,9 +11,16 @@
 // answered), DTLS from an address no valid check came from, failed handshakes (wrong
 // fingerprint among them).
 //
-// Threading: the worker's loop thread. Errors: start() returns OpenSSL's reason; per datagram
-// nothing throws and nothing is logged.
+// Threading: the worker's loop thread, except OpenSSL's handshake work: each DTLS datagram and
+// retransmission tick is a job on a handshake thread of this worker's own (net::OffloadThread,
+// at a lower priority), whose completion sends the records and applies the outcome on the loop.
+// A join's key exchange and signatures thus never delay the stages of sessions already playing
+// (docs/webrtc.md "Sessions per core"). At most kMaxQueuedDtls jobs wait, kMaxQueuedDtlsPerPeer
+// per session; beyond, the datagram is dropped and counted (the peer retransmits).
+//
+// Errors: start() returns OpenSSL's reason; per datagram nothing throws and nothing is logged.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -23,6 +30,7 @@
 #include <vector>
 
 #include "predrop/net/event_loop.hpp"
+#include "predrop/net/offload_thread.hpp"
 #include "predrop/net/socket_address.hpp"
 #include "predrop/net/udp_endpoint.hpp"
 #include "predrop/server/server_options.hpp"
@@ -74,12 +82,25 @@ class WhepPeers {
   std::vector<std::string> take_failed() { return std::exchange(failed_, {}); }
   std::size_t size() const { return peers_.size(); }
 
+  /// DTLS jobs (datagrams, timer ticks) that may wait for the handshake thread: ~1.5 MB at most.
+  static constexpr std::size_t kMaxQueuedDtls = 1024;
+  /// Of those, per session: a browser's flight is a few datagrams; a flood from one verified
+  /// address must not keep the other sessions' handshakes out.
+  static constexpr std::size_t kMaxQueuedDtlsPerPeer = 32;
+  /// The handshake thread's nice value above the worker's: playing sessions first.
+  static constexpr int kHandshakeNice = 10;
+
  private:
   struct Peer;
+  struct Association;
+  struct DtlsStep;
   void on_stun(std::span<const std::uint8_t> data, const net::SocketAddress& from,
                std::uint64_t now_us);
   void on_dtls(std::span<const std::uint8_t> data, const net::SocketAddress& from);
-  void after_dtls(Peer& peer);
+  /// Posts one step of a peer's association to the handshake thread.
+  void run_dtls(Peer& peer, std::function<void(webrtc::DtlsTransport&)> step);
+  /// On the loop: sends a step's records and applies its outcome, if the peer is still there.
+  void after_dtls(const std::string& session, const Association& assoc, const DtlsStep& step);
 
   net::EventLoop& loop_;
   WhepPeerListener& listener_;
@@ -91,6 +112,8 @@ class WhepPeers {
   std::unordered_map<std::string, std::string> by_ufrag_;        // our ufrag -> session id
   std::unordered_map<net::SocketAddress, std::string> by_addr_;  // verified address -> session
   std::vector<std::string> failed_;
+  /// Last: destroyed first, so that no completion runs into members already gone.
+  std::unique_ptr<net::OffloadThread> handshakes_;
 };
 
 }  // namespace predrop::server::detail

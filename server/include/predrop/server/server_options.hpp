@@ -233,10 +233,12 @@ struct ServerStats {
   std::uint64_t webrtc_dtls_strangers = 0;  ///< DTLS from an address no valid check came from.
   std::uint64_t webrtc_dtls_connected = 0;  ///< Handshakes completed (sessions started).
   std::uint64_t webrtc_dtls_failed = 0;     ///< Handshakes failed (wrong fingerprint among them).
-  std::uint64_t webrtc_consent_lost = 0;    ///< Sessions ended: no valid check for 30 s.
-  std::uint64_t webrtc_twcc_feedback = 0;   ///< Transport-cc feedback messages read.
-  std::uint64_t webrtc_twcc_reports = 0;    ///< Block reports made from transport-cc feedback.
-  std::uint64_t alerts = 0;                 ///< Interim alerts (PDAL) about a stage in flight.
+  /// DTLS datagrams dropped: the handshake thread's queue was full (the peer retransmits).
+  std::uint64_t webrtc_dtls_queue_full = 0;
+  std::uint64_t webrtc_consent_lost = 0;   ///< Sessions ended: no valid check for 30 s.
+  std::uint64_t webrtc_twcc_feedback = 0;  ///< Transport-cc feedback messages read.
+  std::uint64_t webrtc_twcc_reports = 0;   ///< Block reports made from transport-cc feedback.
+  std::uint64_t alerts = 0;                ///< Interim alerts (PDAL) about a stage in flight.
   std::uint64_t alerts_taken = 0;  ///< Of those, alerts the policy acted on (rest re-planned).
   std::uint64_t redirects = 0;     ///< DESCRIBEs answered 302 to an edge (docs/edge.md).
   std::uint64_t webrtc_nacks = 0;  ///< Generic NACKs read (docs/webrtc.md).
