@@ -10,6 +10,7 @@
 #   BUILD=build/release HOLD=20 bench/perf/webrtc.sh 100
 #   PEERS=0 FEEDBACK_MS=100 bench/perf/webrtc.sh 500   # WHEP rows only, feedback every 100 ms
 #   CLIP=thumb.mp4 PEERS=0 bench/perf/webrtc.sh 300    # another clip (the join cost: a small one)
+#   RAMP=2 PEERS=0 bench/perf/webrtc.sh 600           # all joins within 2 s (default: N/50 s, >= 2)
 #
 # Results: $BUILD/bench-results/webrtc-<time>/ (console logs and whep.csv, load-summary.csv).
 # Loopback only; every process it starts is stopped on exit.
@@ -88,7 +89,7 @@ EOF
 cd "$out"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/run.txt"
 for n in "${sizes[@]}"; do
-  ramp=$(( n / 50 > 2 ? n / 50 : 2 ))
+  ramp=${RAMP:-$(( n / 50 > 2 ? n / 50 : 2 ))}
   echo "== $n sessions (ramp $ramp s, hold $hold s), load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/run.txt"
   if [[ "$peers" == 1 && -x "$egress" ]]; then
     # The machine's limit for N contexts (the "series" column) beside the sink-socket egress row.

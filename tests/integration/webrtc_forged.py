@@ -5,7 +5,11 @@
   2. a DTLS ClientHello-shaped datagram from an address no valid check came from,
 and expects no answer to either, and both counted in /metrics (predrop_webrtc_stun_refused_total,
 predrop_webrtc_dtls_strangers_total). Then a correctly keyed check must be answered, so that the
-silence above is a refusal and not a dead port.
+silence above is a refusal and not a dead port. Last, a flood: 3000 ClientHello-shaped datagrams
+from an address that passed a valid check (they do reach the session's DTLS, on the worker's
+handshake thread, docs/webrtc.md "Limits"), after which a second session's check is answered
+at once and /metrics still serves; what the bounded queue dropped is counted
+(predrop_webrtc_dtls_queue_full_total) and printed.
   webrtc_forged.py METRICS_PORT STREAM"""
 import hashlib
 import hmac
@@ -57,14 +61,44 @@ def metric(base, name):
     return int(re.search(r"^%s (\d+)$" % name, text, re.M).group(1))
 
 
-def main():
-    base = "http://127.0.0.1:%s" % sys.argv[1]
-    req = urllib.request.Request(base + "/%s/whep" % sys.argv[2], data=OFFER.encode(),
+def offer(base, stream):
+    """POSTs our offer; the session's ufrag, pwd and port from the answer."""
+    req = urllib.request.Request(base + "/%s/whep" % stream, data=OFFER.encode(),
                                  method="POST", headers={"Content-Type": "application/sdp"})
     answer = urllib.request.urlopen(req).read().decode()
-    ufrag = re.search(r"a=ice-ufrag:(\S+)", answer).group(1)
-    pwd = re.search(r"a=ice-pwd:(\S+)", answer).group(1)
-    port = int(re.search(r"m=video (\d+)", answer).group(1))
+    return (re.search(r"a=ice-ufrag:(\S+)", answer).group(1),
+            re.search(r"a=ice-pwd:(\S+)", answer).group(1),
+            int(re.search(r"m=video (\d+)", answer).group(1)))
+
+
+def flood(base, stream, hello):
+    """3000 DTLS datagrams from a verified address; a second session must not notice."""
+    ufrag, pwd, port = offer(base, stream)
+    other_ufrag, other_pwd, other_port = offer(base, stream)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(1.0)
+    s.sendto(check(ufrag, pwd), ("127.0.0.1", port))
+    assert s.recvfrom(2048)[0][:2] == b"\x01\x01", "the flooder's check was not answered"
+    full0 = metric(base, "predrop_webrtc_dtls_queue_full_total")
+    s.setblocking(False)
+    sent = 0
+    for _ in range(3000):
+        try:
+            s.sendto(hello, ("127.0.0.1", port))
+            sent += 1
+        except BlockingIOError:
+            pass
+    s.close()
+    good = answered(check(other_ufrag, other_pwd), other_port)
+    assert good is not None and good[:2] == b"\x01\x01", "a check was not answered after the flood"
+    full1 = metric(base, "predrop_webrtc_dtls_queue_full_total")
+    print("webrtc forged: flood of %d DTLS datagrams from a verified address: %d dropped at the"
+          " handshake queue; the other session's check answered" % (sent, full1 - full0))
+
+
+def main():
+    base = "http://127.0.0.1:%s" % sys.argv[1]
+    ufrag, pwd, port = offer(base, sys.argv[2])
     stun0 = metric(base, "predrop_webrtc_stun_refused_total")
     dtls0 = metric(base, "predrop_webrtc_dtls_strangers_total")
     assert answered(check(ufrag, "guessed-password-0123456"), port) is None, "forged check answered"
@@ -77,6 +111,7 @@ def main():
     good = answered(check(ufrag, pwd), port)
     assert good is not None and good[:2] == b"\x01\x01", "a valid check was not answered"
     print("webrtc forged: ok (forged STUN and stranger DTLS refused and counted; valid check answered)")
+    flood(base, sys.argv[2], hello)
 
 
 if __name__ == "__main__":
