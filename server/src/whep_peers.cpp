@@ -192,8 +192,9 @@ void WhepPeers::after_dtls(const std::string& session, const Association& assoc,
   if (it == peers_.end() || it->second->dtls.get() != &assoc) return;  // removed meanwhile
   Peer& p = *it->second;
   if (socket_ != nullptr) {
-    for (const auto& record : step.records)
+    for (const auto& record : step.records) {
       (void)socket_->send(record, p.dtls_peer);
+    }
   }
   if (step.retransmit_in_us) {
     p.timer->start_from_now((*step.retransmit_in_us + 999) / 1000);
