@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fake_clock.hpp"
+#include "loop_watchdog.hpp"
 #include "predrop/net/clock.hpp"
 
 namespace predrop::net {
@@ -23,18 +24,6 @@ void expect_clean_close(EventLoop& loop) {
   EXPECT_EQ(loop.forced_closes(), 0u);
   EXPECT_TRUE(loop.is_closed());
   EXPECT_EQ(loop.handle_count(), 0u);
-}
-
-// A safety net, not a timing assertion: if an expected event never comes, fail instead of
-// hanging until ctest's timeout. Unreferenced, so it never keeps run() alive by itself.
-std::unique_ptr<Timer> watchdog(EventLoop& loop) {
-  auto t = std::make_unique<Timer>(loop, [&loop] {
-    ADD_FAILURE() << "watchdog fired: expected event never happened";
-    loop.stop();
-  });
-  t->start(10'000);
-  t->keep_loop_alive(false);
-  return t;
 }
 
 TEST(EventLoop, EmptyLoopRunsAndClosesCleanly) {
@@ -200,7 +189,7 @@ TEST(AsyncWake, WakesTheLoopFromAnotherThread) {
   EventLoop loop;
   int woken = 0;
   {
-    auto guard = watchdog(loop);
+    auto guard = test::loop_watchdog(loop, "expected event never happened");
     AsyncWake wake(loop, [&] {
       ++woken;
       loop.stop();
@@ -218,7 +207,7 @@ TEST(AsyncWake, ManySendsCoalesceIntoAtLeastOneWake) {
   std::atomic<int> sent{0};
   int woken = 0;
   {
-    auto guard = watchdog(loop);
+    auto guard = test::loop_watchdog(loop, "expected event never happened");
     AsyncWake wake(loop, [&] {
       ++woken;
       if (sent.load() == 100) loop.stop();
@@ -241,7 +230,7 @@ TEST(SignalWatcher, DeliversSigtermOnTheLoopThread) {
   EventLoop loop;
   std::vector<int> seen;
   {
-    auto guard = watchdog(loop);
+    auto guard = test::loop_watchdog(loop, "expected event never happened");
     SignalWatcher w(loop, {SIGINT, SIGTERM}, [&](int signum) {
       seen.push_back(signum);
       loop.stop();

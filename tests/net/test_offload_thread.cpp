@@ -13,18 +13,10 @@
 #include <thread>
 #include <vector>
 
+#include "loop_watchdog.hpp"
+
 namespace predrop::net {
 namespace {
-
-std::unique_ptr<Timer> watchdog(EventLoop& loop) {
-  auto t = std::make_unique<Timer>(loop, [&loop] {
-    ADD_FAILURE() << "watchdog fired: expected completions never came";
-    loop.stop();
-  });
-  t->start(10'000);
-  t->keep_loop_alive(false);
-  return t;
-}
 
 TEST(OffloadThread, RunsJobsOffTheLoopInOrderAndCompletesOnTheLoop) {
   EventLoop loop;
@@ -34,7 +26,7 @@ TEST(OffloadThread, RunsJobsOffTheLoopInOrderAndCompletesOnTheLoop) {
   bool off_loop = true;
   {
     OffloadThread offload(loop);
-    auto dog = watchdog(loop);
+    auto dog = test::loop_watchdog(loop, "expected completions never came");
     for (int i = 0; i < 50; ++i) {
       ASSERT_TRUE(offload.post([&, i]() -> OffloadThread::Completion {
         off_loop = off_loop && std::this_thread::get_id() != loop_thread;
@@ -69,7 +61,7 @@ TEST(OffloadThread, RefusesJobsBeyondTheBoundAndCountsThrows) {
   int completed = 0;
   {
     OffloadThread offload(loop, {.max_pending = 3, .nice = 0, .name = "test"});
-    auto dog = watchdog(loop);
+    auto dog = test::loop_watchdog(loop, "expected completions never came");
     // The first job holds the thread, so the next ones wait in the queue.
     ASSERT_TRUE(offload.post([&]() -> OffloadThread::Completion {
       started.set_value();

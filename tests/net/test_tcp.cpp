@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "loop_watchdog.hpp"
+
 namespace predrop::net {
 namespace {
 
@@ -24,16 +26,6 @@ void expect_clean_close(EventLoop& loop) {
   ASSERT_TRUE(st.ok()) << st.error().message;
   EXPECT_EQ(loop.forced_closes(), 0u);
   EXPECT_EQ(loop.handle_count(), 0u);
-}
-
-std::unique_ptr<Timer> watchdog(EventLoop& loop) {
-  auto t = std::make_unique<Timer>(loop, [&loop] {
-    ADD_FAILURE() << "watchdog fired: expected event never happened";
-    loop.stop();
-  });
-  t->start(10'000);
-  t->keep_loop_alive(false);
-  return t;
 }
 
 std::string as_string(std::span<const std::uint8_t> d) {
@@ -76,7 +68,7 @@ TEST(Tcp, EchoRoundTripAndOrderlyClose) {
   std::optional<core::Status> connect_result;
   SocketAddress client_local;
   {
-    auto guard = watchdog(loop);
+    auto guard = test::loop_watchdog(loop, "expected event never happened");
     EchoServer server(loop);
     ASSERT_TRUE(server.listener);
     std::unique_ptr<TcpConnection> client;
@@ -119,7 +111,7 @@ TEST(Tcp, LargeTransferArrivesWholeBeforeCloseAfterWrites) {
   std::uint64_t checksum = 0;
   std::optional<core::Status> server_closed;
   {
-    auto guard = watchdog(loop);
+    auto guard = test::loop_watchdog(loop, "expected event never happened");
     std::unique_ptr<TcpConnection> server_conn;
     std::unique_ptr<TcpListener> listener;
     auto l = TcpListener::listen(loop, SocketAddress::loopback_v4(0),
@@ -169,7 +161,7 @@ TEST(Tcp, PeerVanishingMidWriteClosesWithAnError) {
   std::optional<core::Status> server_closed;
   bool client_got_data = false;
   {
-    auto guard = watchdog(loop);
+    auto guard = test::loop_watchdog(loop, "expected event never happened");
     std::unique_ptr<TcpConnection> server_conn;
     std::unique_ptr<TcpConnection> client;
     std::unique_ptr<TcpListener> listener;
@@ -225,7 +217,7 @@ TEST(Tcp, DestroyingAConnectionWithQueuedWritesIsSafe) {
   EventLoop loop;
   std::optional<core::Status> client_closed;
   {
-    auto guard = watchdog(loop);
+    auto guard = test::loop_watchdog(loop, "expected event never happened");
     std::unique_ptr<TcpConnection> client;
     std::unique_ptr<TcpListener> listener;
     auto l = TcpListener::listen(loop, SocketAddress::loopback_v4(0),
@@ -262,7 +254,7 @@ TEST(Tcp, IdleTimeoutClosesASilentConnection) {
   EventLoop loop;
   std::optional<core::Status> server_closed;
   {
-    auto guard = watchdog(loop);
+    auto guard = test::loop_watchdog(loop, "expected event never happened");
     std::unique_ptr<TcpConnection> server_conn;
     std::unique_ptr<TcpConnection> client;
     std::unique_ptr<TcpListener> listener;
@@ -299,7 +291,7 @@ TEST(Tcp, ConnectToAClosedPortReportsAnError) {
   EventLoop loop;
   std::optional<core::Status> result;
   {
-    auto guard = watchdog(loop);
+    auto guard = test::loop_watchdog(loop, "expected event never happened");
     SocketAddress free_port;
     {
       // Borrow a port number that nothing listens on any more.
@@ -359,7 +351,7 @@ TEST(Tcp, PlainPosixClientTalksToTheServer) {
   std::optional<core::Status> server_closed;
   std::string client_got;
   {
-    auto guard = watchdog(loop);
+    auto guard = test::loop_watchdog(loop, "expected event never happened");
     std::unique_ptr<TcpConnection> server_conn;
     std::unique_ptr<TcpListener> listener;
     auto l = TcpListener::listen(

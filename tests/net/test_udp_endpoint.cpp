@@ -13,6 +13,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "loop_watchdog.hpp"
 #include "predrop/net/clock.hpp"
 #include "predrop/net/socket_address.hpp"
 
@@ -128,16 +129,6 @@ void expect_clean_close(EventLoop& loop) {
   EXPECT_EQ(loop.handle_count(), 0u);
 }
 
-std::unique_ptr<Timer> watchdog(EventLoop& loop) {
-  auto t = std::make_unique<Timer>(loop, [&loop] {
-    ADD_FAILURE() << "watchdog fired: expected datagrams never arrived";
-    loop.stop();
-  });
-  t->start(10'000);
-  t->keep_loop_alive(false);
-  return t;
-}
-
 std::unique_ptr<UdpEndpoint> open_or_die(EventLoop& loop, const SocketAddress& at,
                                          UdpEndpoint::DatagramHandler h, UdpOptions o = {}) {
   auto r = UdpEndpoint::open(loop, at, o, std::move(h));
@@ -156,7 +147,7 @@ TEST(UdpEndpoint, SendBatchDeliversEveryDatagram) {
   EventLoop loop;
   Received got;
   {
-    auto guard = watchdog(loop);
+    auto guard = test::loop_watchdog(loop, "expected datagrams never arrived");
     std::unique_ptr<UdpEndpoint> rx;
     UdpOptions ro;
     ro.recv_buffer_bytes = 1 << 20;
@@ -208,7 +199,7 @@ TEST(UdpEndpoint, SendSegmentsSplitsOneBufferIntoDatagrams) {
   EventLoop loop;
   std::vector<std::vector<std::uint8_t>> got;
   {
-    auto guard = watchdog(loop);
+    auto guard = test::loop_watchdog(loop, "expected datagrams never arrived");
     auto rx =
         open_or_die(loop, SocketAddress::loopback_v4(0),
                     [&](std::span<const std::uint8_t> d, const SocketAddress&, std::uint64_t) {
@@ -243,7 +234,7 @@ TEST(UdpEndpoint, SingleSendBothWaysWithoutRecvmmsg) {
   int a_got = 0;
   int b_got = 0;
   {
-    auto guard = watchdog(loop);
+    auto guard = test::loop_watchdog(loop, "expected datagrams never arrived");
     UdpOptions plain;
     plain.recv_batch = 1;
     std::unique_ptr<UdpEndpoint> a;
@@ -287,7 +278,7 @@ TEST(UdpEndpoint, KernelTimestampsGiveTheArrivalTime) {
   std::uint64_t stamped = 0;
   std::uint64_t in_callback = 0;
   {
-    auto guard = watchdog(loop);
+    auto guard = test::loop_watchdog(loop, "expected datagrams never arrived");
     UdpOptions o;
     o.kernel_timestamps = true;
     auto rx = open_or_die(
@@ -317,7 +308,7 @@ TEST(UdpEndpoint, EmptyDatagramIsDelivered) {
   EventLoop loop;
   int got = 0;
   {
-    auto guard = watchdog(loop);
+    auto guard = test::loop_watchdog(loop, "expected datagrams never arrived");
     auto rx =
         open_or_die(loop, SocketAddress::loopback_v4(0),
                     [&](std::span<const std::uint8_t> d, const SocketAddress&, std::uint64_t) {
@@ -338,7 +329,7 @@ TEST(UdpEndpoint, Ipv6Loopback) {
   EventLoop loop;
   int got = 0;
   {
-    auto guard = watchdog(loop);
+    auto guard = test::loop_watchdog(loop, "expected datagrams never arrived");
     auto rx_r = UdpEndpoint::open(
         loop, SocketAddress::loopback_v6(0), {},
         [&](std::span<const std::uint8_t> d, const SocketAddress& from, std::uint64_t) {
@@ -367,7 +358,7 @@ TEST(UdpEndpoint, BadDestinationsAreCountedAndSkipped) {
   EventLoop loop;
   std::vector<std::uint8_t> seen;
   {
-    auto guard = watchdog(loop);
+    auto guard = test::loop_watchdog(loop, "expected datagrams never arrived");
     auto rx =
         open_or_die(loop, SocketAddress::loopback_v4(0),
                     [&](std::span<const std::uint8_t> d, const SocketAddress&, std::uint64_t) {
