@@ -11,6 +11,8 @@
 #   PEERS=0 FEEDBACK_MS=100 bench/perf/webrtc.sh 500   # WHEP rows only, feedback every 100 ms
 #   CLIP=thumb.mp4 PEERS=0 bench/perf/webrtc.sh 300    # another clip (the join cost: a small one)
 #   RAMP=2 PEERS=0 bench/perf/webrtc.sh 600           # all joins within 2 s (default: N/50 s, >= 2)
+#   FLOOD=1 PEERS=0 bench/perf/webrtc.sh 300          # a hostile neighbour during the window
+#                                                     # (bench/perf/webrtc_flood.py; FLOOD_RATE=)
 #
 # Results: $BUILD/bench-results/webrtc-<time>/ (console logs and whep.csv, load-summary.csv).
 # Loopback only; every process it starts is stopped on exit.
@@ -98,9 +100,21 @@ for n in "${sizes[@]}"; do
       --csv "$out/egress.csv" 2>&1 | tee -a "$out/run.txt"
   fi
   run_server
+  label="whep-$n-fb$feedback_ms"
+  if [[ "${FLOOD:-0}" == 1 ]]; then
+    label="$label-flood"
+    taskset -c 1 python3 "$root/bench/perf/webrtc_flood.py" "$mport" clip "$((ramp + 3))" "$hold" \
+      "${FLOOD_RATE:-20000}" >> "$out/flood.txt" 2>&1 &
+    pids+=("$!")
+  fi
   taskset -c 1 "$load" -q whep --http "127.0.0.1:$mport" --stream clip --clients "$n" \
     --ramp "$ramp" --settle 3 --hold "$hold" --server-pid "$server_pid" --csv "$out/whep.csv" \
-    --feedback-ms "$feedback_ms" --label "whep-$n-fb$feedback_ms" | tee -a "$out/run.txt" || true
+    --feedback-ms "$feedback_ms" --label "$label" | tee -a "$out/run.txt" || true
+  if [[ "${FLOOD:-0}" == 1 ]]; then
+    wait "${pids[-1]}" 2>/dev/null || true
+    tee -a "$out/run.txt" < "$out/flood.txt"
+    rm -f "$out/flood.txt"
+  fi
   stop_server
   [[ "$peers" == 1 ]] || continue
   run_server
