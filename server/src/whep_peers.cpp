@@ -164,7 +164,7 @@ void WhepPeers::run_dtls(Peer& p, std::function<void(webrtc::DtlsTransport&)> st
   std::shared_ptr<Association> assoc = p.dtls;
   // One peer cannot take the whole queue from the others (a verified address that floods).
   if (!handshakes_ || assoc->queued >= kMaxQueuedDtlsPerPeer) {
-    ++stats_.webrtc_dtls_queue_full;
+    ++stats_.webrtc_dtls_queue_full;  // the jobs it has out will re-arm its timer
     return;
   }
   const bool posted =
@@ -181,9 +181,12 @@ void WhepPeers::run_dtls(Peer& p, std::function<void(webrtc::DtlsTransport&)> st
       });
   if (posted) {
     ++assoc->queued;
-  } else {
-    ++stats_.webrtc_dtls_queue_full;  // the peer's retransmission will bring it again
+    return;
   }
+  ++stats_.webrtc_dtls_queue_full;  // the peer's retransmission will bring it again
+  // With nothing of this peer's out, no completion will re-arm its retransmission timer; a
+  // refused tick would otherwise leave our own flight unsent until the peer speaks again.
+  if (assoc->queued == 0) p.timer->start_from_now(kRetryRefusedDtlsMs);
 }
 
 void WhepPeers::after_dtls(const std::string& session, const Association& assoc,

@@ -87,6 +87,8 @@ class WhepPeers {
   /// Of those, per session: a browser's flight is a few datagrams; a flood from one verified
   /// address must not keep the other sessions' handshakes out.
   static constexpr std::size_t kMaxQueuedDtlsPerPeer = 32;
+  /// A step refused while none of the session's jobs are out: its timer tries again this soon.
+  static constexpr std::uint64_t kRetryRefusedDtlsMs = 50;
   /// The handshake thread's nice value above the worker's: playing sessions first.
   static constexpr int kHandshakeNice = 10;
 

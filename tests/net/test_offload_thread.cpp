@@ -106,7 +106,8 @@ TEST(OffloadThread, DestructionDropsQueuedJobsWithoutCallingThem) {
     }
     started.get_future().wait();
     EXPECT_EQ(held.use_count(), 11);
-    // The running job is let go only after the destructor has begun waiting for it.
+    // The running job is let go 20 ms later, most likely after the destructor has begun waiting
+    // for it. In either order no completion runs and what the jobs held is released.
     releaser = std::thread([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       release.set_value();

@@ -199,7 +199,9 @@ TEST(ControlApi, HostilePathsAndMethodsGetClear4xx) {
     const auto r = server::handle_control({c.method, c.target, ""}, b);
     EXPECT_EQ(r.status, c.status) << c.method << " " << c.target;
     EXPECT_TRUE(json::accept(r.body)) << c.target << ": " << r.body;
-    if (c.status == 405) EXPECT_FALSE(r.allow.empty()) << c.target;
+    if (c.status == 405) {
+      EXPECT_FALSE(r.allow.empty()) << c.target;
+    }
   }
 }
 

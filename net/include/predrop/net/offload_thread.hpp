@@ -53,7 +53,7 @@ class OffloadThread {
   /// Starts the thread. Throws std::runtime_error if the thread or the wake-up cannot be made
   /// (start-up only).
   OffloadThread(EventLoop& loop, Options options);
-  OffloadThread(EventLoop& loop) : OffloadThread(loop, Options{}) {}
+  explicit OffloadThread(EventLoop& loop) : OffloadThread(loop, Options{}) {}
   ~OffloadThread();
   OffloadThread(const OffloadThread&) = delete;
   OffloadThread& operator=(const OffloadThread&) = delete;
