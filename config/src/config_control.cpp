@@ -8,6 +8,11 @@
 
 namespace predrop::config::detail {
 
+namespace {
+/// control.capacity.repaid_burst_bytes' upper bound (core::validate(CapacityParams)).
+constexpr std::uint32_t kMaxRepaidBurstBytes = 1'000'000;
+}  // namespace
+
 void read_control(Reader& r, const toml::table& table, ControlConfig& c) {
   const auto rate_key = [&](double& field) {
     return [&r, &field](const toml::node& n) {
@@ -167,6 +172,10 @@ void read_control(Reader& r, const toml::table& table, ControlConfig& c) {
        [&](const toml::node& n) { r.enumeration(n, kMissingActions, c.missing_report); }},
       {"browser_alert_ms",
        [&](const toml::node& n) { r.unsigned_into(n, c.browser_alert_ms, 0, 1000); }},
+      {"browser_repaid_burst_bytes",
+       [&](const toml::node& n) {
+         r.unsigned_into(n, c.browser_repaid_burst_bytes, 0, kMaxRepaidBurstBytes);
+       }},
       {"report_timeout_stages",
        [&](const toml::node& n) { r.unsigned_into(n, c.report_timeout_stages, 1, 1000); }},
       {"couple_prefix_v4",
@@ -325,6 +334,8 @@ void check_control(const ControlConfig& k, Problems& problems) {
   threshold("control.t1", k.t1);
   threshold("control.t2", k.t2);
   problems.add(range_problem("control.browser_alert_ms", k.browser_alert_ms, 0, 1000));
+  problems.add(range_problem("control.browser_repaid_burst_bytes", k.browser_repaid_burst_bytes,
+                             0, kMaxRepaidBurstBytes));
   problems.add(range_problem("control.report_timeout_stages", k.report_timeout_stages, 1, 1000));
   problems.add(range_problem("control.couple_prefix_v4", k.couple_prefix_v4, 0, 32));
   problems.add(range_problem("control.couple_prefix_v6", k.couple_prefix_v6, 0, 128));

@@ -113,6 +113,7 @@ core::Result<SessionControl> make_session_control(const config::ServerConfig& c,
   o.browser_client_policy = c.control.browser_policy == "client";
   o.browser_alert_us = std::int64_t{c.control.browser_alert_ms} * 1000;
   o.browser_start_rate = c.control.browser_start_rate;
+  o.browser_repaid_burst_bytes = c.control.browser_repaid_burst_bytes;
   o.discard = c.discard.policy;
   o.discard_seed = c.discard.seed;
   return o;
@@ -178,6 +179,7 @@ core::Result<StreamServerOptions> make_stream_options(const config::ServerConfig
   o.browser_client_policy = control->browser_client_policy;
   o.browser_alert_us = control->browser_alert_us;
   o.browser_start_rate = control->browser_start_rate;
+  o.browser_repaid_burst_bytes = control->browser_repaid_burst_bytes;
   o.discard = control->discard;
   o.discard_seed = control->discard_seed;
   if (c.control.couple_prefix_v4 != 0 || c.control.couple_prefix_v6 != 0) {

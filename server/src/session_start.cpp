@@ -84,6 +84,13 @@ core::PolicyConfig session_policy(const SessionEntry& entry, const StreamServerO
   if (entry.webrtc && policy.policy == "capacity" && options.browser_start_rate > 0.0) {
     policy.capacity.start_rate = std::fmin(options.browser_start_rate, policy.capacity.rmax);
   }
+  // A browser's leading burst is paid back (control.browser_repaid_burst_bytes): with the
+  // server's interim alert taking the onsets, the burst's queue standing under a pace at the
+  // bottleneck's rate is what is left of its steady queue (bench/README.md "The browser's burst
+  // paid back").
+  if (entry.webrtc && policy.policy == "capacity" && options.browser_repaid_burst_bytes > 0.0) {
+    policy.capacity.repaid_burst_bytes = options.browser_repaid_burst_bytes;
+  }
   return policy;
 }
 

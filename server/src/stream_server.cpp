@@ -621,6 +621,7 @@ void StreamServer::set_session_control(const SessionControl& control) {
   o.browser_client_policy = control.browser_client_policy;
   o.browser_alert_us = control.browser_alert_us;
   o.browser_start_rate = control.browser_start_rate;
+  o.browser_repaid_burst_bytes = control.browser_repaid_burst_bytes;
   o.discard = control.discard;
   o.discard_seed = control.discard_seed;
 }

@@ -67,6 +67,18 @@ TEST(PlayerConfig, BrowserStartRate) {
                {"control.browser_start_rate"});
 }
 
+TEST(PlayerConfig, BrowserRepaidBurstBytes) {
+  EXPECT_EQ(parse_config(stream_with(""), "test.toml")->control.browser_repaid_burst_bytes, 8000U);
+  const auto r =
+      parse_config(stream_with("[control]\nbrowser_repaid_burst_bytes = 0\n"), "test.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->control.browser_repaid_burst_bytes, 0U) << "0 leaves the policy's own setting";
+  expect_error(stream_with("[control]\nbrowser_repaid_burst_bytes = 1000001\n"),
+               {"control.browser_repaid_burst_bytes", "test.toml"});
+  expect_error(stream_with("[control]\nbrowser_repaid_burst_bytes = -1\n"),
+               {"control.browser_repaid_burst_bytes"});
+}
+
 TEST(PlayerConfig, InterleavedQueueBytes) {
   const auto r = parse_config(stream_with("", "interleaved_queue_bytes = 65536\n"), "test.toml");
   ASSERT_TRUE(r.ok()) << r.error().message;

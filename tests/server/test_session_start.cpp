@@ -94,6 +94,29 @@ TEST(SessionStart, OnlyABrowserStartsAtTheBrowserStartRate) {
   EXPECT_FALSE(server::detail::session_policy(e, options).capacity.start_rate.has_value());
 }
 
+TEST(SessionStart, OnlyABrowserHasItsLeadingBurstRepaid) {
+  // control.browser_repaid_burst_bytes: the capacity policy's repaid burst, browsers only.
+  auto options = test::loopback_options();
+  options.browser_repaid_burst_bytes = 8000;
+  options.player_policy.capacity.repaid_burst_bytes = 0;
+  SessionEntry e;
+  e.id = "w";
+  e.webrtc = true;
+  e.transport_cc_id = 3;
+  EXPECT_EQ(server::detail::session_policy(e, options).capacity.repaid_burst_bytes, 8000);
+  SessionEntry player;
+  player.id = "p";
+  EXPECT_EQ(server::detail::session_policy(player, options).capacity.repaid_burst_bytes, 0);
+  // 0: the policy's own setting stays.
+  options.browser_repaid_burst_bytes = 0;
+  options.player_policy.capacity.repaid_burst_bytes = 12000;
+  EXPECT_EQ(server::detail::session_policy(e, options).capacity.repaid_burst_bytes, 12000);
+  // Not for the exact rule (control.browser_policy = "client").
+  options.browser_repaid_burst_bytes = 8000;
+  options.browser_client_policy = true;
+  EXPECT_EQ(server::detail::session_policy(e, options).policy, "basic");
+}
+
 TEST(SessionStart, OrServedAtTheFixedPlayerRate) {
   auto options = test::loopback_options();
   options.player_adaptation = server::PlayerAdaptation::kFixed;

@@ -100,6 +100,9 @@ struct SessionControl {
   /// R of a browser's stages before its first block report, capacity policy, blocks with
   /// disposable frames only (0: none; control.browser_start_rate).
   double browser_start_rate = 0.5;
+  /// A browser's repaid leading burst under the capacity policy, bytes (0: the policy's own
+  /// repaid_burst_bytes; control.browser_repaid_burst_bytes).
+  double browser_repaid_burst_bytes = 8000;
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
   std::uint64_t discard_seed = 1;
 };
@@ -127,6 +130,9 @@ struct StreamServerOptions {
   /// R of a browser's stages before its first block report, capacity policy, blocks with
   /// disposable frames only (0: none; control.browser_start_rate).
   double browser_start_rate = 0.5;
+  /// A browser's repaid leading burst under the capacity policy, bytes (0: the policy's own
+  /// repaid_burst_bytes; control.browser_repaid_burst_bytes).
+  double browser_repaid_burst_bytes = 8000;
   core::DiscardPolicy discard = core::DiscardPolicy::kPriority;
   std::uint64_t discard_seed = 1;
   /// Sessions whose clients share an address prefix are coupled (coupling_groups.hpp); null: no
