@@ -334,8 +334,8 @@ void check_control(const ControlConfig& k, Problems& problems) {
   threshold("control.t1", k.t1);
   threshold("control.t2", k.t2);
   problems.add(range_problem("control.browser_alert_ms", k.browser_alert_ms, 0, 1000));
-  problems.add(range_problem("control.browser_repaid_burst_bytes", k.browser_repaid_burst_bytes,
-                             0, kMaxRepaidBurstBytes));
+  problems.add(range_problem("control.browser_repaid_burst_bytes", k.browser_repaid_burst_bytes, 0,
+                             kMaxRepaidBurstBytes));
   problems.add(range_problem("control.report_timeout_stages", k.report_timeout_stages, 1, 1000));
   problems.add(range_problem("control.couple_prefix_v4", k.couple_prefix_v4, 0, 32));
   problems.add(range_problem("control.couple_prefix_v6", k.couple_prefix_v6, 0, 128));

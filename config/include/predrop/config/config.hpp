@@ -196,7 +196,7 @@ struct ControlConfig {
   /// A browser's leading burst under the capacity policy is paid back with this many bytes
   /// (control.capacity.repaid_burst_bytes for browsers only; docs/webrtc.md "Adaptation from
   /// transport-cc"); 0 = the policy's own setting. On by default: on the browser bed it took the
-  /// steady queue from ~95 to ~35 ms (bench/README.md "The browser's burst paid back").
+  /// steady queue p95 from 93-97 to 57-61 ms (bench/README.md "The browser's burst paid back").
   std::uint32_t browser_repaid_burst_bytes = 8000;
   core::MissingReportAction missing_report = core::MissingReportAction::kHold;
   std::uint32_t report_timeout_stages = 2;  ///< A report is missing this many stages later.
