@@ -5,12 +5,14 @@
 #include <type_traits>
 
 #include "config_reader.hpp"
+#include "predrop/core/capacity_params.hpp"
 
 namespace predrop::config::detail {
 
 namespace {
-/// control.capacity.repaid_burst_bytes' upper bound (core::validate(CapacityParams)).
-constexpr std::uint32_t kMaxRepaidBurstBytes = 1'000'000;
+/// control.capacity.repaid_burst_bytes' and control.browser_repaid_burst_bytes' upper bound.
+constexpr auto kMaxRepaidBurstBytes =
+    static_cast<std::uint32_t>(core::CapacityParams::kMaxBurstBytes);
 }  // namespace
 
 void read_control(Reader& r, const toml::table& table, ControlConfig& c) {
@@ -213,8 +215,8 @@ void read_control(Reader& r, const toml::table& table, ControlConfig& c) {
              {"quality_floor",
               number_key(a.quality_floor, "control.capacity.quality_floor", -1e9, 1e9, "")},
              {"repaid_burst_bytes",
-              number_key(a.repaid_burst_bytes, "control.capacity.repaid_burst_bytes", 0.0, 1e6,
-                         " bytes")},
+              number_key(a.repaid_burst_bytes, "control.capacity.repaid_burst_bytes", 0.0,
+                         core::CapacityParams::kMaxBurstBytes, " bytes")},
              {"loss_threshold",
               number_key(a.loss_threshold, "control.capacity.loss_threshold", 0.0, 1.0, "")},
              {"decrease_factor",

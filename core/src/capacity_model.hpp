@@ -65,6 +65,9 @@ struct CapacityPolicy::Reading {
   bool busy_end = false;
   double received = 0;
   double fresh_dispersion = 0;
+  /// The fresh reading is well above the rate no other reading confirms yet: the bottleneck
+  /// grew (the next block's pair reads it again) or the pair was compressed after it.
+  bool rising_dispersion = false;
   double proven = 0;
 };
 

@@ -177,8 +177,11 @@ std::string_view CapacityPolicy::on_clean(const Reading& x) {
     capacity_ += step;
     return "clean, near the last overuse rate: + increase_step";
   }
-  if (dispersion_.rate() > 0.0 && capacity_ >= kAtBottleneck * dispersion_.rate()) {
-    // At the bottleneck's measured rate: more would only queue (it grows by the readings).
+  if (dispersion_.rate() > 0.0 && capacity_ >= kAtBottleneck * dispersion_.rate() &&
+      !x.rising_dispersion) {
+    // At the bottleneck's measured rate: more would only queue (it grows by the readings). A
+    // fresh reading well above it, not yet confirmed, is probed once: a grown bottleneck takes
+    // it as the max filter would have, a compressed pair costs one block above the rate.
     return "clean, at the bottleneck's rate: estimate held";
   }
   // Well past the rate of the last overuse without a new one (or none known): the path

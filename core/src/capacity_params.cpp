@@ -79,11 +79,11 @@ Status validate(const CapacityParams& p) {
     return bad("pacing_gain", p.pacing_gain, "0 (off) or in [1, 10]");
   }
   if (!(std::isfinite(p.pacing_burst_bytes) && p.pacing_burst_bytes >= 0.0 &&
-        p.pacing_burst_bytes <= 1e6)) {
+        p.pacing_burst_bytes <= CapacityParams::kMaxBurstBytes)) {
     return bad("pacing_burst_bytes", p.pacing_burst_bytes, "in [0, 1e6]");
   }
   if (!(std::isfinite(p.repaid_burst_bytes) && p.repaid_burst_bytes >= 0.0 &&
-        p.repaid_burst_bytes <= 1e6)) {
+        p.repaid_burst_bytes <= CapacityParams::kMaxBurstBytes)) {
     return bad("repaid_burst_bytes", p.repaid_burst_bytes, "0 (off) or in (0, 1e6]");
   }
   if (!finite_in(p.alone_share, 0.0, 1.0)) return bad("alone_share", p.alone_share, "in [0, 1]");

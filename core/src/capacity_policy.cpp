@@ -259,7 +259,7 @@ Decision CapacityPolicy::decide(const StageReport& report) {
     reason = on_clean(x);
     // Whoever else is there, no session can use more than the bottleneck serves: with its
     // rate known (steady readings), the estimate stops there.
-    if (x.fresh_dispersion > 0.0 && dispersion_steady()) {
+    if (x.fresh_dispersion > 0.0 && !x.rising_dispersion && dispersion_steady()) {
       capacity_ = std::fmin(capacity_, dispersion_.rate());
     }
   } else if (mode_ == Mode::kOpen && !has_report_ && x.clean && x.fresh_dispersion > 0.0 &&

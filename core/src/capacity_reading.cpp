@@ -86,6 +86,7 @@ CapacityPolicy::Reading CapacityPolicy::read(const StageReport& report) {
     x.fresh_dispersion =
         static_cast<double>(path->dispersion_bytes) / static_cast<double>(path->dispersion_us);
     dispersion_.note(x.fresh_dispersion);
+    x.rising_dispersion = x.fresh_dispersion > kGrownDispersion * dispersion_.rate();
   }
   if (x.has_path && static_cast<double>(path->burst_bytes) >= params_.proof_bytes &&
       path->queue_max_us <= params_.proof_queue_us &&

@@ -169,6 +169,30 @@ TEST(CapacityPolicy, WhenTheLeadingBurstsStopQueueingTheBottleneckHasGrown) {
   EXPECT_NEAR(f.policy.capacity_estimate(), before * 1.5, 1e-9);
 }
 
+TEST(CapacityPolicy, AloneAPairCompressedAfterTheBottleneckDoesNotLiftTheEstimate) {
+  Feed f;
+  const double c = per_us(0.8e6);
+  (void)f.report(c, 0.3, 0.0, 0.0, c);
+  (void)f.clean(c);
+  (void)f.clean(c);
+  (void)f.report(c, 0.0, 40'000, 50'000, c);
+  (void)f.clean(c);
+  ASSERT_NEAR(f.policy.capacity_estimate(), c, 1e-9);
+  // The bed after an idle block end: the delay line let the leading pair go together, 300x the
+  // path. Taken as the bottleneck's rate it would have been the estimate for eight blocks.
+  (void)f.clean(300.0 * c);
+  EXPECT_NEAR(f.policy.capacity_estimate(), c, 1e-9);
+  EXPECT_NEAR(f.policy.bottleneck_rate(), c, 1e-9);
+  for (int i = 0; i < 3; ++i)
+    (void)f.clean(c);
+  EXPECT_NEAR(f.policy.capacity_estimate(), c, 1e-9);
+  // The bottleneck did double: the next block's pair confirms it.
+  (void)f.clean(2.0 * c);
+  EXPECT_NEAR(f.policy.capacity_estimate(), c, 1e-9);
+  (void)f.clean(2.0 * c);
+  EXPECT_NEAR(f.policy.capacity_estimate(), 2.0 * c, 1e-9);
+}
+
 TEST(CapacityPolicy, AQueueThatStandsThroughDrainBlocksIsAnotherFlowsAndIsNotCededTo) {
   Feed f;
   (void)f.report(per_us(0.8e6), 0.2, 0.0, 0.0, 0.0);  // onset

@@ -295,7 +295,9 @@ TEST(Codecs, Av1HierarchicalNonReferenceFramesAreDisposable) {
       const RtpPacket& p = file->packets()[b.first_packet + order[k]];
       const Frame& f = file->frames()[p.frame];
       EXPECT_EQ(!f.reference, k < disposable_packets) << "block " << b.index << " rank " << k;
-      if (k < disposable_packets) EXPECT_NE(f.type, FrameType::kKey);
+      if (k < disposable_packets) {
+        EXPECT_NE(f.type, FrameType::kKey);
+      }
     }
   }
 }

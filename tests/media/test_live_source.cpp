@@ -511,7 +511,9 @@ TEST(LiveSource, AudioGoesOnTheVideoTimelineByTheSenderReportsAndIsNeverDiscarde
       // In the block of its time (the last block's end is estimated: it may run over).
       const auto t = static_cast<std::int64_t>(p.rtp_timestamp) * 1'000'000 / 48000;
       EXPECT_GE(t, static_cast<std::int64_t>(b.start_us)) << "block " << s;
-      if (s + 1 < st.blocks) EXPECT_LT(t, static_cast<std::int64_t>(b.start_us) + b.duration_us);
+      if (s + 1 < st.blocks) {
+        EXPECT_LT(t, static_cast<std::int64_t>(b.start_us) + b.duration_us);
+      }
       ++got;
     }
   }

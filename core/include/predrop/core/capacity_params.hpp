@@ -10,6 +10,9 @@ namespace predrop::core {
 
 /// Parameters of the capacity policy; defaults suit 0.5-2 s blocks of paced media.
 struct CapacityParams {
+  /// The largest leading burst (pacing_burst_bytes, repaid_burst_bytes) a config may set.
+  static constexpr double kMaxBurstBytes = 1'000'000;
+
   double rmax = 0.9;          ///< Upper limit of R.
   double initial_rate = 0.0;  ///< R until the first congestion signal, and once it is over.
   /// R of the stages started before the first report whose blocks have disposable frames
