@@ -6,6 +6,9 @@
 
 namespace predrop::core::capacity_model {
 
+// A block's kept bytes are paced over this share of its duration at least (with the leading
+// burst repaid: over the margin).
+inline constexpr double kFloorSpan = 0.9;
 // A dispersion rate this much above the one at the last overuse: the bottleneck grew.
 inline constexpr double kGrownDispersion = 1.2;
 // Dispersion readings count as steady (the session alone on the bottleneck) when at least this

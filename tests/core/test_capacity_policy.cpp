@@ -30,7 +30,8 @@ class Feed {
 
   /// Starts the next stage; returns its R.
   double start() {
-    StageStart s{stage_, static_cast<std::uint64_t>(kBlockBytes), kBlockUs, sent_, kPackets, {}};
+    StageStart s{stage_,   static_cast<std::uint64_t>(kBlockBytes), kBlockUs, sent_, kPackets,
+                 removable};
     s.disposable_packets = disposable_;
     const double r = policy.rate_for_next(s);
     rates_.push_back(r);
@@ -73,6 +74,8 @@ class Feed {
   }
 
   CapacityPolicy policy;
+  /// The sender's discard order, when a test gives one (StageStart::removable).
+  std::vector<std::uint64_t> removable;
 
  private:
   std::uint32_t disposable_ = 0;
@@ -285,6 +288,30 @@ TEST(CapacityPolicy, TheLeadingBurstIsPaidBackOnlyWhenTheQueueIsThisSessionsOwn)
   (void)g.report(per_us(0.8e6), 0.2, 0.0, 0.0, 0.0);
   ASSERT_TRUE(g.policy.pacing().has_value());
   EXPECT_FALSE(g.policy.pacing()->repay_burst);
+}
+
+TEST(CapacityPolicy, WithTheBurstRepaidTheBlockIsPacedAtTheEstimateNotAbove) {
+  // 125 packets of 1200 bytes; the first 25 (the key frame) are never discarded.
+  std::vector<std::uint64_t> order;
+  for (std::uint64_t k = 0; k <= 100; ++k)
+    order.push_back(k * 1'200);
+  const auto pace_over_estimate = [&](double repaid) {
+    CapacityParams p;
+    p.repaid_burst_bytes = repaid;
+    Feed f(p);
+    f.removable = order;
+    (void)f.report(per_us(0.8e6), 0.2, 0.0, 0.0, 0.0);  // onset: delay mode
+    for (int i = 0; i < 4; ++i)
+      (void)f.report(per_us(0.6e6), 0.0, 0.0, 0.0, 0.0);
+    EXPECT_EQ(f.policy.mode(), CapacityPolicy::Mode::kDelay);
+    (void)f.start();  // planned on the estimate as it is now
+    EXPECT_TRUE(f.policy.pacing().has_value());
+    return f.policy.pacing() ? f.policy.pacing()->rate / f.policy.capacity_estimate() : 0.0;
+  };
+  // The block's kept bytes are margin x Ĉ x T: over margin x T the pace is Ĉ, and the queue
+  // the repaid burst left drains; over 0.9 T (the rule without a repaid burst) it is 1.08 Ĉ.
+  EXPECT_NEAR(pace_over_estimate(8'000), 1.0, 0.015);
+  EXPECT_NEAR(pace_over_estimate(0.0), 0.97 / 0.9, 0.015);
 }
 
 TEST(CapacityPolicy, SessionsDrainingTheirOwnQueueDoNotMistakeItForAnotherFlows) {

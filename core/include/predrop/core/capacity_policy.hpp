@@ -131,6 +131,8 @@ class CapacityPolicy final : public RateController {
   std::string_view in_compete(const Reading& x);
   void forget_stale_dispersion(const Reading& x);
   bool dispersion_steady() const;
+  /// In delay mode with repaid_burst_bytes set: the leading burst is paid back (pacing()).
+  bool repays_burst() const;
   /// What increase_step is a fraction of (see the definition).
   double step_reference() const;
 
