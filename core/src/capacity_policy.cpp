@@ -94,11 +94,11 @@ double CapacityPolicy::rate_for_next(const StageStart& next) {
   s.rate = rate_;
   // What the block keeps at that R (its least sendable part may be above the estimate: key
   // frames and audio are never discarded): the pacing must carry it within the block. Over
-  // 0.9 T as a rule, which paces a block planned at margin x Ĉ x T at 1.08 Ĉ: in compete mode
-  // the standing queue is another flow's and the faster pace holds the share (simulated §5.6:
-  // over margin x T cost 2-5 dB against one TCP flow). With the leading burst repaid the queue
-  // is this session's own, and 1.08 Ĉ would build 8 % of every block on it (bed, Chromium:
-  // 38 -> 86 ms through each block): over margin x T, the pace is Ĉ.
+  // 0.9 T as a rule, which paces a block planned at margin x Ĉ x T at 1.08 Ĉ: beside a
+  // loss-based flow the faster pace is what holds the share (simulated §5.6 with the burst
+  // free, over margin x T: 2.4-5.5 dB less). With the leading burst repaid the queue is this
+  // session's own, and 1.08 Ĉ would build 8 % of every block on it (bed, Chromium: 38 -> 86 ms
+  // through each block): over margin x T, the pace is Ĉ.
   block_floor_rate_ = 0.0;
   if (next.packets > 0 && next.removable.size() > 1 && s.duration_us > 0.0) {
     const auto k = std::min<std::size_t>(

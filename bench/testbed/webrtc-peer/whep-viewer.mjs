@@ -81,19 +81,33 @@ async function main() {
   // A navigation can fail with ERR_NETWORK_CHANGED while the bed is still changing the
   // namespace's interfaces at the flow's start: try again (5 times, 0.5 s apart).
   const page = await until(browser.newPage('about:blank'));
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await until(page.goto(o.url));
-      break;
-    } catch (err) {
-      if (stopRequested || attempt >= 5 || Date.now() > deadline) throw err;
-      log(`page load failed (${err.message}), again`);
-      await sleep(500);
+  const load = async () => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await until(page.goto(o.url));
+        return;
+      } catch (err) {
+        if (stopRequested || attempt >= 5 || Date.now() > deadline) throw err;
+        log(`page load failed (${err.message}), again`);
+        await sleep(500);
+      }
     }
-  }
+  };
+  await load();
   page.on('crashed', () => { log('page crashed'); stop('crash'); });
-  for (;;) {
+  // The same network change can cancel the player's WHEP POST after the page loaded (seen on
+  // the bed: Chromium resets the connection on the server's SYN-ACK and the fetch fails with
+  // "Failed to fetch"; no request reached the server): load the page again, twice at most.
+  for (let reloads = 0; ;) {
     const st = await until(page.evaluate('window.predrop ? [window.predrop.session, window.predrop.error] : [null, null]'));
+    if (st[1] && /Failed to fetch/.test(st[1]) && reloads < 2 && !stopRequested) {
+      reloads++;
+      meta.player_reloads = reloads;
+      log(`the player's request failed (${st[1]}), page loaded again`);
+      await sleep(500);
+      await load();
+      continue;
+    }
     if (st[1]) throw new Error(`the player failed: ${st[1]}`);
     if (st[0]) { meta.session = st[0]; break; }
     if (Date.now() > deadline) throw new Error('no WHEP session');
