@@ -145,6 +145,16 @@ std::string_view CapacityPolicy::on_clean(const Reading& x) {
     // estimate) is the estimate, up or down.
     capacity_ = dispersion_.rate();
     clean_run_ = 0;
+    if (x.rising_dispersion) {
+      // A fresh reading well above it that none confirms yet: the bottleneck grew, or the pair
+      // was compressed after it. Towards the reading by probe_gain at most, for this block
+      // only: the next reading confirms it or puts the estimate back at the rate. (The bed's
+      // §5.1 rise to 2.5x: R 0.03 on the third block after it and 0 on the fourth, where the
+      // maximum took the reading at once and had 0 on the third; a compressed pair now costs
+      // one block at 1.5x instead of eight at its reading.)
+      capacity_ = std::fmin(x.fresh_dispersion, params_.probe_gain * capacity_);
+      return "bottleneck idle, alone, a rising reading: capacity towards it (x probe_gain)";
+    }
     return "bottleneck idle, alone: capacity = dispersion rate";
   }
   if (x.whole) {
